@@ -1,0 +1,52 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/ankusa/ankusa/config"
+	"github.com/ankusa/ankusa/edge"
+)
+
+// validateOptions is what config validation needs from the rest of the
+// binary: which resolvers are registered and which verifiers are built.
+func validateOptions() config.ValidateOptions {
+	return config.ValidateOptions{
+		ResolverKnown: edge.ResolverKnown,
+		VerifierKnown: func(name string) bool { return name == "none" },
+	}
+}
+
+// loadConfig loads path, or the embedded default when path is empty.
+func loadConfig(path string) (*config.Config, error) {
+	if path == "" {
+		return config.Load(config.DefaultYAML(), validateOptions())
+	}
+	return config.LoadFile(path, validateOptions())
+}
+
+func checkConfig(args []string) int {
+	fs := flag.NewFlagSet("check-config", flag.ContinueOnError)
+	path := fs.String("config", "", "config file (default: the embedded default)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	_, err := loadConfig(*path)
+	if err != nil {
+		printProblems(err)
+		return exitConfig
+	}
+	fmt.Println("config ok")
+	return 0
+}
+
+func printProblems(err error) {
+	if probs, ok := err.(config.Problems); ok {
+		for _, p := range probs {
+			fmt.Fprintln(os.Stderr, "config:", p)
+		}
+		return
+	}
+	fmt.Fprintln(os.Stderr, "config:", err)
+}

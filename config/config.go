@@ -1,0 +1,232 @@
+// Package config is the appliance's configuration: the YAML schema of
+// DESIGN.md §5, its defaults, secret references and the validation that the
+// file, check-config and (later) the admin API share.
+//
+// Loading is strict: every unknown key is a problem naming its path. Load
+// returns every problem it finds, not only the first, so check-config can
+// print them all.
+package config
+
+// Config is the whole configuration file.
+type Config struct {
+	Node          Node              `yaml:"node"`
+	Listen        string            `yaml:"listen"`
+	Admin         Admin             `yaml:"admin"`
+	Limits        Limits            `yaml:"limits"`
+	RouteResolver RouteResolver     `yaml:"route_resolver"`
+	Routes        Routes            `yaml:"routes"`
+	RateLimits    RateLimits        `yaml:"rate_limits"`
+	Tenants       Tenants           `yaml:"tenants"`
+	WAL           WAL               `yaml:"wal"`
+	Segment       Segment           `yaml:"segment"`
+	Archive       Archive           `yaml:"archive"`
+	SourceStore   SourceStore       `yaml:"source_store"`
+	Redis         Redis             `yaml:"redis"`
+	Dedupe        Dedupe            `yaml:"dedupe"`
+	Secrets       Secrets           `yaml:"secrets"`
+	Lifecycle     Lifecycle         `yaml:"lifecycle"`
+	Log           Log               `yaml:"log"`
+	Sources       map[string]Source `yaml:"sources"`
+}
+
+// Node is this node's identity and storage.
+type Node struct {
+	Name    string   `yaml:"name"`
+	DataDir string   `yaml:"data_dir"`
+	Roles   []string `yaml:"roles"`
+	// Ordinal is the 16-bit node number inside event ids. It must be unique
+	// in a fleet; by default it is derived from Name.
+	Ordinal *int `yaml:"ordinal"`
+}
+
+// Admin is the admin listener.
+type Admin struct {
+	Listen string       `yaml:"listen"`
+	Tokens []AdminToken `yaml:"tokens"`
+}
+
+// AdminToken is one bearer token, stored as the hex SHA-256 of the token.
+type AdminToken struct {
+	Name   string   `yaml:"name"`
+	SHA256 string   `yaml:"sha256"`
+	Scopes []string `yaml:"scopes"`
+}
+
+// Limits bound what one request and the whole node may hold.
+type Limits struct {
+	MaxBodyBytes   Size `yaml:"max_body_bytes"`
+	MaxHeaderBytes Size `yaml:"max_header_bytes"`
+	// MaxHeaderCount bounds the number of header fields of one request.
+	MaxHeaderCount int `yaml:"max_header_count"`
+	// MaxPipelineBytes bounds the bytes of all hooks admitted but not yet
+	// committed, node-wide (router step 9).
+	MaxPipelineBytes Size     `yaml:"max_pipeline_bytes"`
+	MaxConnections   int      `yaml:"max_connections"`
+	ReadTimeout      Duration `yaml:"read_timeout"`
+	WriteTimeout     Duration `yaml:"write_timeout"`
+	IdleTimeout      Duration `yaml:"idle_timeout"`
+}
+
+// RouteResolver selects the catch-URL scheme.
+type RouteResolver struct {
+	Type   string   `yaml:"type"`
+	Prefix []string `yaml:"prefix"`
+	// Options are passed to a registered resolver's constructor.
+	Options map[string]string `yaml:"options"`
+}
+
+// Routes is route management (the route guard).
+type Routes struct {
+	Enabled bool `yaml:"enabled"`
+}
+
+// RateLimits are the per-tenant limits.
+type RateLimits struct {
+	Scope   string               `yaml:"scope"`
+	Default *RateLimit           `yaml:"default"`
+	Tenants map[string]RateLimit `yaml:"tenants"`
+}
+
+// RateLimit is one tenant's limits.
+type RateLimit struct {
+	Rate          float64 `yaml:"rate"`
+	Burst         int     `yaml:"burst"`
+	MaxQueue      int     `yaml:"max_queue"`
+	MaxQueueBytes Size    `yaml:"max_queue_bytes"`
+}
+
+// Finite reports whether the limit bounds a tenant's rate.
+func (r *RateLimit) Finite() bool { return r != nil && r.Rate > 0 && r.Burst > 0 }
+
+// Tenants bounds the number of tenants.
+type Tenants struct {
+	Max int `yaml:"max"`
+}
+
+// WAL is the write-ahead log.
+type WAL struct {
+	Type         string `yaml:"type"`
+	MaxFileBytes Size   `yaml:"max_file_bytes"`
+	// MaxBatchBytes caps one group commit's write.
+	MaxBatchBytes Size `yaml:"max_batch_bytes"`
+}
+
+// Segment is the sealing of the WAL into segments.
+type Segment struct {
+	MaxBytes    Size     `yaml:"max_bytes"`
+	MaxAge      Duration `yaml:"max_age"`
+	RetainLocal Duration `yaml:"retain_local"`
+}
+
+// Archive is where sealed segments go.
+type Archive struct {
+	Type      string `yaml:"type"`
+	Path      string `yaml:"path"`
+	Endpoint  string `yaml:"endpoint"`
+	Bucket    string `yaml:"bucket"`
+	Prefix    string `yaml:"prefix"`
+	Region    string `yaml:"region"`
+	AccessKey Secret `yaml:"access_key"`
+	SecretKey Secret `yaml:"secret_key"`
+	TLS       bool   `yaml:"tls"`
+}
+
+// SourceStore selects where sources live.
+type SourceStore struct {
+	Type      string `yaml:"type"`
+	URL       string `yaml:"url"`
+	Namespace string `yaml:"namespace"`
+	TickMs    int    `yaml:"tick_ms"`
+}
+
+// Redis is the fleet's shared Redis.
+type Redis struct {
+	URL string `yaml:"url"`
+}
+
+// Dedupe is the default dedupe scope and window.
+type Dedupe struct {
+	Scope string   `yaml:"scope"`
+	TTL   Duration `yaml:"ttl"`
+}
+
+// Secrets is encryption at rest of stored secrets.
+type Secrets struct {
+	KEK         Secret `yaml:"kek"`
+	KEKPrevious Secret `yaml:"kek_previous"`
+}
+
+// Lifecycle is where lifecycle events go.
+type Lifecycle struct {
+	Sink *Sink `yaml:"sink"`
+}
+
+// Log is logging.
+type Log struct {
+	Level  string `yaml:"level"`
+	Format string `yaml:"format"` // json | console
+}
+
+// Source is one webhook source (DESIGN.md §2.9).
+type Source struct {
+	TenantID        string        `yaml:"tenant_id" json:"tenant_id,omitempty"`
+	Verify          Verify        `yaml:"verify" json:"verify"`
+	OnVerifyFailure string        `yaml:"on_verify_failure" json:"on_verify_failure,omitempty"`
+	TrustURLTenant  bool          `yaml:"trust_url_tenant" json:"trust_url_tenant,omitempty"`
+	Sinks           []Sink        `yaml:"sinks" json:"sinks,omitempty"`
+	Dedupe          *SourceDedupe `yaml:"dedupe" json:"dedupe,omitempty"`
+	Quarantine      *Quarantine   `yaml:"quarantine" json:"quarantine,omitempty"`
+	MaxBodyBytes    Size          `yaml:"max_body_bytes" json:"max_body_bytes,omitempty"`
+}
+
+// Verify selects a source's signature verifier.
+type Verify struct {
+	Type      string   `yaml:"type" json:"type"`
+	Secret    Secret   `yaml:"secret" json:"-"`
+	Secrets   []Secret `yaml:"secrets" json:"-"`
+	Header    string   `yaml:"header" json:"header,omitempty"`
+	Prefix    string   `yaml:"prefix" json:"prefix,omitempty"`
+	Algorithm string   `yaml:"algorithm" json:"algorithm,omitempty"`
+	Encoding  string   `yaml:"encoding" json:"encoding,omitempty"`
+	Tolerance Duration `yaml:"tolerance" json:"tolerance,omitempty"`
+	// TimestampHeader and SignedContent describe generic hmac schemes that
+	// sign more than the body.
+	TimestampHeader string `yaml:"timestamp_header" json:"timestamp_header,omitempty"`
+	SignedContent   string `yaml:"signed_content" json:"signed_content,omitempty"`
+	AllowSHA1       bool   `yaml:"allow_sha1" json:"allow_sha1,omitempty"`
+}
+
+// SourceDedupe is a source's dedupe key.
+type SourceDedupe struct {
+	Key string   `yaml:"key" json:"key"`
+	TTL Duration `yaml:"ttl" json:"ttl,omitempty"`
+}
+
+// Quarantine is a source's quarantine bucket.
+type Quarantine struct {
+	Rate  float64 `yaml:"rate" json:"rate"`
+	Burst int     `yaml:"burst" json:"burst"`
+}
+
+// Sink is one delivery target of a source.
+type Sink struct {
+	ID           string            `yaml:"id" json:"id,omitempty"`
+	Type         string            `yaml:"type" json:"type"`
+	URL          string            `yaml:"url" json:"url,omitempty"`
+	Headers      map[string]string `yaml:"headers" json:"headers,omitempty"`
+	Secret       Secret            `yaml:"secret" json:"-"`
+	Format       string            `yaml:"format" json:"format,omitempty"`
+	AllowPrivate bool              `yaml:"allow_private" json:"allow_private,omitempty"`
+	Timeout      Duration          `yaml:"timeout" json:"timeout,omitempty"`
+	MaxAttempts  int               `yaml:"max_attempts" json:"max_attempts,omitempty"`
+	MaxAge       Duration          `yaml:"max_age" json:"max_age,omitempty"`
+	Exchange     string            `yaml:"exchange" json:"exchange,omitempty"`
+	RoutingKey   string            `yaml:"routing_key" json:"routing_key,omitempty"`
+	Claim        *Claim            `yaml:"claim" json:"claim,omitempty"`
+}
+
+// Claim delivers large bodies by reference.
+type Claim struct {
+	Store     string `yaml:"store" json:"store"`
+	OverBytes Size   `yaml:"over_bytes" json:"over_bytes"`
+}

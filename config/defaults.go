@@ -1,0 +1,117 @@
+package config
+
+import (
+	"os"
+	"time"
+)
+
+// Defaults of keys an operator may leave out.
+const (
+	DefaultListen           = "127.0.0.1:8080"
+	DefaultAdminListen      = "127.0.0.1:9090"
+	DefaultMaxBodyBytes     = 1 << 20
+	DefaultMaxHeaderBytes   = 16 << 10
+	DefaultMaxHeaderCount   = 100
+	DefaultMaxPipelineBytes = 256 << 20
+	DefaultMaxConnections   = 10000
+	DefaultReadTimeout      = 30 * time.Second
+	DefaultWriteTimeout     = 10 * time.Second
+	DefaultIdleTimeout      = 60 * time.Second
+	DefaultWALFileBytes     = 64 << 20
+	DefaultWALBatchBytes    = 8 << 20
+	DefaultTenantsMax       = 100000
+	DefaultTenant           = "default"
+)
+
+// ApplyDefaults fills every key left out.
+func (c *Config) ApplyDefaults() {
+	if c.Node.Name == "" {
+		if h, err := os.Hostname(); err == nil && NameRE.MatchString(h) {
+			c.Node.Name = h
+		} else {
+			c.Node.Name = "local"
+		}
+	}
+	if c.Node.DataDir == "" {
+		c.Node.DataDir = "./data"
+	}
+	if len(c.Node.Roles) == 0 {
+		c.Node.Roles = []string{"edge", "dispatch", "archive", "admin"}
+	}
+	if c.Listen == "" {
+		c.Listen = DefaultListen
+	}
+	if c.Admin.Listen == "" {
+		c.Admin.Listen = DefaultAdminListen
+	}
+	l := &c.Limits
+	setSize(&l.MaxBodyBytes, DefaultMaxBodyBytes)
+	setSize(&l.MaxHeaderBytes, DefaultMaxHeaderBytes)
+	setSize(&l.MaxPipelineBytes, DefaultMaxPipelineBytes)
+	if l.MaxHeaderCount == 0 {
+		l.MaxHeaderCount = DefaultMaxHeaderCount
+	}
+	if l.MaxConnections == 0 {
+		l.MaxConnections = DefaultMaxConnections
+	}
+	setDur(&l.ReadTimeout, DefaultReadTimeout)
+	setDur(&l.WriteTimeout, DefaultWriteTimeout)
+	setDur(&l.IdleTimeout, DefaultIdleTimeout)
+	if c.RouteResolver.Type == "" {
+		c.RouteResolver.Type = "path"
+	}
+	if c.RouteResolver.Prefix == nil {
+		c.RouteResolver.Prefix = []string{"webhooks"}
+	}
+	if c.RateLimits.Scope == "" {
+		c.RateLimits.Scope = "node"
+	}
+	if c.Tenants.Max == 0 {
+		c.Tenants.Max = DefaultTenantsMax
+	}
+	if c.WAL.Type == "" {
+		c.WAL.Type = "disk"
+	}
+	setSize(&c.WAL.MaxFileBytes, DefaultWALFileBytes)
+	setSize(&c.WAL.MaxBatchBytes, DefaultWALBatchBytes)
+	setSize(&c.Segment.MaxBytes, 64<<20)
+	setDur(&c.Segment.MaxAge, 10*time.Second)
+	setDur(&c.Segment.RetainLocal, 24*time.Hour)
+	if c.Archive.Type == "" {
+		c.Archive.Type = "none"
+	}
+	if c.SourceStore.Type == "" {
+		c.SourceStore.Type = "static"
+	}
+	if c.Dedupe.Scope == "" {
+		c.Dedupe.Scope = "node"
+	}
+	setDur(&c.Dedupe.TTL, 72*time.Hour)
+	if c.Log.Level == "" {
+		c.Log.Level = "info"
+	}
+	if c.Log.Format == "" {
+		c.Log.Format = "json"
+	}
+	for name, s := range c.Sources {
+		if s.TenantID == "" {
+			s.TenantID = DefaultTenant
+		}
+		if s.OnVerifyFailure == "" {
+			s.OnVerifyFailure = "reject"
+		}
+		c.Sources[name] = s
+	}
+}
+
+func setSize(s *Size, d Size) {
+	if *s == 0 {
+		*s = d
+	}
+}
+
+func setDur(v *Duration, d time.Duration) {
+	if *v == 0 {
+		*v = Duration(d)
+	}
+}

@@ -1,0 +1,33 @@
+package edge
+
+import (
+	"strconv"
+
+	"github.com/VictoriaMetrics/metrics"
+)
+
+// statusCodes are the answers the edge gives; anything else counts as
+// "other". The label set is bounded.
+var statusCodes = []int{200, 201, 202, 400, 401, 403, 404, 405, 413, 429, 431, 503}
+
+var (
+	statusCounters [600]*metrics.Counter
+	otherStatus    = metrics.NewCounter(`ankusa_edge_requests_total{code="other"}`)
+	bodyBytes      = metrics.NewCounter("ankusa_edge_body_bytes_total")
+	commitSeconds  = metrics.NewPrometheusHistogram("ankusa_edge_commit_wait_seconds")
+	commitFailures = metrics.NewCounter("ankusa_edge_commit_failures_total")
+)
+
+func init() {
+	for _, c := range statusCodes {
+		statusCounters[c] = metrics.NewCounter(`ankusa_edge_requests_total{code="` + strconv.Itoa(c) + `"}`)
+	}
+}
+
+func countStatus(code int) {
+	if code >= 0 && code < len(statusCounters) && statusCounters[code] != nil {
+		statusCounters[code].Inc()
+		return
+	}
+	otherStatus.Inc()
+}

@@ -1,0 +1,205 @@
+package edge
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/valyala/fasthttp"
+	"go.uber.org/zap"
+
+	"github.com/ankusa/ankusa/config"
+	"github.com/ankusa/ankusa/source"
+	"github.com/ankusa/ankusa/wal"
+)
+
+// Committer makes a record durable; *wal.WAL is the production one.
+type Committer interface {
+	Commit(r *wal.Request) error
+}
+
+// Options configure a Router.
+type Options struct {
+	Resolver Resolver
+	Sources  source.Store
+	WAL      Committer
+	Limits   config.Limits
+	Logger   *zap.Logger
+	// Now returns the receive time in unix nanoseconds (default: the clock).
+	Now func() int64
+}
+
+// Router is the catch-all POST handler of the public listener. It runs the
+// router order of DESIGN.md §2.1; every check that needs no body runs in
+// HeaderReceived, before fasthttp reads a body byte.
+type Router struct {
+	o            Options
+	maxBody      int64
+	maxHeader    int
+	maxHdrCount  int
+	maxPipeline  int64
+	pipeline     atomic.Int64
+	logThrottler throttle
+}
+
+// NewRouter returns a router.
+func NewRouter(o Options) *Router {
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	if o.Now == nil {
+		o.Now = func() int64 { return time.Now().UnixNano() }
+	}
+	r := &Router{
+		o:           o,
+		maxBody:     int64(o.Limits.MaxBodyBytes),
+		maxHeader:   int(o.Limits.MaxHeaderBytes),
+		maxHdrCount: o.Limits.MaxHeaderCount,
+		maxPipeline: int64(o.Limits.MaxPipelineBytes),
+	}
+	routers.Store(r)
+	return r
+}
+
+var routers atomic.Pointer[Router]
+
+// PipelineBytes is what the node has admitted and not yet committed or
+// released (router step 9).
+func (r *Router) PipelineBytes() int64 { return r.pipeline.Load() }
+
+// admitted is what the pre-body checks decided for an accepted request.
+type admitted struct {
+	route  Route
+	src    *source.Source
+	tenant string
+	limit  int64 // body bound for this request
+}
+
+// check runs router steps 0-5: everything decided from the request line and
+// headers. It allocates nothing.
+func (r *Router) check(h *fasthttp.RequestHeader, a *admitted) verdict {
+	// 0. method
+	if !h.IsPost() {
+		return vMethod
+	}
+	// 1. route guard (routes.enabled) arrives with route management.
+	// 2. resolver
+	route, ok := r.o.Resolver.Resolve(h)
+	if !ok {
+		return vNotFound
+	}
+	// 3. declared length against the node's bound
+	cl := h.ContentLength()
+	if int64(cl) > r.maxBody {
+		return vTooLarge
+	}
+	// 4. source lookup in the snapshot, tenant binding
+	src := r.o.Sources.Snapshot().Lookup(s2b(route.SourceID))
+	if src == nil {
+		return vNotFound
+	}
+	tenant := route.TenantID
+	switch {
+	case !src.Shared && tenant != "" && tenant != src.TenantID:
+		return vNotFound // a tenant's source answers only its tenant
+	case tenant == "":
+		tenant = src.TenantID
+	}
+	if int64(cl) > src.MaxBodyBytes {
+		return vTooLarge
+	}
+	// 5. header bounds and validity
+	if v := r.checkHeaders(h); v != vOK {
+		return v
+	}
+	a.route, a.src, a.tenant, a.limit = route, src, tenant, src.MaxBodyBytes
+	return vOK
+}
+
+// checkHeaders bounds the header block and refuses malformed fields.
+func (r *Router) checkHeaders(h *fasthttp.RequestHeader) verdict {
+	if len(h.RawHeaders()) > r.maxHeader {
+		return vInvalidHeader
+	}
+	n := 0
+	bad := false
+	for k, v := range h.All() {
+		n++
+		if !validHeaderName(k) || !validHeaderValue(v) {
+			bad = true
+			break
+		}
+	}
+	if bad || n > r.maxHdrCount {
+		return vInvalidHeader
+	}
+	return vOK
+}
+
+func validHeaderName(b []byte) bool {
+	if len(b) == 0 {
+		return false
+	}
+	for _, c := range b {
+		if c <= ' ' || c >= 0x7f || c == ':' || c == '(' || c == ')' || c == '<' || c == '>' || c == '@' || c == ',' || c == ';' || c == '\\' || c == '"' || c == '/' || c == '[' || c == ']' || c == '?' || c == '=' || c == '{' || c == '}' {
+			return false
+		}
+	}
+	return true
+}
+
+func validHeaderValue(b []byte) bool {
+	for _, c := range b {
+		if (c < ' ' && c != '\t') || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// HeaderReceived is fasthttp's hook, run after the header block and before
+// any body byte is read. A request refused here has its Content-Length set
+// to 0 (and Expect dropped), so fasthttp reads none of its body; the
+// handler then answers with Connection: close.
+func (r *Router) HeaderReceived(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
+	h.Del(verdictHeader)
+	var a admitted
+	v := r.check(h, &a)
+	if v != vOK {
+		h.Set(verdictHeader, verdictValues[v])
+		h.SetContentLength(0)
+		h.Del(fasthttp.HeaderExpect)
+		return fasthttp.RequestConfig{}
+	}
+	return fasthttp.RequestConfig{MaxRequestBodySize: int(a.limit)}
+}
+
+// Handle answers one request.
+func (r *Router) Handle(ctx *fasthttp.RequestCtx) {
+	h := &ctx.Request.Header
+	if early := h.Peek(verdictHeader); len(early) == 1 && early[0] > '0' && early[0] < '0'+byte(numVerdicts) {
+		reply(ctx, verdict(early[0]-'0'), true)
+		return
+	}
+	var a admitted
+	if v := r.check(h, &a); v != vOK {
+		reply(ctx, v, true)
+		return
+	}
+	// 6. tenant being erased, 7. token bucket, 8. tenant queue caps: these
+	// arrive with the tenant stage.
+	// 9. node-wide pipeline bytes.
+	cost := int64(h.ContentLength())
+	if cost < 0 {
+		cost = a.limit // chunked: the bound
+	}
+	cost += int64(len(h.RawHeaders()))
+	if r.pipeline.Add(cost) > r.maxPipeline {
+		r.pipeline.Add(-cost)
+		reply(ctx, vOverloaded, true)
+		return
+	}
+	// 10. tenants.max arrives with tenant ordinals' limit.
+	r.ingest(ctx, &a)
+	r.pipeline.Add(-cost)
+}
+

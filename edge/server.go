@@ -1,0 +1,54 @@
+package edge
+
+import (
+	"fmt"
+	"net"
+
+	"github.com/valyala/fasthttp"
+	"go.uber.org/zap"
+
+	"github.com/ankusa/ankusa/config"
+)
+
+// transportSlack is how far past limits.max_header_bytes fasthttp's read
+// buffer goes: the router answers 400 invalid_header up to there, and only
+// a header block past the buffer gets fasthttp's own 431.
+const transportSlack = 8 << 10
+
+// NewServer returns the public listener's fasthttp server for r.
+func NewServer(r *Router, lim config.Limits, logger *zap.Logger) *fasthttp.Server {
+	return &fasthttp.Server{
+		Handler:                      r.Handle,
+		HeaderReceived:               r.HeaderReceived,
+		Name:                         "",
+		Concurrency:                  lim.MaxConnections,
+		ReadBufferSize:               int(lim.MaxHeaderBytes) + transportSlack,
+		WriteBufferSize:              4 << 10,
+		ReadTimeout:                  lim.ReadTimeout.D(),
+		WriteTimeout:                 lim.WriteTimeout.D(),
+		IdleTimeout:                  lim.IdleTimeout.D(),
+		MaxRequestBodySize:           int(lim.MaxBodyBytes),
+		StreamRequestBody:            true,
+		DisablePreParseMultipartForm: true,
+		NoDefaultServerHeader:        true,
+		NoDefaultDate:                true,
+		NoDefaultContentType:         true,
+		CloseOnShutdown:              true,
+		Logger:                       fasthttpLogger{logger},
+	}
+}
+
+type fasthttpLogger struct{ l *zap.Logger }
+
+func (f fasthttpLogger) Printf(format string, args ...any) {
+	f.l.Debug(fmt.Sprintf(format, args...), zap.String("component", "fasthttp"))
+}
+
+// Listen opens the public listener.
+func Listen(addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("cannot listen on %s (config key listen): %w", addr, err)
+	}
+	return ln, nil
+}

@@ -1,0 +1,29 @@
+// Package envelope defines the Envelope, the unit every stage of Ankusa passes
+// on (wal, segment, dispatch, archive), its binary codec and its event ids.
+//
+// # Binary form (version 1)
+//
+// One codec serves every stage. It appends into a caller's buffer and uses no
+// reflection. All integers are big-endian unless they are uvarints.
+//
+//	offset size  field
+//	0      1     kind: 1 = envelope v1 (2 is a WAL tenant record, see package wal)
+//	1      8     seq (assigned by the commit loop)
+//	9      16    event id (assigned by the commit loop, see ID)
+//	25     4     tenant ordinal (assigned by the commit loop)
+//	29     8     received_at, unix nanoseconds (int64)
+//	37     1     verification flags: bit 0 verified, bit 1 flagged, bit 2 quarantined
+//	38     ...   tenant id      uvarint length + bytes
+//	             source id      uvarint length + bytes
+//	             verifier name  uvarint length + bytes
+//	             route params   uvarint count, then count × (key, value), each uvarint length + bytes
+//	             headers        uvarint count, then count × (name, value), each uvarint length + bytes
+//	             body           u32 length + bytes
+//	             dedupe key     uvarint length + bytes
+//
+// The identity fields (bytes 1..28) sit at fixed offsets so the commit loop can
+// fill them in after the ingest goroutine has encoded the rest; the body's
+// length is a fixed u32 so ingest can read the body straight into the record
+// and patch its length afterwards (one copy from the socket to the WAL). The
+// dedupe key follows the body because it is usually taken from it.
+package envelope

@@ -1,0 +1,82 @@
+// Package source holds webhook sources (DESIGN.md §2.9): the Source spec as
+// the edge uses it, the immutable snapshot the edge reads per request, and
+// the stores that publish snapshots. This build ships the static store
+// (sources from the config file).
+package source
+
+import (
+	"sync/atomic"
+
+	"github.com/ankusa/ankusa/config"
+)
+
+// Source is one source as the edge sees it. It is immutable once published
+// in a snapshot.
+type Source struct {
+	Name     string
+	TenantID string
+	// Shared is true for a source of tenant "default": it stores each hook
+	// under the request's tenant.
+	Shared bool
+	// MaxBodyBytes is the effective body bound: the source's own, capped by
+	// limits.max_body_bytes.
+	MaxBodyBytes int64
+	Spec         config.Source
+}
+
+// Snapshot is one consistent view of every source. The edge loads it
+// through an atomic pointer per request: no lock, no I/O.
+type Snapshot struct {
+	sources map[string]*Source
+}
+
+// NewSnapshot builds a snapshot from config specs; globalMax caps bodies.
+func NewSnapshot(specs map[string]config.Source, globalMax int64) *Snapshot {
+	s := &Snapshot{sources: make(map[string]*Source, len(specs))}
+	for name, spec := range specs {
+		tenant := spec.TenantID
+		if tenant == "" {
+			tenant = config.DefaultTenant
+		}
+		maxBody := globalMax
+		if spec.MaxBodyBytes > 0 && int64(spec.MaxBodyBytes) < maxBody {
+			maxBody = int64(spec.MaxBodyBytes)
+		}
+		s.sources[name] = &Source{
+			Name:         name,
+			TenantID:     tenant,
+			Shared:       tenant == config.DefaultTenant,
+			MaxBodyBytes: maxBody,
+			Spec:         spec,
+		}
+	}
+	return s
+}
+
+// Lookup returns the source named name, or nil. It does not allocate.
+func (s *Snapshot) Lookup(name []byte) *Source { return s.sources[string(name)] }
+
+// Len is the number of sources.
+func (s *Snapshot) Len() int { return len(s.sources) }
+
+// Store publishes snapshots of sources.
+type Store interface {
+	// Snapshot returns the current snapshot; never nil.
+	Snapshot() *Snapshot
+}
+
+// Static is the store of sources declared in the config file; it never
+// changes at runtime, and admin writes against it are refused.
+type Static struct {
+	snap atomic.Pointer[Snapshot]
+}
+
+// NewStatic returns a static store of the config's sources.
+func NewStatic(cfg *config.Config) *Static {
+	st := &Static{}
+	st.snap.Store(NewSnapshot(cfg.Sources, int64(cfg.Limits.MaxBodyBytes)))
+	return st
+}
+
+// Snapshot returns the store's snapshot.
+func (s *Static) Snapshot() *Snapshot { return s.snap.Load() }

@@ -1,0 +1,52 @@
+// Package wal is the write-ahead log: the commit loop that makes a hook
+// durable before the edge answers 201, and recovery at boot.
+//
+// # Commit loop
+//
+// One goroutine owns the active file. Ingest goroutines encode a record into
+// a pooled Request (frame header space, then the envelope, body included),
+// compute the payload's CRC themselves, queue it and wait. The loop takes
+// everything queued (up to MaxBatchBytes), assigns each hook its seq, event
+// id and tenant ordinal (a new tenant's record goes into the same batch as
+// its first hook), writes the batch with one writev, fdatasyncs once, and
+// wakes every waiter. Batches grow with load; no timer is involved. A failed
+// write or sync is fatal: nothing in that batch, nor anything after it, is
+// acknowledged, and the node stops (Options.OnFatal).
+//
+// # Files
+//
+// The log is a sequence of files named by FileName (000000000001.wal, ...),
+// rotated before a batch would take the active file past MaxFileBytes. Each
+// file starts with a 16-byte header:
+//
+//	0   8  magic "ANKUSAWL"
+//	8   4  version (1), big-endian
+//	12  4  reserved, zero
+//
+// # Record frame
+//
+// Every record is a 12-byte frame header and a payload:
+//
+//	0   4  payload length n, big-endian u32
+//	4   4  CRC-32C of payload[29:n] (everything but the identity prefix),
+//	       computed by the ingest goroutine
+//	8   4  CRC-32C of frame bytes 0..7 followed by payload[0:29] (the length,
+//	       the payload CRC and the identity prefix), computed by the loop
+//	12  n  payload
+//
+// The payload's first 29 bytes are the identity prefix of package envelope:
+// kind (1 = envelope, 2 = tenant), seq, event id, tenant ordinal. A hook's
+// payload is an envelope in its binary form. A tenant record (kind 2) has
+// seq and id zero, the new ordinal, and the tenant's name as the rest of the
+// payload; it always precedes, in the same batch, the first hook of its
+// tenant.
+//
+// # Recovery
+//
+// At boot every file is scanned. Whole records are kept. In the last file, a
+// bad record after which no valid record header follows is a torn tail: the
+// file is cut there (by rewriting the good prefix and renaming it over the
+// file, then syncing the directory). A bad record anywhere else is
+// corruption: Open refuses with ErrCorrupt naming the file and offset,
+// unless Options.Recovery is RecoverTruncate, which cuts the log there.
+package wal

@@ -1,0 +1,32 @@
+package wal
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors.
+var (
+	// ErrCorrupt is wrapped by recovery when a record before the tail is bad.
+	ErrCorrupt = errors.New("wal: corrupt record")
+	// ErrFatal is returned to every waiter once a write or sync has failed:
+	// the node must stop, and nothing more is acknowledged.
+	ErrFatal = errors.New("wal: write or sync failed; the node is stopping")
+	// ErrClosed is returned for commits after Close.
+	ErrClosed = errors.New("wal: closed")
+	// ErrTooLarge is returned for a record larger than MaxBatchBytes.
+	ErrTooLarge = errors.New("wal: record larger than wal.max_batch_bytes")
+)
+
+// CorruptError says where recovery found corruption.
+type CorruptError struct {
+	File   string
+	Offset int64
+	Reason string
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("wal: corrupt record in %s at offset %d: %s; start with -wal-recovery=truncate to cut the log there (every record from that offset on is dropped)", e.File, e.Offset, e.Reason)
+}
+
+func (e *CorruptError) Unwrap() error { return ErrCorrupt }

@@ -1,0 +1,42 @@
+package wal
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+)
+
+var (
+	fsyncSeconds   = metrics.NewPrometheusHistogram("ankusa_wal_fsync_seconds")
+	batchRecords   = metrics.NewPrometheusHistogramExt("ankusa_wal_commit_batch_records", []float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096})
+	batchBytes     = metrics.NewCounter("ankusa_wal_written_bytes_total")
+	recordsTotal   = metrics.NewCounter("ankusa_wal_records_total")
+	batchesTotal   = metrics.NewCounter("ankusa_wal_batches_total")
+	rotationsTotal = metrics.NewCounter("ankusa_wal_rotations_total")
+	fatalTotal     = metrics.NewCounter("ankusa_wal_fatal_errors_total")
+
+	current atomic.Pointer[WAL]
+	_       = metrics.NewGauge("ankusa_wal_queue_bytes", func() float64 {
+		if w := current.Load(); w != nil {
+			return float64(w.QueuedBytes())
+		}
+		return 0
+	})
+	_ = metrics.NewGauge("ankusa_wal_last_seq", func() float64 {
+		if w := current.Load(); w != nil {
+			return float64(w.LastSeq())
+		}
+		return 0
+	})
+)
+
+func setGauges(w *WAL) { current.Store(w) }
+
+func observeCommit(records int, bytes int64, sync time.Duration) {
+	fsyncSeconds.Update(sync.Seconds())
+	batchRecords.Update(float64(records))
+	batchBytes.Add(int(bytes))
+	recordsTotal.Add(records)
+	batchesTotal.Inc()
+}

@@ -1,0 +1,241 @@
+package wal
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"sort"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/ankusa/ankusa/envelope"
+)
+
+type recovered struct {
+	lastFile uint64
+	lastSeq  uint64
+	lastID   envelope.ID
+	tenants  map[string]uint32
+}
+
+// ListFiles returns the numbers of the WAL files in dir, ascending.
+func ListFiles(fs vfs.FS, dir string) ([]uint64, error) {
+	names, err := fs.List(dir)
+	if err != nil {
+		return nil, fmt.Errorf("cannot list wal directory %q: %w", dir, err)
+	}
+	var nums []uint64
+	for _, n := range names {
+		if num, ok := ParseFileName(n); ok {
+			nums = append(nums, num)
+		}
+	}
+	sort.Slice(nums, func(i, j int) bool { return nums[i] < nums[j] })
+	return nums, nil
+}
+
+// recoverDir scans every file, cuts a torn tail, and refuses corruption.
+func recoverDir(opts Options) (*recovered, error) {
+	st := &recovered{tenants: map[string]uint32{}}
+	// Leftovers of an interrupted tail cut are never the log.
+	if names, err := opts.FS.List(opts.Dir); err == nil {
+		for _, n := range names {
+			if len(n) > 4 && n[len(n)-4:] == ".tmp" {
+				_ = opts.FS.Remove(opts.FS.PathJoin(opts.Dir, n))
+			}
+		}
+	}
+	nums, err := ListFiles(opts.FS, opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	for i, num := range nums {
+		last := i == len(nums)-1
+		path := opts.FS.PathJoin(opts.Dir, FileName(num))
+		data, err := readFile(opts.FS, path)
+		if err != nil {
+			return nil, err
+		}
+		good, scanErr := scan(path, data, func(r *Record) error { return st.apply(r) })
+		st.lastFile = num
+		if scanErr == nil {
+			continue
+		}
+		ce, ok := scanErr.(*CorruptError)
+		if !ok {
+			return nil, scanErr
+		}
+		torn := last && !validFrameAfter(data, ce.Offset)
+		if !torn && opts.Recovery != RecoverTruncate {
+			return nil, ce
+		}
+		if torn {
+			opts.Logf("wal: %s has a torn tail at offset %d (%s): cutting %d bytes that were never acknowledged", path, ce.Offset, ce.Reason, int64(len(data))-ce.Offset)
+		} else {
+			opts.Logf("wal: -wal-recovery=truncate: cutting %s at offset %d (%s), dropping %d bytes and %d later files", path, ce.Offset, ce.Reason, int64(len(data))-ce.Offset, len(nums)-i-1)
+		}
+		if err := rewritePrefix(opts.FS, opts.Dir, num, data[:good]); err != nil {
+			return nil, err
+		}
+		for _, later := range nums[i+1:] {
+			if err := opts.FS.Remove(opts.FS.PathJoin(opts.Dir, FileName(later))); err != nil {
+				return nil, fmt.Errorf("cannot remove wal file %s: %w", FileName(later), err)
+			}
+			st.lastFile = later
+		}
+		if len(nums[i+1:]) > 0 {
+			if err := syncDir(opts.FS, opts.Dir); err != nil {
+				return nil, err
+			}
+		}
+		break
+	}
+	return st, nil
+}
+
+func (st *recovered) apply(r *Record) error {
+	switch r.Kind {
+	case envelope.KindTenant:
+		st.tenants[string(r.TenantName())] = r.Ordinal
+	case envelope.KindEnvelope:
+		if st.lastSeq != 0 && r.Seq != st.lastSeq+1 {
+			return fmt.Errorf("seq %d follows seq %d", r.Seq, st.lastSeq)
+		}
+		st.lastSeq, st.lastID = r.Seq, r.ID
+	}
+	return nil
+}
+
+func readFile(fs vfs.FS, path string) ([]byte, error) {
+	f, err := fs.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot open wal file %q: %w", path, err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read wal file %q: %w", path, err)
+	}
+	return data, nil
+}
+
+// scan calls fn for every whole record of one file's bytes. It returns the
+// length of the good prefix and, if the file does not end cleanly, a
+// *CorruptError at that offset. An error from fn stops the scan as a
+// corruption at that record.
+func scan(path string, data []byte, fn func(*Record) error) (int, error) {
+	if len(data) < fileHeaderSize {
+		return 0, &CorruptError{File: path, Offset: 0, Reason: "file header is short"}
+	}
+	if string(data[:8]) != fileMagic {
+		return 0, &CorruptError{File: path, Offset: 0, Reason: "bad file magic"}
+	}
+	if v := binary.BigEndian.Uint32(data[8:12]); v != fileVersion {
+		return 0, &CorruptError{File: path, Offset: 0, Reason: fmt.Sprintf("unknown file version %d", v)}
+	}
+	off := fileHeaderSize
+	var rec Record
+	for off < len(data) {
+		b := data[off:]
+		if len(b) < FrameHeaderSize+envelope.IdentSize {
+			return off, &CorruptError{File: path, Offset: int64(off), Reason: "short frame header"}
+		}
+		n, ok := headerValid(b)
+		if !ok {
+			return off, &CorruptError{File: path, Offset: int64(off), Reason: "frame header checksum mismatch"}
+		}
+		end := FrameHeaderSize + int(n)
+		if end > len(b) {
+			return off, &CorruptError{File: path, Offset: int64(off), Reason: fmt.Sprintf("record of %d bytes runs past the end of the file", n)}
+		}
+		payload := b[FrameHeaderSize:end]
+		if Checksum(payload[envelope.IdentSize:]) != binary.BigEndian.Uint32(b[4:8]) {
+			return off, &CorruptError{File: path, Offset: int64(off), Reason: "payload checksum mismatch"}
+		}
+		rec = Record{File: path, Offset: int64(off), Payload: payload}
+		rec.Kind, rec.Seq, rec.ID, rec.Ordinal = envelope.Identity(payload)
+		if rec.Kind != envelope.KindEnvelope && rec.Kind != envelope.KindTenant {
+			return off, &CorruptError{File: path, Offset: int64(off), Reason: fmt.Sprintf("unknown record kind %d", rec.Kind)}
+		}
+		if err := fn(&rec); err != nil {
+			return off, &CorruptError{File: path, Offset: int64(off), Reason: err.Error()}
+		}
+		off += end
+	}
+	return off, nil
+}
+
+// validFrameAfter reports whether a frame with a valid header starts
+// anywhere after off: if one does, the damage at off is not a torn tail.
+func validFrameAfter(data []byte, off int64) bool {
+	for i := int(off) + 1; i+FrameHeaderSize+envelope.IdentSize <= len(data); i++ {
+		if n, ok := headerValid(data[i:]); ok && i+FrameHeaderSize+int(n) <= len(data) {
+			return true
+		}
+	}
+	return false
+}
+
+// rewritePrefix replaces file num by its first len(good) bytes, crash-safely:
+// write a temporary file, sync it, rename it over, sync the directory.
+func rewritePrefix(fs vfs.FS, dir string, num uint64, good []byte) error {
+	if len(good) < fileHeaderSize {
+		var hdr [fileHeaderSize]byte
+		copy(hdr[:], fileMagic)
+		binary.BigEndian.PutUint32(hdr[8:], fileVersion)
+		good = hdr[:]
+	}
+	tmp := fs.PathJoin(dir, tmpName(num))
+	f, err := fs.Create(tmp, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return fmt.Errorf("cannot create %q: %w", tmp, err)
+	}
+	if _, err := f.Write(bytes.Clone(good)); err != nil {
+		f.Close()
+		return fmt.Errorf("cannot write %q: %w", tmp, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("cannot fsync %q: %w", tmp, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("cannot close %q: %w", tmp, err)
+	}
+	if err := fs.Rename(tmp, fs.PathJoin(dir, FileName(num))); err != nil {
+		return fmt.Errorf("cannot rename %q: %w", tmp, err)
+	}
+	return syncDir(fs, dir)
+}
+
+// ReadDir calls fn for every whole record of the log in dir, in order,
+// without changing anything. It stops at the first bad record and returns
+// its *CorruptError (a torn tail included: the caller decides).
+func ReadDir(fs vfs.FS, dir string, fn func(*Record) error) error {
+	nums, err := ListFiles(fs, dir)
+	if err != nil {
+		return err
+	}
+	for _, num := range nums {
+		path := fs.PathJoin(dir, FileName(num))
+		data, err := readFile(fs, path)
+		if err != nil {
+			return err
+		}
+		var fnErr error
+		_, err = scan(path, data, func(r *Record) error {
+			if e := fn(r); e != nil {
+				fnErr = e
+				return e
+			}
+			return nil
+		})
+		if fnErr != nil {
+			return fnErr
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

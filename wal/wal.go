@@ -1,0 +1,490 @@
+package wal
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/ankusa/ankusa/envelope"
+)
+
+// Recovery modes.
+const (
+	RecoverStrict   = "strict"
+	RecoverTruncate = "truncate"
+)
+
+// Options configure a WAL.
+type Options struct {
+	// FS is the file system; vfs.Default on disk, a crashable MemFS in tests.
+	FS  vfs.FS
+	Dir string
+	// MaxFileBytes rotates the active file before a batch would pass it.
+	MaxFileBytes int64
+	// MaxBatchBytes caps one commit's write; a record must fit in it.
+	MaxBatchBytes int64
+	// Node is the node ordinal inside event ids.
+	Node uint16
+	// Floor is the highest seq and id known outside the WAL (meta store
+	// checkpoint, catalogue): numbering resumes above max(Floor, WAL tail).
+	FloorSeq uint64
+	FloorID  envelope.ID
+	// Tenants are ordinals known outside the WAL (the meta store mirror).
+	Tenants map[string]uint32
+	// Recovery is RecoverStrict (default) or RecoverTruncate.
+	Recovery string
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// OnFatal is called once, from the loop, when a write or sync failed.
+	OnFatal func(error)
+	// OnTenant is called from the loop, after the sync, for each tenant
+	// ordinal the batch created.
+	OnTenant func(name string, ordinal uint32)
+	// Logf reports recovery actions.
+	Logf func(format string, args ...any)
+}
+
+// EnsureDefaults fills what was left out.
+func (o *Options) EnsureDefaults() {
+	if o.FS == nil {
+		o.FS = vfs.Default
+	}
+	if o.MaxFileBytes == 0 {
+		o.MaxFileBytes = 64 << 20
+	}
+	if o.MaxBatchBytes == 0 {
+		o.MaxBatchBytes = 8 << 20
+	}
+	if o.Recovery == "" {
+		o.Recovery = RecoverStrict
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.OnFatal == nil {
+		o.OnFatal = func(error) {}
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+}
+
+// WAL is an open write-ahead log with its commit loop running.
+type WAL struct {
+	opts Options
+
+	mu      sync.Mutex
+	queue   []*Request
+	spare   []*Request
+	closed  bool
+	signal  chan struct{}
+	stopped chan struct{}
+
+	failed    atomic.Bool
+	lastSeq   atomic.Uint64
+	queued    atomic.Int64 // bytes queued, not yet taken by the loop
+	lastIDMu  sync.Mutex
+	lastID    envelope.ID
+	tenantsMu sync.Mutex
+	tenants   map[string]uint32
+	nextOrd   uint32
+
+	// Owned by the loop.
+	file     vfs.File
+	fileNum  uint64
+	fileSize int64
+	ids      *envelope.IDGen
+	iov      [][]byte
+	tenBuf   []byte
+}
+
+// Request is one record on its way through the commit loop. Acquire it,
+// append the payload to Buf (which starts with the frame header space), call
+// SealPayload, then Commit. After Commit returns, Seq, ID and Ordinal hold
+// what the loop assigned. Release it when done; Buf must not be kept.
+type Request struct {
+	Buf     []byte
+	Seq     uint64
+	ID      envelope.ID
+	Ordinal uint32
+	err     error
+	done    chan struct{}
+}
+
+var requestPool = sync.Pool{New: func() any {
+	return &Request{Buf: make([]byte, FrameHeaderSize, 4096), done: make(chan struct{}, 1)}
+}}
+
+// AcquireRequest returns an empty request from the pool.
+func AcquireRequest() *Request {
+	r := requestPool.Get().(*Request)
+	r.Buf = r.Buf[:FrameHeaderSize]
+	clear(r.Buf)
+	return r
+}
+
+// ReleaseRequest returns r to the pool.
+func ReleaseRequest(r *Request) {
+	r.Seq, r.ID, r.Ordinal, r.err = 0, envelope.ID{}, 0, nil
+	requestPool.Put(r)
+}
+
+// Open recovers the log in opts.Dir and starts the commit loop.
+func Open(opts Options) (*WAL, error) {
+	opts.EnsureDefaults()
+	if err := opts.FS.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("cannot create wal directory %q: %w", opts.Dir, err)
+	}
+	st, err := recoverDir(opts)
+	if err != nil {
+		return nil, err
+	}
+	w := &WAL{
+		opts:    opts,
+		signal:  make(chan struct{}, 1),
+		stopped: make(chan struct{}),
+		tenants: map[string]uint32{},
+	}
+	for name, ord := range opts.Tenants {
+		w.tenants[name] = ord
+		w.nextOrd = max(w.nextOrd, ord+1)
+	}
+	for name, ord := range st.tenants {
+		w.tenants[name] = ord
+		w.nextOrd = max(w.nextOrd, ord+1)
+	}
+	if w.nextOrd == 0 {
+		w.nextOrd = 1 // ordinal 0 means "none"
+	}
+	seq, id := st.lastSeq, st.lastID
+	if opts.FloorSeq > seq {
+		seq = opts.FloorSeq
+	}
+	if bytesGreater(opts.FloorID, id) {
+		id = opts.FloorID
+	}
+	w.lastSeq.Store(seq)
+	w.lastID = id
+	w.ids = envelope.NewIDGen(opts.Node, id)
+	w.fileNum = st.lastFile + 1
+	if err := w.createFile(); err != nil {
+		return nil, err
+	}
+	setGauges(w)
+	go w.loop()
+	return w, nil
+}
+
+func bytesGreater(a, b envelope.ID) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return a[i] > b[i]
+		}
+	}
+	return false
+}
+
+// Commit queues r and waits until it is durable (nil) or cannot be (error).
+func (w *WAL) Commit(r *Request) error {
+	if int64(len(r.Buf)) > w.opts.MaxBatchBytes {
+		return ErrTooLarge
+	}
+	if w.failed.Load() {
+		return ErrFatal
+	}
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return ErrClosed
+	}
+	w.queue = append(w.queue, r)
+	w.mu.Unlock()
+	w.queued.Add(int64(len(r.Buf)))
+	select {
+	case w.signal <- struct{}{}:
+	default:
+	}
+	<-r.done
+	return r.err
+}
+
+// Close stops taking commits, commits everything queued, and closes the
+// active file.
+func (w *WAL) Close() error {
+	w.mu.Lock()
+	already := w.closed
+	w.closed = true
+	w.mu.Unlock()
+	if !already {
+		select {
+		case w.signal <- struct{}{}:
+		default:
+		}
+	}
+	<-w.stopped
+	if w.failed.Load() {
+		return ErrFatal
+	}
+	return nil
+}
+
+// LastSeq is the seq of the last durable hook.
+func (w *WAL) LastSeq() uint64 { return w.lastSeq.Load() }
+
+// LastID is the event id of the last durable hook.
+func (w *WAL) LastID() envelope.ID {
+	w.lastIDMu.Lock()
+	defer w.lastIDMu.Unlock()
+	return w.lastID
+}
+
+// QueuedBytes is what waits for the loop.
+func (w *WAL) QueuedBytes() int64 { return w.queued.Load() }
+
+// Failed reports whether a write or sync has failed.
+func (w *WAL) Failed() bool { return w.failed.Load() }
+
+// Ordinal returns a tenant's ordinal, if it has one.
+func (w *WAL) Ordinal(tenant string) (uint32, bool) {
+	w.tenantsMu.Lock()
+	defer w.tenantsMu.Unlock()
+	o, ok := w.tenants[tenant]
+	return o, ok
+}
+
+// TenantCount is the number of ordinals allocated.
+func (w *WAL) TenantCount() int {
+	w.tenantsMu.Lock()
+	defer w.tenantsMu.Unlock()
+	return len(w.tenants)
+}
+
+func (w *WAL) loop() {
+	defer close(w.stopped)
+	for {
+		<-w.signal
+		for {
+			batch, more, closed := w.take()
+			if len(batch) > 0 {
+				w.commitBatch(batch)
+			}
+			if closed && !more {
+				w.finish()
+				return
+			}
+			if !more {
+				break
+			}
+		}
+	}
+}
+
+// take removes up to MaxBatchBytes of queued requests.
+func (w *WAL) take() (batch []*Request, more, closed bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var n int64
+	i := 0
+	for ; i < len(w.queue); i++ {
+		sz := int64(len(w.queue[i].Buf))
+		if i > 0 && n+sz > w.opts.MaxBatchBytes {
+			break
+		}
+		n += sz
+	}
+	batch = append(w.spare[:0], w.queue[:i]...)
+	rest := copy(w.queue, w.queue[i:])
+	clear(w.queue[rest:])
+	w.queue = w.queue[:rest]
+	w.spare = nil
+	return batch, rest > 0, w.closed
+}
+
+func (w *WAL) commitBatch(batch []*Request) {
+	defer func() {
+		w.spare = batch[:0]
+	}()
+	if w.failed.Load() {
+		w.answer(batch, ErrFatal)
+		return
+	}
+	start := w.opts.Now()
+	nowMs := uint64(start.UnixMilli())
+	seq := w.lastSeq.Load()
+	var lastID envelope.ID
+	var newTenants []tenantRec
+	w.iov = w.iov[:0]
+	w.tenBuf = w.tenBuf[:0]
+	var size int64
+	for _, r := range batch {
+		payload := r.Buf[FrameHeaderSize:]
+		name, ok := tenantOf(payload)
+		if !ok {
+			panic("BUG: wal: commit of a record without a tenant")
+		}
+		ord, known := w.lookupTenant(name)
+		if !known {
+			ord = w.nextOrd
+			w.nextOrd++
+			off := len(w.tenBuf)
+			w.tenBuf = appendTenantRecord(w.tenBuf, ord, name)
+			newTenants = append(newTenants, tenantRec{name: string(name), ord: ord, off: off, end: len(w.tenBuf)})
+			w.addTenant(string(name), ord)
+		}
+		seq++
+		id := w.ids.Next(nowMs, seq)
+		envelope.PutIdentity(payload, seq, id, ord)
+		sealHeader(r.Buf)
+		r.Seq, r.ID, r.Ordinal = seq, id, ord
+		lastID = id
+		size += int64(len(r.Buf))
+	}
+	// Tenant records go before the batch's hooks: recovery must meet a
+	// tenant's record before its first hook. tenBuf is final now, so its
+	// slices are stable.
+	for _, t := range newTenants {
+		w.iov = append(w.iov, w.tenBuf[t.off:t.end])
+	}
+	size += int64(len(w.tenBuf))
+	for _, r := range batch {
+		w.iov = append(w.iov, r.Buf)
+	}
+	if w.fileSize > fileHeaderSize && w.fileSize+size > w.opts.MaxFileBytes {
+		if err := w.rotate(); err != nil {
+			w.fail(batch, err)
+			return
+		}
+	}
+	if err := writeAll(w.file, w.iov); err != nil {
+		w.fail(batch, fmt.Errorf("cannot write wal file %s: %w", FileName(w.fileNum), err))
+		return
+	}
+	w.fileSize += size
+	syncStart := time.Now()
+	if err := w.file.SyncData(); err != nil {
+		w.fail(batch, fmt.Errorf("cannot fdatasync wal file %s: %w", FileName(w.fileNum), err))
+		return
+	}
+	observeCommit(len(batch), size, time.Since(syncStart))
+	w.lastSeq.Store(seq)
+	w.lastIDMu.Lock()
+	w.lastID = lastID
+	w.lastIDMu.Unlock()
+	for _, t := range newTenants {
+		w.opts.OnTenant(t.name, t.ord)
+	}
+	for _, r := range batch {
+		w.queued.Add(-int64(len(r.Buf)))
+	}
+	w.answer(batch, nil)
+}
+
+type tenantRec struct {
+	name     string
+	ord      uint32
+	off, end int
+}
+
+func (w *WAL) lookupTenant(name []byte) (uint32, bool) {
+	w.tenantsMu.Lock()
+	o, ok := w.tenants[string(name)]
+	w.tenantsMu.Unlock()
+	return o, ok
+}
+
+func (w *WAL) addTenant(name string, ord uint32) {
+	w.tenantsMu.Lock()
+	w.tenants[name] = ord
+	w.tenantsMu.Unlock()
+}
+
+func (w *WAL) answer(batch []*Request, err error) {
+	for _, r := range batch {
+		r.err = err
+		r.done <- struct{}{}
+	}
+}
+
+// fail makes the node's WAL unusable: this batch and everything after it is
+// refused, and OnFatal is told once.
+func (w *WAL) fail(batch []*Request, err error) {
+	first := !w.failed.Swap(true)
+	for _, r := range batch {
+		w.queued.Add(-int64(len(r.Buf)))
+	}
+	w.answer(batch, ErrFatal)
+	if first {
+		fatalTotal.Inc()
+		w.opts.OnFatal(err)
+	}
+}
+
+func (w *WAL) finish() {
+	if w.file == nil {
+		return
+	}
+	if !w.failed.Load() {
+		if err := w.file.SyncData(); err != nil {
+			w.failed.Store(true)
+			w.opts.OnFatal(fmt.Errorf("cannot fdatasync wal file %s at close: %w", FileName(w.fileNum), err))
+		}
+	}
+	_ = w.file.Close()
+	w.file = nil
+}
+
+func (w *WAL) rotate() error {
+	if err := w.file.Close(); err != nil {
+		return fmt.Errorf("cannot close wal file %s: %w", FileName(w.fileNum), err)
+	}
+	w.file = nil
+	w.fileNum++
+	rotationsTotal.Inc()
+	return w.createFile()
+}
+
+// createFile creates file w.fileNum with its header, syncs it and the
+// directory, so a later fdatasync of appended data is enough.
+func (w *WAL) createFile() error {
+	path := w.opts.FS.PathJoin(w.opts.Dir, FileName(w.fileNum))
+	f, err := w.opts.FS.Create(path, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return fmt.Errorf("cannot create wal file %q: %w", path, err)
+	}
+	var hdr [fileHeaderSize]byte
+	copy(hdr[:], fileMagic)
+	binary.BigEndian.PutUint32(hdr[8:], fileVersion)
+	if _, err := f.Write(hdr[:]); err != nil {
+		f.Close()
+		return fmt.Errorf("cannot write wal file %q: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("cannot fsync wal file %q: %w", path, err)
+	}
+	if err := syncDir(w.opts.FS, w.opts.Dir); err != nil {
+		f.Close()
+		return err
+	}
+	w.file, w.fileSize = f, fileHeaderSize
+	return nil
+}
+
+func syncDir(fs vfs.FS, dir string) error {
+	d, err := fs.OpenDir(dir)
+	if err != nil {
+		return fmt.Errorf("cannot open directory %q: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("cannot fsync directory %q: %w", dir, err)
+	}
+	return nil
+}
+
+var errShortWrite = errors.New("short write")

@@ -1,0 +1,49 @@
+package wal
+
+import (
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"golang.org/x/sys/unix"
+)
+
+// maxIovec is what one writev call may take (IOV_MAX on Linux).
+const maxIovec = 1024
+
+// writeAll writes every buffer of iov to f, in order: with writev on the
+// file's descriptor when it has one, one Write per buffer otherwise (the
+// in-memory file systems of tests).
+func writeAll(f vfs.File, iov [][]byte) error {
+	fd := f.Fd()
+	if fd == vfs.InvalidFd {
+		for _, b := range iov {
+			n, err := f.Write(b)
+			if err != nil {
+				return err
+			}
+			if n != len(b) {
+				return errShortWrite
+			}
+		}
+		return nil
+	}
+	for len(iov) > 0 {
+		chunk := iov[:min(len(iov), maxIovec)]
+		n, err := unix.Writev(int(fd), chunk)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		// Drop what was written; a partial writev leaves a tail to redo.
+		for n > 0 {
+			if n >= len(iov[0]) {
+				n -= len(iov[0])
+				iov = iov[1:]
+				continue
+			}
+			iov[0] = iov[0][n:]
+			n = 0
+		}
+	}
+	return nil
+}
