@@ -75,9 +75,24 @@ type RouteResolver struct {
 	Options map[string]string `yaml:"options"`
 }
 
-// Routes is route management (the route guard).
+// Routes is route management (the route guard, router step 1). With it on,
+// a request must match a route by host and path, and the route's tenant and
+// source are held against what the resolver and the source say.
 type Routes struct {
-	Enabled bool `yaml:"enabled"`
+	Enabled bool    `yaml:"enabled"`
+	Table   []Route `yaml:"table"`
+}
+
+// Route is one route: owned by a tenant (default "default", the shared
+// tenant) and optionally bound to a source. Path is a pattern of literal
+// segments and :params ("/webhooks/catch/:app_id/:source_id"); Host, when
+// set, must equal the request's host (port ignored).
+type Route struct {
+	ID       string `yaml:"id" json:"id"`
+	TenantID string `yaml:"tenant_id" json:"tenant_id"`
+	SourceID string `yaml:"source_id" json:"source_id,omitempty"`
+	Host     string `yaml:"host" json:"host,omitempty"`
+	Path     string `yaml:"path" json:"path"`
 }
 
 // RateLimits are the per-tenant limits.

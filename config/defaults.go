@@ -93,6 +93,11 @@ func (c *Config) ApplyDefaults() {
 	if c.Log.Format == "" {
 		c.Log.Format = "json"
 	}
+	for i := range c.Routes.Table {
+		if c.Routes.Table[i].TenantID == "" {
+			c.Routes.Table[i].TenantID = DefaultTenant
+		}
+	}
 	for name, s := range c.Sources {
 		if s.TenantID == "" {
 			s.TenantID = DefaultTenant

@@ -59,6 +59,7 @@ func Validate(c *Config, opts ValidateOptions) Problems {
 		}
 	}
 	validateLimits(&p, c)
+	validateRoutes(&p, c)
 	finite := c.RateLimits.Default.Finite()
 	rt := c.RouteResolver.Type
 	switch {

@@ -23,7 +23,9 @@ type Options struct {
 	Sources  source.Store
 	WAL      Committer
 	Limits   config.Limits
-	Logger   *zap.Logger
+	// RoutesEnabled turns on the route guard (routes.enabled).
+	RoutesEnabled bool
+	Logger        *zap.Logger
 	// Now returns the receive time in unix nanoseconds (default: the clock).
 	Now func() int64
 }
@@ -81,28 +83,45 @@ func (r *Router) check(h *fasthttp.RequestHeader, a *admitted) verdict {
 	if !h.IsPost() {
 		return vMethod
 	}
-	// 1. route guard (routes.enabled) arrives with route management.
+	snap := r.o.Sources.Snapshot()
+	// 1. route guard: a route must match host and path.
+	var guard *source.Route
+	var guardParams Params
+	if r.o.RoutesEnabled {
+		var segs Segments
+		if !SplitPath(h.RequestURI(), &segs) {
+			return vNotFound
+		}
+		guard = snap.MatchRoute(h.Host(), segs.s[:segs.n], func(name string, value []byte) {
+			guardParams.Set(name, b2s(value))
+		})
+		if guard == nil {
+			return vNotFound
+		}
+	}
 	// 2. resolver
 	route, ok := r.o.Resolver.Resolve(h)
 	if !ok {
 		return vNotFound
+	}
+	for i := 0; i < guardParams.Len(); i++ {
+		if !route.Params.Set(guardParams.At(i)) {
+			return vNotFound
+		}
 	}
 	// 3. declared length against the node's bound
 	cl := h.ContentLength()
 	if int64(cl) > r.maxBody {
 		return vTooLarge
 	}
-	// 4. source lookup in the snapshot, tenant binding
-	src := r.o.Sources.Snapshot().Lookup(s2b(route.SourceID))
+	// 4. source lookup in the snapshot, tenant and route binding
+	src := snap.Lookup(s2b(route.SourceID))
 	if src == nil {
 		return vNotFound
 	}
-	tenant := route.TenantID
-	switch {
-	case !src.Shared && tenant != "" && tenant != src.TenantID:
-		return vNotFound // a tenant's source answers only its tenant
-	case tenant == "":
-		tenant = src.TenantID
+	tenant, found := resolveTenant(route.TenantID, src, guard)
+	if !found {
+		return vNotFound
 	}
 	if int64(cl) > src.MaxBodyBytes {
 		return vTooLarge
@@ -113,6 +132,35 @@ func (r *Router) check(h *fasthttp.RequestHeader, a *admitted) verdict {
 	}
 	a.route, a.src, a.tenant, a.limit = route, src, tenant, src.MaxBodyBytes
 	return vOK
+}
+
+// resolveTenant applies the seed's resolution order and bindings: the
+// resolver's tenant wins, else the source's; a tenant's own source answers
+// only that tenant; a route owned by a tenant must agree with both, and
+// names the tenant of a shared source whose URL carries none. Every
+// disagreement is the same 404.
+func resolveTenant(urlTenant string, src *source.Source, guard *source.Route) (string, bool) {
+	if guard != nil {
+		if guard.SourceID != "" && guard.SourceID != src.Name {
+			return "", false
+		}
+		if !guard.Shared() {
+			if urlTenant != "" && urlTenant != guard.TenantID {
+				return "", false
+			}
+			if !src.Shared && src.TenantID != guard.TenantID {
+				return "", false
+			}
+			return guard.TenantID, true
+		}
+	}
+	switch {
+	case !src.Shared && urlTenant != "" && urlTenant != src.TenantID:
+		return "", false
+	case urlTenant == "":
+		return src.TenantID, true
+	}
+	return urlTenant, true
 }
 
 // checkHeaders bounds the header block and refuses malformed fields.
@@ -202,4 +250,3 @@ func (r *Router) Handle(ctx *fasthttp.RequestCtx) {
 	r.ingest(ctx, &a)
 	r.pipeline.Add(-cost)
 }
-

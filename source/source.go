@@ -28,11 +28,13 @@ type Source struct {
 // through an atomic pointer per request: no lock, no I/O.
 type Snapshot struct {
 	sources map[string]*Source
+	routes  routeTable
 }
 
-// NewSnapshot builds a snapshot from config specs; globalMax caps bodies.
-func NewSnapshot(specs map[string]config.Source, globalMax int64) *Snapshot {
-	s := &Snapshot{sources: make(map[string]*Source, len(specs))}
+// NewSnapshot builds a snapshot from config specs and routes; globalMax
+// caps bodies.
+func NewSnapshot(specs map[string]config.Source, routes []config.Route, globalMax int64) *Snapshot {
+	s := &Snapshot{sources: make(map[string]*Source, len(specs)), routes: compileRoutes(routes)}
 	for name, spec := range specs {
 		tenant := spec.TenantID
 		if tenant == "" {
@@ -74,7 +76,7 @@ type Static struct {
 // NewStatic returns a static store of the config's sources.
 func NewStatic(cfg *config.Config) *Static {
 	st := &Static{}
-	st.snap.Store(NewSnapshot(cfg.Sources, int64(cfg.Limits.MaxBodyBytes)))
+	st.snap.Store(NewSnapshot(cfg.Sources, cfg.Routes.Table, int64(cfg.Limits.MaxBodyBytes)))
 	return st
 }
 

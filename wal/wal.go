@@ -72,6 +72,9 @@ func (o *Options) EnsureDefaults() {
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
+	if o.OnTenant == nil {
+		o.OnTenant = func(string, uint32) {}
+	}
 }
 
 // WAL is an open write-ahead log with its commit loop running.

@@ -151,11 +151,12 @@ func start(cfg *config.Config, recovery string, log *zap.Logger) (*node, error) 
 		return nil, err
 	}
 	n.router = edge.NewRouter(edge.Options{
-		Resolver: resolver,
-		Sources:  source.NewStatic(cfg),
-		WAL:      w,
-		Limits:   cfg.Limits,
-		Logger:   log,
+		Resolver:      resolver,
+		Sources:       source.NewStatic(cfg),
+		RoutesEnabled: cfg.Routes.Enabled,
+		WAL:           w,
+		Limits:        cfg.Limits,
+		Logger:        log,
 	})
 	if err := n.startAdmin(cfg, log); err != nil {
 		n.closeStorage(log)
