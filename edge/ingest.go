@@ -35,8 +35,19 @@ func (r *Router) ingest(ctx *fasthttp.RequestCtx, a *admitted) {
 	}
 	bodyLen := len(buf) - lenAt - 4
 	binary.BigEndian.PutUint32(buf[lenAt:], uint32(bodyLen))
-	// 12. signature verification and 13. dedupe arrive with package verify;
-	// sources verify with "none" until then (config refuses other types).
+	// 12. signature over the raw body bytes. (on_verify_failure quarantine
+	// and accept_flag, and the token debit, arrive with the quarantine pen
+	// and the tenant stage; config refuses them until then.)
+	if vf := a.src.Verifier; vf.Name() != "none" {
+		if err := vf.Verify(&ctx.Request.Header, buf[lenAt+4:], time.Unix(0, r.o.Now())); err != nil {
+			wal.ReleaseRequest(req)
+			verifyFailures.Inc()
+			reply(ctx, vSignature, false)
+			return
+		}
+		buf[wal.FrameHeaderSize+envelope.OffFlags] |= envelope.FlagVerified
+	}
+	// 13. dedupe arrives with the dedupe stage.
 	buf = envelope.AppendString(buf, "") // dedupe key
 	req.Buf = buf
 	wal.SealPayload(req.Buf)

@@ -16,6 +16,7 @@ var (
 	bodyBytes      = metrics.NewCounter("ankusa_edge_body_bytes_total")
 	commitSeconds  = metrics.NewPrometheusHistogram("ankusa_edge_commit_wait_seconds")
 	commitFailures = metrics.NewCounter("ankusa_edge_commit_failures_total")
+	verifyFailures = metrics.NewCounter("ankusa_edge_signature_failures_total")
 )
 
 func init() {

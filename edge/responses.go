@@ -13,6 +13,7 @@ const (
 	codeInvalidBody      = "invalid_body"
 	codeOverloaded       = "overloaded"
 	codeUnavailable      = "unavailable"
+	codeSignature        = "signature_invalid"
 )
 
 // verdict is an answer decided before the body is read.
@@ -27,6 +28,7 @@ const (
 	vInvalidBody
 	vOverloaded
 	vUnavailable
+	vSignature
 	numVerdicts
 )
 
@@ -44,13 +46,14 @@ var answers = [numVerdicts]answer{
 	vInvalidBody:   {fasthttp.StatusBadRequest, errBody(codeInvalidBody, "the request body ended before its declared length or is malformed"), false},
 	vOverloaded:    {fasthttp.StatusServiceUnavailable, errBody(codeOverloaded, "the node is at its ingest capacity; retry later"), true},
 	vUnavailable:   {fasthttp.StatusServiceUnavailable, errBody(codeUnavailable, "the node cannot store hooks right now; retry later"), true},
+	vSignature:     {fasthttp.StatusUnauthorized, errBody(codeSignature, "the webhook signature does not verify"), false},
 }
 
 // verdictHeader carries a verdict from HeaderReceived to the handler. It is
 // deleted from every incoming request first, so a sender cannot set it.
 const verdictHeader = "X-Ankusa-Internal-Verdict"
 
-var verdictValues = [numVerdicts]string{"0", "1", "2", "3", "4", "5", "6", "7"}
+var verdictValues = [numVerdicts]string{"0", "1", "2", "3", "4", "5", "6", "7", "8"}
 
 func errBody(code, msg string) []byte {
 	return []byte(`{"error":"` + code + `","message":"` + msg + `"}`)

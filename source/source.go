@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/ankusa/ankusa/config"
+	"github.com/ankusa/ankusa/verify"
 )
 
 // Source is one source as the edge sees it. It is immutable once published
@@ -21,7 +22,9 @@ type Source struct {
 	// MaxBodyBytes is the effective body bound: the source's own, capped by
 	// limits.max_body_bytes.
 	MaxBodyBytes int64
-	Spec         config.Source
+	// Verifier checks the source's signatures.
+	Verifier verify.Verifier
+	Spec     config.Source
 }
 
 // Snapshot is one consistent view of every source. The edge loads it
@@ -44,7 +47,14 @@ func NewSnapshot(specs map[string]config.Source, routes []config.Route, globalMa
 		if spec.MaxBodyBytes > 0 && int64(spec.MaxBodyBytes) < maxBody {
 			maxBody = int64(spec.MaxBodyBytes)
 		}
+		v, err := verify.New(spec.Verify)
+		if err != nil {
+			// Validation refuses such a source before a snapshot is built;
+			// if one gets here anyway it fails closed.
+			v = verify.Refuse{Type: spec.Verify.Type, Err: err}
+		}
 		s.sources[name] = &Source{
+			Verifier:     v,
 			Name:         name,
 			TenantID:     tenant,
 			Shared:       tenant == config.DefaultTenant,

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ankusa/ankusa/config"
 	"github.com/ankusa/ankusa/edge"
+	"github.com/ankusa/ankusa/verify"
 )
 
 // validateOptions is what config validation needs from the rest of the
@@ -14,7 +15,12 @@ import (
 func validateOptions() config.ValidateOptions {
 	return config.ValidateOptions{
 		ResolverKnown: edge.ResolverKnown,
-		VerifierKnown: func(name string) bool { return name == "none" },
+		CheckVerify: func(v config.Verify) error {
+			_, err := verify.New(v)
+			return err
+		},
+		// quarantine and accept_flag arrive with the quarantine pen.
+		OnVerifyFailure: []string{"reject"},
 	}
 }
 

@@ -1,0 +1,99 @@
+package verify
+
+import (
+	"crypto/hmac"
+	"crypto/sha1"
+	"crypto/sha256"
+	"crypto/sha512"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"hash"
+	"sync"
+)
+
+// macKey is one secret with a pool of HMAC states keyed by it.
+type macKey struct {
+	pool sync.Pool // of *macState
+}
+
+// macState is a keyed HMAC and room for its sum, pooled together so that
+// computing a MAC allocates nothing.
+type macState struct {
+	h   hash.Hash
+	sum [64]byte
+}
+
+func newMacKey(newHash func() hash.Hash, key []byte) *macKey {
+	k := append([]byte(nil), key...)
+	m := &macKey{}
+	m.pool.New = func() any { return &macState{h: hmac.New(newHash, k)} }
+	return m
+}
+
+func newMacKeys(newHash func() hash.Hash, secrets []string) []*macKey {
+	keys := make([]*macKey, len(secrets))
+	for i, s := range secrets {
+		keys[i] = newMacKey(newHash, []byte(s))
+	}
+	return keys
+}
+
+// equal reports (1 or 0, in constant time) whether sig is the MAC of the
+// concatenated parts.
+func (m *macKey) equal(sig []byte, parts ...[]byte) int {
+	st := m.pool.Get().(*macState)
+	st.h.Reset()
+	for _, p := range parts {
+		st.h.Write(p)
+	}
+	mac := st.h.Sum(st.sum[:0])
+	eq := subtle.ConstantTimeCompare(mac, sig)
+	m.pool.Put(st)
+	return eq
+}
+
+func hashFor(alg string) (func() hash.Hash, bool) {
+	switch alg {
+	case "", "sha256":
+		return sha256.New, true
+	case "sha1":
+		return sha1.New, true
+	case "sha512":
+		return sha512.New, true
+	}
+	return nil, false
+}
+
+// decodeSig decodes a hex or base64 signature into dst (at most 64 bytes).
+func decodeSig(dst *[64]byte, enc string, s []byte) ([]byte, bool) {
+	switch enc {
+	case "hex":
+		if len(s) > 128 || len(s)%2 != 0 {
+			return nil, false
+		}
+		n, err := hex.Decode(dst[:], s)
+		return dst[:n], err == nil
+	default:
+		if base64.StdEncoding.DecodedLen(len(s)) > 66 {
+			return nil, false
+		}
+		var tmp [66]byte
+		n, err := base64.StdEncoding.Decode(tmp[:], s)
+		if err != nil || n > 64 {
+			return nil, false
+		}
+		copy(dst[:], tmp[:n])
+		return dst[:n], true
+	}
+}
+
+// anyMatch reports whether sig equals the MAC of parts under any key. It
+// tries every key so that timing does not depend on which one matched.
+func anyMatch(keys []*macKey, sig []byte, parts ...[]byte) bool {
+	ok := 0
+	for _, k := range keys {
+		ok |= k.equal(sig, parts...)
+	}
+	return ok == 1
+}
