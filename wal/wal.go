@@ -206,8 +206,8 @@ func (w *WAL) Commit(r *Request) error {
 		return ErrClosed
 	}
 	w.queue = append(w.queue, r)
-	w.mu.Unlock()
 	w.queued.Add(int64(len(r.Buf)))
+	w.mu.Unlock()
 	select {
 	case w.signal <- struct{}{}:
 	default:
@@ -300,6 +300,7 @@ func (w *WAL) take() (batch []*Request, more, closed bool) {
 		}
 		n += sz
 	}
+	w.queued.Add(-n)
 	batch = append(w.spare[:0], w.queue[:i]...)
 	rest := copy(w.queue, w.queue[i:])
 	clear(w.queue[rest:])
@@ -381,9 +382,6 @@ func (w *WAL) commitBatch(batch []*Request) {
 	for _, t := range newTenants {
 		w.opts.OnTenant(t.name, t.ord)
 	}
-	for _, r := range batch {
-		w.queued.Add(-int64(len(r.Buf)))
-	}
 	w.answer(batch, nil)
 }
 
@@ -417,9 +415,6 @@ func (w *WAL) answer(batch []*Request, err error) {
 // refused, and OnFatal is told once.
 func (w *WAL) fail(batch []*Request, err error) {
 	first := !w.failed.Swap(true)
-	for _, r := range batch {
-		w.queued.Add(-int64(len(r.Buf)))
-	}
 	w.answer(batch, ErrFatal)
 	if first {
 		fatalTotal.Inc()
