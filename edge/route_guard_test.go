@@ -23,7 +23,7 @@ import (
 // address and the WAL directory.
 func rgServe(t *testing.T, yaml string) (string, string) {
 	t.Helper()
-	cfg, err := config.Load([]byte(yaml), config.ValidateOptions{ResolverKnown: edge.ResolverKnown, VerifierKnown: func(n string) bool { return n == "none" }})
+	cfg, err := config.Load([]byte(yaml), config.ValidateOptions{ResolverKnown: edge.ResolverKnown})
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
