@@ -42,16 +42,26 @@ func newMacKeys(newHash func() hash.Hash, secrets []string) []*macKey {
 // equal reports (1 or 0, in constant time) whether sig is the MAC of the
 // concatenated parts.
 func (m *macKey) equal(sig []byte, parts ...[]byte) int {
-	st := m.pool.Get().(*macState)
+	st, mac := m.mac(parts...)
+	eq := subtle.ConstantTimeCompare(mac, sig)
+	m.release(st)
+	return eq
+}
+
+// mac computes the MAC of the concatenated parts. The MAC lives in st: the
+// caller may compare it against any number of signatures, then must hand
+// st back with release and not use the MAC after that.
+func (m *macKey) mac(parts ...[]byte) (st *macState, mac []byte) {
+	st = m.pool.Get().(*macState)
 	st.h.Reset()
 	for _, p := range parts {
 		st.h.Write(p)
 	}
-	mac := st.h.Sum(st.sum[:0])
-	eq := subtle.ConstantTimeCompare(mac, sig)
-	m.pool.Put(st)
-	return eq
+	return st, st.h.Sum(st.sum[:0])
 }
+
+// release returns the state mac handed out.
+func (m *macKey) release(st *macState) { m.pool.Put(st) }
 
 func hashFor(alg string) (func() hash.Hash, bool) {
 	switch alg {

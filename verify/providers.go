@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha1"
 	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/base64"
 	"fmt"
 	"strings"
@@ -51,18 +52,27 @@ func (v *stripe) Verify(h Headers, body []byte, now time.Time) error {
 	if !withinTolerance(ts, now, v.tol) {
 		return ErrExpired
 	}
+	// The sender chooses how many v1 entries there are: compute each key's
+	// MAC once and compare it with every entry, never a MAC per entry.
 	var sigBuf [64]byte
-	for rest := hdr; len(rest) > 0; {
-		var item []byte
-		item, rest, _ = bytes.Cut(rest, []byte(","))
-		k, val, ok := bytes.Cut(bytes.TrimSpace(item), []byte("="))
-		if !ok || string(k) != "v1" {
-			continue
+	match := 0
+	for _, key := range v.keys {
+		st, mac := key.mac(t, dot, body)
+		for rest := hdr; len(rest) > 0; {
+			var item []byte
+			item, rest, _ = bytes.Cut(rest, []byte(","))
+			k, val, ok := bytes.Cut(bytes.TrimSpace(item), []byte("="))
+			if !ok || string(k) != "v1" {
+				continue
+			}
+			if sig, ok := decodeSig(&sigBuf, "hex", val); ok {
+				match |= subtle.ConstantTimeCompare(mac, sig)
+			}
 		}
-		sig, ok := decodeSig(&sigBuf, "hex", val)
-		if ok && anyMatch(v.keys, sig, t, dot, body) {
-			return nil
-		}
+		key.release(st)
+	}
+	if match == 1 {
+		return nil
 	}
 	return ErrMismatch
 }
@@ -214,18 +224,26 @@ func (v *standardWebhooks) Verify(h Headers, body []byte, now time.Time) error {
 	if !withinTolerance(ts, now, v.tol) {
 		return ErrExpired
 	}
+	// One MAC per key, however many entries the sender lists (see stripe).
 	var sigBuf [64]byte
-	for rest := hdr; len(rest) > 0; {
-		var item []byte
-		item, rest, _ = bytes.Cut(rest, []byte(" "))
-		val, ok := bytes.CutPrefix(item, []byte("v1,"))
-		if !ok {
-			continue
+	match := 0
+	for _, key := range v.keys {
+		st, mac := key.mac(id, dot, tsb, dot, body)
+		for rest := hdr; len(rest) > 0; {
+			var item []byte
+			item, rest, _ = bytes.Cut(rest, []byte(" "))
+			val, ok := bytes.CutPrefix(item, []byte("v1,"))
+			if !ok {
+				continue
+			}
+			if sig, ok := decodeSig(&sigBuf, "base64", val); ok {
+				match |= subtle.ConstantTimeCompare(mac, sig)
+			}
 		}
-		sig, ok := decodeSig(&sigBuf, "base64", val)
-		if ok && anyMatch(v.keys, sig, id, dot, tsb, dot, body) {
-			return nil
-		}
+		key.release(st)
+	}
+	if match == 1 {
+		return nil
 	}
 	return ErrMismatch
 }
@@ -309,6 +327,9 @@ func (v *generic) Verify(h Headers, body []byte, now time.Time) error {
 	var tsb []byte
 	if v.tsHeader != "" {
 		tsb = h.Peek(v.tsHeader)
+		if len(tsb) == 0 {
+			return ErrMissing
+		}
 		ts, ok := parseUnix(tsb)
 		if !ok {
 			return ErrMalformed

@@ -10,6 +10,7 @@ package verify
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/ankusa/ankusa/config"
@@ -47,6 +48,9 @@ func New(v config.Verify) (Verifier, error) {
 	tol := v.Tolerance.D()
 	if tol == 0 {
 		tol = DefaultTolerance
+	}
+	if !slices.Contains(config.VerifierTypes, v.Type) {
+		return nil, fmt.Errorf("verify.type: unknown verifier %q", v.Type)
 	}
 	if v.Type != "none" && len(secrets) == 0 {
 		return nil, fmt.Errorf("verify.secret: required by verifier %q", v.Type)
