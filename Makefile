@@ -41,6 +41,7 @@ tools: $(STATICCHECK)
 # Benchmarks report numbers; tests assert behaviour. See bench/RESULTS.md.
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./envelope ./edge ./wal ./verify
+	bench/spine.sh
 
 clean:
 	rm -rf $(BIN)

@@ -8,6 +8,7 @@ import (
 	"hash/fnv"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -231,6 +232,12 @@ func (n *node) startAdmin(cfg *config.Config, log *zap.Logger) error {
 		}
 		fmt.Fprintln(w, "ready")
 	})
+	// Profiles, for measuring before optimising; the admin listener is
+	// loopback by default.
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	ln, err := net.Listen("tcp", cfg.Admin.Listen)
 	if err != nil {
 		return fmt.Errorf("cannot listen on %s (config key admin.listen): %w", cfg.Admin.Listen, err)
