@@ -66,10 +66,12 @@ func serve(args []string) int {
 	select {
 	case s := <-sig:
 		log.Info("draining", zap.String("signal", s.String()))
+		return n.stop(log)
 	case err := <-n.serveErr:
-		log.Error("public listener failed", zap.Error(err))
+		log.Error("public listener failed; draining", zap.Error(err))
+		n.stop(log)
+		return 1
 	}
-	return n.stop(log)
 }
 
 type node struct {
