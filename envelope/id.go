@@ -1,6 +1,7 @@
 package envelope
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 )
@@ -100,7 +101,7 @@ func ParseID(s []byte) (ID, error) {
 		if v == 0xff {
 			return ID{}, ErrBadID
 		}
-		if i == 0 && v > 3 {
+		if i == 0 && v > 7 {
 			return ID{}, ErrBadID // more than 128 bits
 		}
 		hi = hi<<5 | lo>>59
@@ -117,20 +118,29 @@ func ParseID(s []byte) (ID, error) {
 type IDGen struct {
 	node   uint16
 	lastMs uint64
+	last   ID
 }
 
 // NewIDGen returns a generator for node whose ids stay above last, even if
 // the clock has stepped back since last was issued.
 func NewIDGen(node uint16, last ID) *IDGen {
-	return &IDGen{node: node, lastMs: last.Millis()}
+	return &IDGen{node: node, lastMs: last.Millis(), last: last}
 }
 
 // Next returns the id of the record with sequence seq committed at nowMs.
 // Time never goes back: a clock step backwards reuses the last millisecond,
-// and the sequence part keeps ids strictly increasing.
+// and the sequence part keeps ids strictly increasing. If the node or seq
+// part would still put the id at or below the last one (a floor taken from
+// outside, a renumbered node), the time part moves one millisecond on.
 func (g *IDGen) Next(nowMs, seq uint64) ID {
 	if nowMs > g.lastMs {
 		g.lastMs = nowMs & (1<<48 - 1)
 	}
-	return MakeID(g.lastMs, g.node, seq)
+	id := MakeID(g.lastMs, g.node, seq)
+	if bytes.Compare(id[:], g.last[:]) <= 0 {
+		g.lastMs = g.last.Millis() + 1
+		id = MakeID(g.lastMs, g.node, seq)
+	}
+	g.last = id
+	return id
 }
