@@ -44,9 +44,12 @@
 // # Recovery
 //
 // At boot every file is scanned. Whole records are kept. In the last file, a
-// bad record after which no valid record header follows is a torn tail: the
-// file is cut there (by rewriting the good prefix and renaming it over the
-// file, then syncing the directory). A bad record anywhere else is
-// corruption: Open refuses with ErrCorrupt naming the file and offset,
-// unless Options.Recovery is RecoverTruncate, which cuts the log there.
+// bad record that only the last, unsynced batch can follow is a torn tail
+// (a crash may keep some blocks of that batch and lose others): every valid
+// record header after it ends within 2 × MaxBatchBytes of it, and its hooks
+// share one id millisecond. The file is cut there (by rewriting the good
+// prefix and renaming it over the file, then syncing the directory). A bad
+// record anywhere else is corruption: Open refuses with ErrCorrupt naming
+// the file and offset, unless Options.Recovery is RecoverTruncate, which
+// cuts the log there.
 package wal

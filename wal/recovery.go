@@ -13,10 +13,11 @@ import (
 )
 
 type recovered struct {
-	lastFile uint64
-	lastSeq  uint64
-	lastID   envelope.ID
-	tenants  map[string]uint32
+	lastFile  uint64
+	lastSeq   uint64
+	lastID    envelope.ID
+	tenants   map[string]uint32
+	fileStart bool // no hook of the file being scanned seen yet
 }
 
 // ListFiles returns the numbers of the WAL files in dir, ascending.
@@ -57,6 +58,7 @@ func recoverDir(opts Options) (*recovered, error) {
 		if err != nil {
 			return nil, err
 		}
+		st.fileStart = true
 		good, scanErr := scan(path, data, func(r *Record) error { return st.apply(r) })
 		st.lastFile = num
 		if scanErr == nil {
@@ -66,7 +68,7 @@ func recoverDir(opts Options) (*recovered, error) {
 		if !ok {
 			return nil, scanErr
 		}
-		torn := last && !validFrameAfter(data, ce.Offset)
+		torn := last && tornTail(data, ce.Offset, 2*opts.MaxBatchBytes)
 		if !torn && opts.Recovery != RecoverTruncate {
 			return nil, ce
 		}
@@ -99,10 +101,13 @@ func (st *recovered) apply(r *Record) error {
 	case envelope.KindTenant:
 		st.tenants[string(r.TenantName())] = r.Ordinal
 	case envelope.KindEnvelope:
-		if st.lastSeq != 0 && r.Seq != st.lastSeq+1 {
+		// Seqs are dense, except that a run Open resumed above
+		// Options.FloorSeq starts its new file with a jump up.
+		jump := st.fileStart && r.Seq > st.lastSeq
+		if st.lastSeq != 0 && r.Seq != st.lastSeq+1 && !jump {
 			return fmt.Errorf("seq %d follows seq %d", r.Seq, st.lastSeq)
 		}
-		st.lastSeq, st.lastID = r.Seq, r.ID
+		st.lastSeq, st.lastID, st.fileStart = r.Seq, r.ID, false
 	}
 	return nil
 }
@@ -166,15 +171,35 @@ func scan(path string, data []byte, fn func(*Record) error) (int, error) {
 	return off, nil
 }
 
-// validFrameAfter reports whether a frame with a valid header starts
-// anywhere after off: if one does, the damage at off is not a torn tail.
-func validFrameAfter(data []byte, off int64) bool {
+// tornTail reports whether the damage at off in the last file can be a
+// write that a crash cut short. The loop has at most one batch in flight
+// (written, not yet synced), and a crash may keep any of its blocks and
+// lose others, so valid frames can follow the damage; but they all belong
+// to that one batch: each ends within maxBatch bytes of off (a batch's
+// records plus its tenant records), and its hooks share one id millisecond
+// (a batch takes one clock reading). A valid frame that breaks either rule
+// was written after a sync that covered off: the damage is corruption.
+func tornTail(data []byte, off, maxBatch int64) bool {
+	var ms uint64
+	seen := false
 	for i := int(off) + 1; i+FrameHeaderSize+envelope.IdentSize <= len(data); i++ {
-		if n, ok := headerValid(data[i:]); ok && i+FrameHeaderSize+int(n) <= len(data) {
-			return true
+		n, ok := headerValid(data[i:])
+		end := int64(i) + FrameHeaderSize + int64(n)
+		if !ok || end > int64(len(data)) {
+			continue
+		}
+		if end-off > maxBatch {
+			return false
+		}
+		kind, _, id, _ := envelope.Identity(data[i+FrameHeaderSize:])
+		if kind == envelope.KindEnvelope {
+			if seen && id.Millis() != ms {
+				return false
+			}
+			ms, seen = id.Millis(), true
 		}
 	}
-	return false
+	return true
 }
 
 // rewritePrefix replaces file num by its first len(good) bytes, crash-safely:

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -43,7 +44,8 @@ type Options struct {
 	// OnFatal is called once, from the loop, when a write or sync failed.
 	OnFatal func(error)
 	// OnTenant is called from the loop, after the sync, for each tenant
-	// ordinal the batch created.
+	// ordinal the batch created; and by Open for each ordinal the log holds
+	// that Tenants lacks (a crash came before its OnTenant).
 	OnTenant func(name string, ordinal uint32)
 	// Logf reports recovery actions.
 	Logf func(format string, args ...any)
@@ -140,7 +142,7 @@ func ReleaseRequest(r *Request) {
 // Open recovers the log in opts.Dir and starts the commit loop.
 func Open(opts Options) (*WAL, error) {
 	opts.EnsureDefaults()
-	if err := opts.FS.MkdirAll(opts.Dir, 0o755); err != nil {
+	if err := mkdirAllSynced(opts.FS, opts.Dir); err != nil {
 		return nil, fmt.Errorf("cannot create wal directory %q: %w", opts.Dir, err)
 	}
 	st, err := recoverDir(opts)
@@ -160,6 +162,11 @@ func Open(opts Options) (*WAL, error) {
 	for name, ord := range st.tenants {
 		w.tenants[name] = ord
 		w.nextOrd = max(w.nextOrd, ord+1)
+		// A crash between a batch's sync and its OnTenant leaves a durable
+		// ordinal the mirror never heard of: report it now.
+		if o, ok := opts.Tenants[name]; !ok || o != ord {
+			opts.OnTenant(name, ord)
+		}
 	}
 	if w.nextOrd == 0 {
 		w.nextOrd = 1 // ordinal 0 means "none"
@@ -429,6 +436,7 @@ func (w *WAL) finish() {
 	if !w.failed.Load() {
 		if err := w.file.SyncData(); err != nil {
 			w.failed.Store(true)
+			fatalTotal.Inc()
 			w.opts.OnFatal(fmt.Errorf("cannot fdatasync wal file %s at close: %w", FileName(w.fileNum), err))
 		}
 	}
@@ -481,6 +489,33 @@ func syncDir(fs vfs.FS, dir string) error {
 	defer d.Close()
 	if err := d.Sync(); err != nil {
 		return fmt.Errorf("cannot fsync directory %q: %w", dir, err)
+	}
+	return nil
+}
+
+// mkdirAllSynced creates dir and its missing parents, and syncs the parent
+// of each directory it created: otherwise a crash can lose the directory,
+// and every acknowledged record in it, even though the files were synced.
+func mkdirAllSynced(fs vfs.FS, dir string) error {
+	var created []string
+	for d := dir; ; d = fs.PathDir(d) {
+		if _, err := fs.Stat(d); err == nil {
+			break
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		created = append(created, d)
+		if fs.PathDir(d) == d {
+			break
+		}
+	}
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, d := range created {
+		if err := syncDir(fs, fs.PathDir(d)); err != nil {
+			return err
+		}
 	}
 	return nil
 }
