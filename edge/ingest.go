@@ -126,7 +126,7 @@ func readBody(ctx *fasthttp.RequestCtx, buf []byte, limit int64) ([]byte, verdic
 		start := len(buf)
 		buf = slices.Grow(buf, cl)[:start+cl]
 		if _, err := io.ReadFull(stream, buf[start:]); err != nil {
-			return buf[:start], vInvalidBody
+			return buf[:start], bodyReadVerdict(err)
 		}
 		return buf, vOK
 	}
@@ -150,7 +150,7 @@ func readBody(ctx *fasthttp.RequestCtx, buf []byte, limit int64) ([]byte, verdic
 			if errors.Is(err, fasthttp.ErrBodyTooLarge) {
 				return buf[:start], vTooLarge
 			}
-			return buf[:start], vInvalidBody
+			return buf[:start], bodyReadVerdict(err)
 		}
 	}
 }

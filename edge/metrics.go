@@ -8,7 +8,7 @@ import (
 
 // statusCodes are the answers the edge gives; anything else counts as
 // "other". The label set is bounded.
-var statusCodes = []int{200, 201, 202, 400, 401, 403, 404, 405, 413, 429, 431, 503}
+var statusCodes = []int{200, 201, 202, 400, 401, 403, 404, 405, 408, 413, 429, 431, 503}
 
 var (
 	statusCounters [600]*metrics.Counter

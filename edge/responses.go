@@ -1,6 +1,10 @@
 package edge
 
 import (
+	"errors"
+	"io"
+	"net"
+
 	"github.com/valyala/fasthttp"
 )
 
@@ -14,6 +18,7 @@ const (
 	codeOverloaded       = "overloaded"
 	codeUnavailable      = "unavailable"
 	codeSignature        = "signature_invalid"
+	codeRequestTimeout   = "request_timeout"
 )
 
 // verdict is an answer decided before the body is read.
@@ -29,6 +34,8 @@ const (
 	vOverloaded
 	vUnavailable
 	vSignature
+	vHeaderTooBig // past the transport's read buffer (fasthttp's 431)
+	vTimeout      // the request did not arrive within limits.read_timeout
 	numVerdicts
 )
 
@@ -47,13 +54,15 @@ var answers = [numVerdicts]answer{
 	vOverloaded:    {fasthttp.StatusServiceUnavailable, errBody(codeOverloaded, "the node is at its ingest capacity; retry later"), true},
 	vUnavailable:   {fasthttp.StatusServiceUnavailable, errBody(codeUnavailable, "the node cannot store hooks right now; retry later"), true},
 	vSignature:     {fasthttp.StatusUnauthorized, errBody(codeSignature, "the webhook signature does not verify"), false},
+	vHeaderTooBig:  {fasthttp.StatusRequestHeaderFieldsTooLarge, errBody(codeInvalidHeader, "the request headers are too large, too many or malformed"), false},
+	vTimeout:       {fasthttp.StatusRequestTimeout, errBody(codeRequestTimeout, "the request did not arrive in time"), false},
 }
 
 // verdictHeader carries a verdict from HeaderReceived to the handler. It is
 // deleted from every incoming request first, so a sender cannot set it.
 const verdictHeader = "X-Ankusa-Internal-Verdict"
 
-var verdictValues = [numVerdicts]string{"0", "1", "2", "3", "4", "5", "6", "7", "8"}
+var verdictValues = [numVerdicts]string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9", ":"}
 
 func errBody(code, msg string) []byte {
 	return []byte(`{"error":"` + code + `","message":"` + msg + `"}`)
@@ -80,4 +89,41 @@ func reply(ctx *fasthttp.RequestCtx, v verdict, closeConn bool) {
 	}
 	ctx.Response.SetBodyRaw(a.body)
 	countStatus(a.status)
+}
+
+// transportError is the server's ErrorHandler. It answers what fasthttp
+// refuses before the router sees a request (a malformed request line or
+// header field, a header block past the read buffer, a body that ends
+// inside fasthttp's prefetch of its first 8KiB, a read timeout) with the
+// edge's JSON answers instead of fasthttp's text/plain ones; fasthttp
+// closes the connection after it. The answer depends on the error only,
+// never on the URL, so it tells a probe nothing about which sources exist.
+func transportError(ctx *fasthttp.RequestCtx, err error) {
+	var small *fasthttp.ErrSmallBuffer
+	var broken fasthttp.ErrBrokenChunk
+	switch {
+	case errors.As(err, &small):
+		reply(ctx, vHeaderTooBig, true)
+	case isTimeout(err):
+		reply(ctx, vTimeout, true)
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.As(err, &broken):
+		reply(ctx, vInvalidBody, true)
+	default:
+		reply(ctx, vInvalidHeader, true)
+	}
+}
+
+// bodyReadVerdict is the answer to a body read that failed: a read past
+// limits.read_timeout is 408, as it is when fasthttp's own prefetch times
+// out; a body that ended early or broke its chunked framing is 400.
+func bodyReadVerdict(err error) verdict {
+	if isTimeout(err) {
+		return vTimeout
+	}
+	return vInvalidBody
+}
+
+func isTimeout(err error) bool {
+	var nerr net.Error
+	return errors.Is(err, fasthttp.ErrTimeout) || errors.As(err, &nerr) && nerr.Timeout()
 }

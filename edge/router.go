@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -130,6 +131,13 @@ func (r *Router) check(h *fasthttp.RequestHeader, a *admitted) verdict {
 	if v := r.checkHeaders(h); v != vOK {
 		return v
 	}
+	// fasthttp drops "Transfer-Encoding: identity" and frames the request
+	// as bodiless (ContentLength -2): the body would be parsed as the next
+	// request. RFC 9112 §6.3: a Transfer-Encoding not ending in chunked is
+	// a 400.
+	if cl == -2 && hasTransferEncoding(h) {
+		return vInvalidHeader
+	}
 	a.route, a.src, a.tenant, a.limit = route, src, tenant, src.MaxBodyBytes
 	return vOK
 }
@@ -183,12 +191,23 @@ func (r *Router) checkHeaders(h *fasthttp.RequestHeader) verdict {
 	return vOK
 }
 
+// tokenChar marks the bytes a header name (an RFC 9110 token) may hold;
+// valueChar those a field value may hold (visible ASCII, space, tab and
+// obs-text).
+var tokenChar, valueChar = func() (t, v [256]bool) {
+	for c := 0; c < 256; c++ {
+		v[c] = c >= ' ' && c != 0x7f || c == '\t'
+		t[c] = c > ' ' && c < 0x7f && !strings.ContainsRune("\"(),/:;<=>?@[\\]{}", rune(c))
+	}
+	return t, v
+}()
+
 func validHeaderName(b []byte) bool {
 	if len(b) == 0 {
 		return false
 	}
 	for _, c := range b {
-		if c <= ' ' || c >= 0x7f || c == ':' || c == '(' || c == ')' || c == '<' || c == '>' || c == '@' || c == ',' || c == ';' || c == '\\' || c == '"' || c == '/' || c == '[' || c == ']' || c == '?' || c == '=' || c == '{' || c == '}' {
+		if !tokenChar[c] {
 			return false
 		}
 	}
@@ -197,11 +216,23 @@ func validHeaderName(b []byte) bool {
 
 func validHeaderValue(b []byte) bool {
 	for _, c := range b {
-		if (c < ' ' && c != '\t') || c == 0x7f {
+		if !valueChar[c] {
 			return false
 		}
 	}
 	return true
+}
+
+// hasTransferEncoding reports whether the raw header block has a
+// Transfer-Encoding field; only the raw block shows one fasthttp dropped.
+// It runs only for requests with no body framing, never on the hot path.
+func hasTransferEncoding(h *fasthttp.RequestHeader) bool {
+	for k := range h.AllInOrder() {
+		if strings.EqualFold(b2s(k), fasthttp.HeaderTransferEncoding) {
+			return true
+		}
+	}
+	return false
 }
 
 // HeaderReceived is fasthttp's hook, run after the header block and before

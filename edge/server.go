@@ -12,7 +12,7 @@ import (
 
 // transportSlack is how far past limits.max_header_bytes fasthttp's read
 // buffer goes: the router answers 400 invalid_header up to there, and only
-// a header block past the buffer gets fasthttp's own 431.
+// a header block past the buffer gets 431 (from transportError).
 const transportSlack = 8 << 10
 
 // NewServer returns the public listener's fasthttp server for r.
@@ -20,6 +20,7 @@ func NewServer(r *Router, lim config.Limits, logger *zap.Logger) *fasthttp.Serve
 	return &fasthttp.Server{
 		Handler:                      r.Handle,
 		HeaderReceived:               r.HeaderReceived,
+		ErrorHandler:                 transportError,
 		Name:                         "",
 		Concurrency:                  lim.MaxConnections,
 		ReadBufferSize:               int(lim.MaxHeaderBytes) + transportSlack,
