@@ -7,6 +7,8 @@
 // print them all.
 package config
 
+import "math"
+
 // Config is the whole configuration file.
 type Config struct {
 	Node          Node              `yaml:"node"`
@@ -110,8 +112,10 @@ type RateLimit struct {
 	MaxQueueBytes Size    `yaml:"max_queue_bytes"`
 }
 
-// Finite reports whether the limit bounds a tenant's rate.
-func (r *RateLimit) Finite() bool { return r != nil && r.Rate > 0 && r.Burst > 0 }
+// Finite reports whether the limit bounds a tenant's rate (.inf does not).
+func (r *RateLimit) Finite() bool {
+	return r != nil && r.Rate > 0 && !math.IsInf(r.Rate, 0) && r.Burst > 0
+}
 
 // Tenants bounds the number of tenants.
 type Tenants struct {

@@ -90,12 +90,14 @@ func oneLine(s string) string {
 var textUnmarshaler = reflect.TypeOf((*interface{ UnmarshalText([]byte) error })(nil)).Elem()
 
 // unknownKeys walks a decoded YAML value against a struct type and records
-// every key the type does not have.
+// every key the type does not have, and every size or duration that does
+// not parse.
 func unknownKeys(v any, t reflect.Type, path string, probs *Problems) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
 	if reflect.PointerTo(t).Implements(textUnmarshaler) {
+		checkText(v, t, path, probs)
 		return
 	}
 	switch t.Kind() {
@@ -137,6 +139,19 @@ func unknownKeys(v any, t reflect.Type, path string, probs *Problems) {
 		for i, sub := range s {
 			unknownKeys(sub, t.Elem(), fmt.Sprintf("%s[%d]", path, i), probs)
 		}
+	}
+}
+
+// checkText reports a scalar that a text-decoded type (a size, a duration)
+// refuses, by its path: the typed decode names neither the key nor the line.
+func checkText(v any, t reflect.Type, path string, probs *Problems) {
+	switch v.(type) {
+	case nil, map[string]any, []any:
+		return // absent, or a type error the typed decode names
+	}
+	u := reflect.New(t).Interface().(interface{ UnmarshalText([]byte) error })
+	if err := u.UnmarshalText([]byte(fmt.Sprint(v))); err != nil {
+		probs.add("%s: %v", path, err)
 	}
 }
 

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"net"
 	"regexp"
 	"slices"
@@ -35,6 +36,12 @@ type ValidateOptions struct {
 	ResolverKnown func(name string) bool
 	// VerifierKnown reports whether a verifier type is available.
 	VerifierKnown func(name string) bool
+	// CheckVerify builds a source's verifier and reports what is wrong with
+	// its verify section (a secret that does not decode, an unknown
+	// algorithm); the error names the field.
+	CheckVerify func(v Verify) error
+	// OnVerifyFailure lists the failure modes this build serves; nil: all.
+	OnVerifyFailure []string
 }
 
 // Validate returns every problem of a defaulted configuration.
@@ -115,8 +122,11 @@ func Validate(c *Config, opts ValidateOptions) Problems {
 	}
 	switch c.SourceStore.Type {
 	case "static":
-	case "persistent", "redis":
-		p.add("source_store.type: %q is not available in this build; use static", c.SourceStore.Type)
+	case "persistent":
+		// Seeds from the config; API-managed sources arrive with the admin
+		// API, and until then a persistent store holds exactly its seeds.
+	case "redis":
+		p.add("source_store.type: redis is not available in this build; use static or persistent")
 	default:
 		p.add("source_store.type: %q must be static, persistent or redis", c.SourceStore.Type)
 	}
@@ -132,9 +142,11 @@ func Validate(c *Config, opts ValidateOptions) Problems {
 	for _, name := range c.SourceNames() {
 		src := c.Sources[name]
 		p = append(p, ValidateSource(name, &src, SourceContext{
-			Resolver:      rt,
-			WALType:       c.WAL.Type,
-			VerifierKnown: opts.VerifierKnown,
+			Resolver:        rt,
+			WALType:         c.WAL.Type,
+			VerifierKnown:   opts.VerifierKnown,
+			CheckVerify:     opts.CheckVerify,
+			OnVerifyFailure: opts.OnVerifyFailure,
 		})...)
 	}
 	return p
@@ -162,6 +174,9 @@ func validateLimits(p *Problems, c *Config) {
 func validateRate(p *Problems, path string, r RateLimit) {
 	if r.Rate < 0 || r.Burst < 0 || r.MaxQueue < 0 || r.MaxQueueBytes < 0 {
 		p.add("%s: rate, burst, max_queue and max_queue_bytes must not be negative", path)
+	}
+	if math.IsNaN(r.Rate) || math.IsInf(r.Rate, 0) {
+		p.add("%s.rate: %v must be a finite number of hooks per second", path, r.Rate)
 	}
 }
 
@@ -196,9 +211,11 @@ func validSegment(s string) bool {
 
 // SourceContext is what a source's validity depends on beyond its spec.
 type SourceContext struct {
-	Resolver      string
-	WALType       string
-	VerifierKnown func(name string) bool
+	Resolver        string
+	WALType         string
+	VerifierKnown   func(name string) bool
+	CheckVerify     func(v Verify) error
+	OnVerifyFailure []string
 }
 
 // Verifier types a source may name.
@@ -226,9 +243,16 @@ func ValidateSource(name string, s *Source, ctx SourceContext) Problems {
 		p.add("%s.verify.type: verifier %q is not available in this build yet; use none until it is", at, vt)
 	case vt != "none" && !s.Verify.Secret.IsSet() && len(s.Verify.Secrets) == 0:
 		p.add("%s.verify.secret: required by verifier %q", at, vt)
+	case ctx.CheckVerify != nil:
+		if err := ctx.CheckVerify(s.Verify); err != nil {
+			p.add("%s.%v", at, err)
+		}
 	}
-	if !slices.Contains([]string{"reject", "quarantine", "accept_flag"}, s.OnVerifyFailure) {
+	switch {
+	case !slices.Contains([]string{"reject", "quarantine", "accept_flag"}, s.OnVerifyFailure):
 		p.add("%s.on_verify_failure: %q must be reject, quarantine or accept_flag", at, s.OnVerifyFailure)
+	case ctx.OnVerifyFailure != nil && !slices.Contains(ctx.OnVerifyFailure, s.OnVerifyFailure):
+		p.add("%s.on_verify_failure: %q is not available in this build yet (it has: %v)", at, s.OnVerifyFailure, ctx.OnVerifyFailure)
 	}
 	if ctx.Resolver != "" && ctx.Resolver != "path" && s.TenantID == DefaultTenant && vt == "none" && !s.TrustURLTenant {
 		p.add("%s: shared source (tenant %q) has no verifier but resolver %q takes the tenant from the request: anyone could file hooks under any tenant; set trust_url_tenant: true to mean it, or give it a verifier", at, DefaultTenant, ctx.Resolver)

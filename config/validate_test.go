@@ -1,0 +1,246 @@
+package config
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// finiteDefault is the rate limit tenantpath needs.
+const finiteDefault = "rate_limits: {default: {rate: 50, burst: 100}}\n"
+
+func TestValidate(t *testing.T) {
+	customResolver := ValidateOptions{
+		ResolverKnown: func(name string) bool { return name == "opaque" },
+	}
+	type tc struct {
+		name string
+		yaml string
+		opts ValidateOptions
+		// want: each string is a prefix of one problem, in order, and there
+		// are no other problems. Empty: the config is valid.
+		want []string
+	}
+	cases := []tc{
+		{name: "empty config", yaml: ""},
+
+		// tenantpath needs a finite rate_limits.default.
+		{name: "tenantpath without rate_limits.default",
+			yaml: "route_resolver: {type: tenantpath}",
+			want: []string{`rate_limits.default: resolver "tenantpath" takes the tenant from the request`}},
+		{name: "tenantpath with rate 0",
+			yaml: "route_resolver: {type: tenantpath}\nrate_limits: {default: {rate: 0, burst: 100}}",
+			want: []string{"rate_limits.default: "}},
+		{name: "tenantpath with burst 0",
+			yaml: "route_resolver: {type: tenantpath}\nrate_limits: {default: {rate: 50}}",
+			want: []string{"rate_limits.default: "}},
+		{name: "tenantpath with an infinite rate",
+			yaml: "route_resolver: {type: tenantpath}\nrate_limits: {default: {rate: .inf, burst: 100}}",
+			want: []string{"rate_limits.default: ", "rate_limits.default.rate: "}},
+		{name: "tenantpath with only tenant overrides",
+			yaml: "route_resolver: {type: tenantpath}\nrate_limits: {tenants: {acme: {rate: 5, burst: 5}}}",
+			want: []string{"rate_limits.default: "}},
+		{name: "tenantpath with a finite default",
+			yaml: "route_resolver: {type: tenantpath, prefix: [webhooks]}\n" + finiteDefault},
+		{name: "a registered resolver takes the tenant from the request too",
+			yaml: "route_resolver: {type: opaque}", opts: customResolver,
+			want: []string{`rate_limits.default: resolver "opaque"`}},
+		{name: "path resolver needs no rate limit", yaml: "route_resolver: {type: path}"},
+
+		// A shared source without a verifier under tenant routing.
+		{name: "shared none source under tenantpath without trust_url_tenant",
+			yaml: finiteDefault + "route_resolver: {type: tenantpath}\nsources:\n  open-demo: {verify: {type: none}}",
+			want: []string{`sources.open-demo: shared source (tenant "default") has no verifier but resolver "tenantpath" takes the tenant from the request`}},
+		{name: "shared none source with trust_url_tenant: false",
+			yaml: finiteDefault + "route_resolver: {type: tenantpath}\nsources:\n  open-demo: {verify: {type: none}, trust_url_tenant: false}",
+			want: []string{"sources.open-demo: shared source"}},
+		{name: "tenant_id: default is shared too",
+			yaml: finiteDefault + "route_resolver: {type: tenantpath}\nsources:\n  open-demo: {tenant_id: default, verify: {type: none}}",
+			want: []string{"sources.open-demo: shared source"}},
+		{name: "only the unflagged source is named",
+			yaml: finiteDefault + "route_resolver: {type: tenantpath}\nsources:\n  a-ok: {verify: {type: none}, trust_url_tenant: true}\n  b-open: {verify: {type: none}}\n  c-acme: {tenant_id: acme, verify: {type: none}}",
+			want: []string{"sources.b-open: shared source"}},
+		{name: "shared none source with trust_url_tenant: true",
+			yaml: finiteDefault + "route_resolver: {type: tenantpath}\nsources:\n  open-demo: {verify: {type: none}, trust_url_tenant: true}"},
+		{name: "tenant-owned none source under tenantpath",
+			yaml: finiteDefault + "route_resolver: {type: tenantpath}\nsources:\n  acme-billing: {tenant_id: acme, verify: {type: none}}"},
+		{name: "shared source with a verifier under tenantpath",
+			yaml: finiteDefault + "route_resolver: {type: tenantpath}\nsources:\n  stripe: {verify: {type: stripe, secret: whsec_x}}"},
+		{name: "shared none source under a registered resolver",
+			yaml: finiteDefault + "route_resolver: {type: opaque}\nsources:\n  open-demo: {verify: {type: none}}", opts: customResolver,
+			want: []string{`sources.open-demo: shared source (tenant "default") has no verifier but resolver "opaque"`}},
+		{name: "under the path resolver the rule does not apply",
+			yaml: "route_resolver: {type: path}\nsources:\n  open-demo: {verify: {type: none}}"},
+		{name: "both tenantpath rules at once",
+			yaml: "route_resolver: {type: tenantpath}\nsources:\n  open-demo: {verify: {type: none}}",
+			want: []string{"rate_limits.default: ", "sources.open-demo: shared source"}},
+
+		// Resolver.
+		{name: "unknown resolver",
+			yaml: "route_resolver: {type: nope}\n" + finiteDefault,
+			want: []string{`route_resolver.type: unknown resolver "nope"`}},
+		{name: "prefix with a slash",
+			yaml: "route_resolver: {type: path, prefix: [hooks, a/b]}",
+			want: []string{`route_resolver.prefix[1]: "a/b" is not a plain path segment`}},
+		{name: "prefix with dot segment, percent and empty",
+			yaml: "route_resolver: {type: path, prefix: ['..', 'a%2f', '']}",
+			want: []string{"route_resolver.prefix[0]: ", "route_resolver.prefix[1]: ", "route_resolver.prefix[2]: "}},
+
+		// Names.
+		{name: "source name with capitals", yaml: "sources: {Stripe: {verify: {type: none}}}",
+			want: []string{"sources.Stripe: source name must match"}},
+		{name: "source name starting with a dash", yaml: "sources: {-stripe: {verify: {type: none}}}",
+			want: []string{"sources.-stripe: source name must match"}},
+		{name: "source name of 64 characters", yaml: "sources: {" + strings.Repeat("s", 64) + ": {verify: {type: none}}}",
+			want: []string{"sources." + strings.Repeat("s", 64) + ": source name must match"}},
+		{name: "source name of 63 characters", yaml: "sources: {" + strings.Repeat("s", 63) + ": {verify: {type: none}}}"},
+		{name: "source tenant_id with a slash", yaml: "sources: {s: {tenant_id: acme/x, verify: {type: none}}}",
+			want: []string{`sources.s.tenant_id: "acme/x" must match`}},
+		{name: "rate limit for an invalid tenant name", yaml: "rate_limits: {tenants: {Acme: {rate: 1, burst: 1}}}",
+			want: []string{"rate_limits.tenants.Acme: tenant name must match"}},
+		{name: "bad node name", yaml: "node: {name: Edge_1}", want: []string{`node.name: "Edge_1" must match`}},
+		{name: "node ordinal out of range", yaml: "node: {ordinal: 65536}", want: []string{"node.ordinal: 65536 must be between 0 and 65535"}},
+		{name: "node ordinal 65535", yaml: "node: {ordinal: 65535}"},
+		{name: "unknown role", yaml: "node: {roles: [edge, web]}", want: []string{`node.roles: unknown role "web"`}},
+
+		// Listen addresses and admin tokens.
+		{name: "listen without a port", yaml: "listen: 127.0.0.1", want: []string{`listen: "127.0.0.1" is not host:port`}},
+		{name: "listen as a bare port", yaml: "listen: 8080", want: []string{`listen: "8080" is not host:port`}},
+		{name: "admin.listen bad", yaml: "admin: {listen: 'localhost:90:90'}", want: []string{`admin.listen: "localhost:90:90" is not host:port`}},
+		{name: "listen on every interface", yaml: "listen: ':8080'"},
+		{name: "admin token hash too short", yaml: "admin: {tokens: [{name: ops, sha256: abc}]}",
+			want: []string{"admin.tokens[0] (ops): sha256 must be 64 hex characters"}},
+		{name: "admin token hash not hex", yaml: "admin: {tokens: [{name: ops, sha256: " + strings.Repeat("g", 64) + "}]}",
+			want: []string{"admin.tokens[0] (ops): "}},
+		{name: "admin token hash ok", yaml: "admin: {tokens: [{name: ops, sha256: " + strings.Repeat("aB", 32) + "}]}"},
+
+		// Limits and the WAL.
+		{name: "max_header_bytes below 1KiB", yaml: "limits: {max_header_bytes: 512}",
+			want: []string{"limits.max_header_bytes: 512 must be between 1KiB and 1MiB"}},
+		{name: "max_body_bytes above 1GiB", yaml: "limits: {max_body_bytes: 2GiB}\nwal: {max_batch_bytes: 3GiB}",
+			want: []string{"limits.max_body_bytes: 2147483648 must be between 1 and 1GiB", "limits.max_pipeline_bytes: "}},
+		{name: "pipeline smaller than a body", yaml: "limits: {max_pipeline_bytes: 512KiB}",
+			want: []string{"limits.max_pipeline_bytes: 524288 must be at least limits.max_body_bytes (1048576)"}},
+		{name: "max_header_count negative", yaml: "limits: {max_header_count: -1}", want: []string{"limits.max_header_count: "}},
+		{name: "max_connections negative", yaml: "limits: {max_connections: -5}", want: []string{"limits.max_connections: "}},
+		{name: "wal.max_batch_bytes too small", yaml: "wal: {max_batch_bytes: 1MiB}",
+			want: []string{"wal.max_batch_bytes: 1048576 must hold one whole hook (limits.max_body_bytes + limits.max_header_bytes + 64KiB = 1130496)"}},
+		{name: "wal.max_batch_bytes one byte short", yaml: "wal: {max_batch_bytes: 1130495}", want: []string{"wal.max_batch_bytes: "}},
+		{name: "wal.max_batch_bytes exactly one hook", yaml: "wal: {max_batch_bytes: 1130496}"},
+		{name: "wal.max_batch_bytes follows the body limit", yaml: "limits: {max_body_bytes: 64KiB}\nwal: {max_batch_bytes: 144KiB}"},
+		{name: "wal.max_file_bytes too small", yaml: "wal: {max_file_bytes: 512KiB}", want: []string{"wal.max_file_bytes: 524288 is below the minimum of 1MiB"}},
+		{name: "wal.type unknown", yaml: "wal: {type: tape}", want: []string{`wal.type: "tape" must be disk or none`}},
+
+		// Rate limits.
+		{name: "negative rate", yaml: "rate_limits: {default: {rate: -1, burst: 1}}", want: []string{"rate_limits.default: rate, burst"}},
+		{name: "negative tenant burst", yaml: "rate_limits: {tenants: {acme: {rate: 1, burst: -1}}}", want: []string{"rate_limits.tenants.acme: rate, burst"}},
+		{name: "NaN rate", yaml: "rate_limits: {default: {rate: .nan, burst: 1}}", want: []string{"rate_limits.default.rate: NaN must be a finite number"}},
+		{name: "unknown rate limit scope", yaml: "rate_limits: {scope: cluster}", want: []string{`rate_limits.scope: "cluster" must be node or fleet`}},
+		{name: "tenants.max negative", yaml: "tenants: {max: -1}", want: []string{"tenants.max: -1 must be at least 1"}},
+
+		// Archive, stores, dedupe, log.
+		{name: "archive dir without path", yaml: "archive: {type: dir}", want: []string{"archive.path: required with archive.type: dir"}},
+		{name: "archive dir", yaml: "archive: {type: dir, path: ./data/archive}"},
+		{name: "archive s3 without bucket", yaml: "archive: {type: s3, endpoint: 127.0.0.1:7070}", want: []string{"archive: endpoint and bucket are required"}},
+		{name: "archive ftp", yaml: "archive: {type: ftp}", want: []string{`archive.type: "ftp" must be s3, dir or none`}},
+		{name: "unknown source store", yaml: "source_store: {type: etcd}", want: []string{`source_store.type: "etcd" must be static, persistent or redis`}},
+		{name: "dedupe scope", yaml: "dedupe: {scope: global}", want: []string{`dedupe.scope: "global" must be node or fleet`}},
+		{name: "log format", yaml: "log: {format: xml}", want: []string{`log.format: "xml" must be json or console`}},
+		{name: "log level", yaml: "log: {level: trace}", want: []string{`log.level: "trace" must be debug, info, warn or error`}},
+
+		// Sources.
+		{name: "verify type missing", yaml: "sources: {s: {tenant_id: acme}}", want: []string{"sources.s.verify.type: required"}},
+		{name: "verify type unknown", yaml: "sources: {s: {verify: {type: md5}}}", want: []string{`sources.s.verify.type: unknown verifier "md5"`}},
+		{name: "verifier without a secret", yaml: "sources: {s: {verify: {type: hmac, header: X-Sig}}}", want: []string{`sources.s.verify.secret: required by verifier "hmac"`}},
+		{name: "verifier with secrets list", yaml: "sources: {s: {verify: {type: hmac, header: X-Sig, secrets: [a, b]}}}"},
+		{name: "verifier not in this build", yaml: "sources: {s: {verify: {type: hmac, secret: x}}}", opts: buildOptions,
+			want: []string{`sources.s.verify.type: verifier "hmac" is not available in this build yet`}},
+		{name: "on_verify_failure unknown", yaml: "sources: {s: {verify: {type: none}, on_verify_failure: drop}}",
+			want: []string{`sources.s.on_verify_failure: "drop" must be reject, quarantine or accept_flag`}},
+		{name: "on_verify_failure accept_flag", yaml: "sources: {s: {verify: {type: none}, on_verify_failure: accept_flag}}"},
+		{name: "sink type unknown", yaml: "sources: {s: {verify: {type: none}, sinks: [{type: http, url: u}, {type: kafka}]}}",
+			want: []string{`sources.s.sinks[1].type: "kafka" must be http or rabbitmq`}},
+		{name: "http sink without url", yaml: "sources: {s: {verify: {type: none}, sinks: [{type: http}]}}",
+			want: []string{"sources.s.sinks[0].url: required for an http sink"}},
+		{name: "rabbitmq sink without url", yaml: "sources: {s: {verify: {type: none}, sinks: [{type: rabbitmq, exchange: x}]}}",
+			want: []string{"sources.s.sinks[0].url: required for a rabbitmq sink"}},
+		{name: "dedupe without key", yaml: "sources: {s: {verify: {type: none}, dedupe: {ttl: 1h}}}", want: []string{"sources.s.dedupe.key: required when dedupe is set"}},
+		{name: "source max_body_bytes negative", yaml: "sources: {s: {verify: {type: none}, max_body_bytes: -1}}", want: []string{"sources.s.max_body_bytes: "}},
+		{name: "null source", yaml: "sources: {s: }", want: []string{"sources.s.verify.type: required"}},
+
+		// Several problems: every one is reported.
+		{name: "several problems",
+			yaml: "listen: nowhere\nroute_resolver: {type: tenantpath}\nwal: {max_file_bytes: 1KiB}\nsources:\n  Bad: {verify: {type: none}}\n  open: {verify: {type: none}}",
+			want: []string{`listen: "nowhere"`, "rate_limits.default: ", "wal.max_file_bytes: ", "sources.Bad: source name must match", "sources.Bad: shared source", "sources.open: shared source"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			probs := problemsOf(t, c.yaml, c.opts)
+			ok := len(probs) == len(c.want)
+			for i := 0; ok && i < len(probs); i++ {
+				ok = strings.HasPrefix(probs[i], c.want[i])
+			}
+			if !ok {
+				t.Fatalf("%s\n got  %q\n want prefixes %q", c.yaml, probs, c.want)
+			}
+		})
+	}
+}
+
+// The shared-source rule names the fix in its message.
+func TestTrustURLTenantMessageSaysTheFix(t *testing.T) {
+	probs := problemsOf(t, finiteDefault+"route_resolver: {type: tenantpath}\nsources: {open-demo: {verify: {type: none}}}", buildOptions)
+	if len(probs) != 1 || !strings.Contains(probs[0], "trust_url_tenant: true") || !strings.Contains(probs[0], "verifier") {
+		t.Fatalf("problems %q: want one saying to set trust_url_tenant: true or add a verifier", probs)
+	}
+}
+
+// ValidateSource is what the admin API will call: the same rule, the same
+// message, without a file around it.
+func TestValidateSource(t *testing.T) {
+	f := func(s Source, ctx SourceContext, want ...string) {
+		t.Helper()
+		probs := ValidateSource("open-demo", &s, ctx)
+		ok := len(probs) == len(want)
+		for i := 0; ok && i < len(probs); i++ {
+			ok = strings.HasPrefix(probs[i], want[i])
+		}
+		if !ok {
+			t.Fatalf("ValidateSource(%+v, %+v)\n got  %q\n want %q", s, ctx, probs, want)
+		}
+	}
+	none := Verify{Type: "none"}
+	tp := SourceContext{Resolver: "tenantpath", WALType: "disk"}
+	f(Source{TenantID: DefaultTenant, Verify: none, OnVerifyFailure: "reject"}, tp, "sources.open-demo: shared source")
+	f(Source{TenantID: DefaultTenant, Verify: none, OnVerifyFailure: "reject", TrustURLTenant: true}, tp)
+	f(Source{TenantID: "acme", Verify: none, OnVerifyFailure: "reject"}, tp)
+	f(Source{TenantID: DefaultTenant, Verify: none, OnVerifyFailure: "reject"}, SourceContext{Resolver: "path"})
+	// No resolver in the context (a store that does not know it): no rule.
+	f(Source{TenantID: DefaultTenant, Verify: none, OnVerifyFailure: "reject"}, SourceContext{})
+	// Undefaulted spec: an empty tenant is not a valid name.
+	f(Source{Verify: none, OnVerifyFailure: "reject"}, SourceContext{Resolver: "path"}, `sources.open-demo.tenant_id: "" must match`)
+}
+
+// The problems of a config come in a stable order, so check-config output
+// can be diffed.
+func TestProblemsAreStable(t *testing.T) {
+	yaml := finiteDefault + "route_resolver: {type: tenantpath}\nsources:\n  e: {verify: {type: none}}\n  d: {verify: {type: none}}\n  c: {verify: {type: none}}\n  b: {verify: {type: none}}\n  a: {verify: {type: none}}"
+	first := problemsOf(t, yaml, buildOptions)
+	if len(first) != 5 || !slices.IsSorted(first) {
+		t.Fatalf("problems %q: want five, sorted by source", first)
+	}
+	for i := 0; i < 20; i++ {
+		if got := problemsOf(t, yaml, buildOptions); !slices.Equal(got, first) {
+			t.Fatalf("run %d: problems %q differ from %q", i, got, first)
+		}
+	}
+}
+
+// With wal.type: none a 201 rests on a sink's ok: a source without a
+// durable sink cannot be served, whatever this build's sinks are.
+func TestWALNoneNeedsADurableSink(t *testing.T) {
+	probs := problemsOf(t, "wal: {type: none}\nsources: {s: {tenant_id: acme, verify: {type: none}}}", ValidateOptions{})
+	if !slices.ContainsFunc(probs, func(p string) bool { return strings.Contains(p, "durable") }) {
+		t.Fatalf("problems %q: want one saying a durable sink is needed", probs)
+	}
+}
