@@ -243,7 +243,7 @@ func ValidateSource(name string, s *Source, ctx SourceContext) Problems {
 		p.add("%s.verify.type: verifier %q is not available in this build yet; use none until it is", at, vt)
 	case vt != "none" && !s.Verify.Secret.IsSet() && len(s.Verify.Secrets) == 0:
 		p.add("%s.verify.secret: required by verifier %q", at, vt)
-	case ctx.CheckVerify != nil:
+	case ctx.CheckVerify != nil && secretsResolved(s.Verify):
 		if err := ctx.CheckVerify(s.Verify); err != nil {
 			p.add("%s.%v", at, err)
 		}
@@ -279,4 +279,19 @@ func ValidateSource(name string, s *Source, ctx SourceContext) Problems {
 		p.add("%s.dedupe.key: required when dedupe is set", at)
 	}
 	return p
+}
+
+// secretsResolved reports whether every secret reference of v has a value:
+// an unresolved one is already a problem of its own, and building the
+// verifier without it would only report the same thing again.
+func secretsResolved(v Verify) bool {
+	if v.Secret.IsSet() && v.Secret.Value == "" {
+		return false
+	}
+	for _, s := range v.Secrets {
+		if s.IsSet() && s.Value == "" {
+			return false
+		}
+	}
+	return true
 }

@@ -157,15 +157,15 @@ func TestHMACTemplateAsSlack(t *testing.T) {
 }
 
 // TestHMACTemplateLiterals checks literal text before, between and after
-// the placeholders, and a timestamp header that is checked but not signed.
+// the placeholders. (A timestamp header that is checked but not signed is
+// refused by New: see TestNewErrorsNameTheField.)
 func TestHMACTemplateLiterals(t *testing.T) {
 	tn := ts(now)
 	for _, tc := range []struct {
 		tmpl    string
 		content []string
 	}{
-		{"{body}", []string{hmacBody}},
-		{"pre|{body}|post", []string{"pre|", hmacBody, "|post"}},
+		{"pre|{timestamp}|{body}|post", []string{"pre|", tn, "|", hmacBody, "|post"}},
 		{"{body}{timestamp}", []string{hmacBody, tn}},
 		{"a{timestamp}b{body}c", []string{"a", tn, "b", hmacBody, "c"}},
 		{"{timestamp}.{timestamp}.{body}", []string{tn, ".", tn, ".", hmacBody}},

@@ -44,6 +44,7 @@ func TestNewErrorsNameTheField(t *testing.T) {
 		{"hmac without header", hmacOK(func(c *config.Verify) { c.Header = "" }), "verify.header", nil},
 		{"hmac unknown placeholder", hmacOK(func(c *config.Verify) { c.SignedContent = "{ts}.{body}" }), "verify.signed_content", []string{"{ts}.{body}"}},
 		{"hmac unterminated placeholder", hmacOK(func(c *config.Verify) { c.SignedContent = "{body" }), "verify.signed_content", nil},
+		{"hmac timestamp_header but {timestamp} not signed", hmacOK(func(c *config.Verify) { c.TimestampHeader = "X-Timestamp" }), "verify.signed_content", []string{"{timestamp}"}},
 		{"hmac {timestamp} without timestamp_header", hmacOK(func(c *config.Verify) { c.SignedContent = "{timestamp}.{body}" }), "verify.signed_content", []string{"verify.timestamp_header"}},
 		{"hmac template too long", hmacOK(func(c *config.Verify) {
 			c.TimestampHeader = "X-Timestamp"
@@ -89,7 +90,6 @@ func TestNewAccepts(t *testing.T) {
 		{"secret only in secrets", config.Verify{Type: "stripe", Secrets: secrets("whsec_a")}},
 		{"hmac defaults", config.Verify{Type: "hmac", Header: "X-Sig", Secret: secret("s")}},
 		{"hmac six parts", config.Verify{Type: "hmac", Header: "X-Sig", TimestampHeader: "X-T", SignedContent: "a{timestamp}b{body}c{body}", Secret: secret("s")}},
-		{"hmac timestamp header, body only", config.Verify{Type: "hmac", Header: "X-Sig", TimestampHeader: "X-T", Secret: secret("s")}},
 		{"standardwebhooks without prefix", config.Verify{Type: "standardwebhooks", Secret: secret("c2VjcmV0")}},
 		{"tolerance", config.Verify{Type: "slack", Secret: secret("s"), Tolerance: config.Duration(time.Hour)}},
 	} {

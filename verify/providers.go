@@ -7,6 +7,7 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -310,6 +311,11 @@ func newGeneric(c config.Verify, secrets []string, tol time.Duration) (*generic,
 		default:
 			return nil, fmt.Errorf("verify.signed_content: %q: only {timestamp} and {body} may be used", c.SignedContent)
 		}
+	}
+	if c.TimestampHeader != "" && !slices.ContainsFunc(g.tmpl, func(p tmplPart) bool { return p.kind == 't' }) {
+		// A timestamp that is checked but not signed can be replaced by
+		// anyone: it would only look like replay protection.
+		return nil, fmt.Errorf("verify.signed_content: %q must include {timestamp} when verify.timestamp_header is set", c.SignedContent)
 	}
 	if len(g.tmpl) > 6 {
 		return nil, fmt.Errorf("verify.signed_content: %q has too many parts", c.SignedContent)

@@ -87,7 +87,12 @@ type node struct {
 
 func start(cfg *config.Config, recovery string, log *zap.Logger) (*node, error) {
 	if cfg.Archive.Type != "none" {
-		log.Warn("archive is configured but this build does not archive yet; segments stay local", zap.String("archive.type", cfg.Archive.Type))
+		log.Warn("archive is configured but this build does not archive yet; hooks stay in the local WAL", zap.String("archive.type", cfg.Archive.Type))
+	}
+	for _, name := range cfg.SourceNames() {
+		if len(cfg.Sources[name].Sinks) > 0 {
+			log.Warn("source has sinks but this build does not dispatch yet; its hooks are stored in the WAL and not delivered", zap.String("source", name))
+		}
 	}
 	dataDir := cfg.Node.DataDir
 	if err := os.MkdirAll(dataDir, 0o755); err != nil {
