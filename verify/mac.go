@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/sha1"
 	"crypto/sha256"
@@ -106,4 +107,35 @@ func anyMatch(keys []*macKey, sig []byte, parts ...[]byte) bool {
 		ok |= k.equal(sig, parts...)
 	}
 	return ok == 1
+}
+
+// anyEntryMatches reports whether any entry of a sender's list (split on
+// sep; entry picks an entry's encoded signature, or skips it) is the MAC of
+// parts under any key. The sender chooses how many entries there are, so it
+// computes one MAC per key and compares it with every entry, never a MAC
+// per entry; it tries every key and entry, so timing does not say which
+// one matched.
+func anyEntryMatches(keys []*macKey, list []byte, sep byte, enc string, entry func([]byte) ([]byte, bool), parts ...[]byte) bool {
+	var sigBuf [64]byte
+	match := 0
+	for _, key := range keys {
+		st, mac := key.mac(parts...)
+		for rest := list; len(rest) > 0; {
+			var item []byte
+			if i := bytes.IndexByte(rest, sep); i >= 0 {
+				item, rest = rest[:i], rest[i+1:]
+			} else {
+				item, rest = rest, nil
+			}
+			val, ok := entry(item)
+			if !ok {
+				continue
+			}
+			if sig, ok := decodeSig(&sigBuf, enc, val); ok {
+				match |= subtle.ConstantTimeCompare(mac, sig)
+			}
+		}
+		key.release(st)
+	}
+	return match == 1
 }

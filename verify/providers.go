@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha1"
 	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/base64"
 	"fmt"
 	"slices"
@@ -53,29 +52,16 @@ func (v *stripe) Verify(h Headers, body []byte, now time.Time) error {
 	if !withinTolerance(ts, now, v.tol) {
 		return ErrExpired
 	}
-	// The sender chooses how many v1 entries there are: compute each key's
-	// MAC once and compare it with every entry, never a MAC per entry.
-	var sigBuf [64]byte
-	match := 0
-	for _, key := range v.keys {
-		st, mac := key.mac(t, dot, body)
-		for rest := hdr; len(rest) > 0; {
-			var item []byte
-			item, rest, _ = bytes.Cut(rest, []byte(","))
-			k, val, ok := bytes.Cut(bytes.TrimSpace(item), []byte("="))
-			if !ok || string(k) != "v1" {
-				continue
-			}
-			if sig, ok := decodeSig(&sigBuf, "hex", val); ok {
-				match |= subtle.ConstantTimeCompare(mac, sig)
-			}
-		}
-		key.release(st)
-	}
-	if match == 1 {
+	if anyEntryMatches(v.keys, hdr, ',', "hex", stripeEntry, t, dot, body) {
 		return nil
 	}
 	return ErrMismatch
+}
+
+// stripeEntry takes the hex signature of a "v1=<hex>" entry.
+func stripeEntry(item []byte) ([]byte, bool) {
+	k, val, ok := bytes.Cut(bytes.TrimSpace(item), []byte("="))
+	return val, ok && string(k) == "v1"
 }
 
 // github: X-Hub-Signature-256: sha256=<hex> over the body; X-Hub-Signature
@@ -225,29 +211,14 @@ func (v *standardWebhooks) Verify(h Headers, body []byte, now time.Time) error {
 	if !withinTolerance(ts, now, v.tol) {
 		return ErrExpired
 	}
-	// One MAC per key, however many entries the sender lists (see stripe).
-	var sigBuf [64]byte
-	match := 0
-	for _, key := range v.keys {
-		st, mac := key.mac(id, dot, tsb, dot, body)
-		for rest := hdr; len(rest) > 0; {
-			var item []byte
-			item, rest, _ = bytes.Cut(rest, []byte(" "))
-			val, ok := bytes.CutPrefix(item, []byte("v1,"))
-			if !ok {
-				continue
-			}
-			if sig, ok := decodeSig(&sigBuf, "base64", val); ok {
-				match |= subtle.ConstantTimeCompare(mac, sig)
-			}
-		}
-		key.release(st)
-	}
-	if match == 1 {
+	if anyEntryMatches(v.keys, hdr, ' ', "base64", standardEntry, id, dot, tsb, dot, body) {
 		return nil
 	}
 	return ErrMismatch
 }
+
+// standardEntry takes the base64 signature of a "v1,<base64>" entry.
+func standardEntry(item []byte) ([]byte, bool) { return bytes.CutPrefix(item, []byte("v1,")) }
 
 // generic hmac: a header (optional prefix), sha1/sha256/sha512, hex or
 // base64; optionally a timestamp header and a signed-content template over
