@@ -81,38 +81,32 @@ func newGitHub(secrets []string, allowSHA1 bool) *github {
 func (*github) Name() string { return "github" }
 
 func (v *github) Verify(h Headers, body []byte, _ time.Time) error {
-	var sigBuf [64]byte
 	if hdr := h.Peek("X-Hub-Signature-256"); len(hdr) > 0 {
-		val, ok := bytes.CutPrefix(hdr, []byte("sha256="))
-		if !ok {
-			return ErrMalformed
-		}
-		sig, ok := decodeSig(&sigBuf, "hex", val)
-		if !ok {
-			return ErrMalformed
-		}
-		if anyMatch(v.keys256, sig, body) {
-			return nil
-		}
-		return ErrMismatch
+		return prefixedHexMatch(v.keys256, hdr, "sha256=", body)
 	}
 	if v.keys1 != nil {
 		if hdr := h.Peek("X-Hub-Signature"); len(hdr) > 0 {
-			val, ok := bytes.CutPrefix(hdr, []byte("sha1="))
-			if !ok {
-				return ErrMalformed
-			}
-			sig, ok := decodeSig(&sigBuf, "hex", val)
-			if !ok {
-				return ErrMalformed
-			}
-			if anyMatch(v.keys1, sig, body) {
-				return nil
-			}
-			return ErrMismatch
+			return prefixedHexMatch(v.keys1, hdr, "sha1=", body)
 		}
 	}
 	return ErrMissing
+}
+
+// prefixedHexMatch checks a "<prefix><hex>" signature of body.
+func prefixedHexMatch(keys []*macKey, hdr []byte, prefix string, body []byte) error {
+	val, ok := bytes.CutPrefix(hdr, []byte(prefix))
+	if !ok {
+		return ErrMalformed
+	}
+	var sigBuf [64]byte
+	sig, ok := decodeSig(&sigBuf, "hex", val)
+	if !ok {
+		return ErrMalformed
+	}
+	if anyMatch(keys, sig, body) {
+		return nil
+	}
+	return ErrMismatch
 }
 
 // shopify: X-Shopify-Hmac-Sha256: base64 HMAC-SHA256 over the body.
