@@ -1,5 +1,0 @@
-//go:build !race
-
-package verify_test
-
-const raceEnabled = false
