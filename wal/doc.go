@@ -25,14 +25,17 @@
 //
 // # Record frame
 //
-// Every record is a 12-byte frame header and a payload:
+// Every record is a 16-byte frame header and a payload:
 //
 //	0   4  payload length n, big-endian u32
 //	4   4  CRC-32C of payload[29:n] (everything but the identity prefix),
 //	       computed by the ingest goroutine
-//	8   4  CRC-32C of frame bytes 0..7 followed by payload[0:29] (the length,
-//	       the payload CRC and the identity prefix), computed by the loop
-//	12  n  payload
+//	8   4  batch number: which commit batch of this process run wrote the
+//	       record (all records of one writev+fdatasync share it)
+//	12  4  CRC-32C of frame bytes 0..11 followed by payload[0:29] (the
+//	       length, the payload CRC, the batch number and the identity
+//	       prefix), computed by the loop
+//	16  n  payload
 //
 // The payload's first 29 bytes are the identity prefix of package envelope:
 // kind (1 = envelope, 2 = tenant), seq, event id, tenant ordinal. A hook's
@@ -43,13 +46,15 @@
 //
 // # Recovery
 //
-// At boot every file is scanned. Whole records are kept. In the last file, a
-// bad record that only the last, unsynced batch can follow is a torn tail
-// (a crash may keep some blocks of that batch and lose others): every valid
-// record header after it ends within 2 × MaxBatchBytes of it, and its hooks
-// share one id millisecond. The file is cut there (by rewriting the good
-// prefix and renaming it over the file, then syncing the directory). A bad
-// record anywhere else is corruption: Open refuses with ErrCorrupt naming
-// the file and offset, unless Options.Recovery is RecoverTruncate, which
-// cuts the log there.
+// At boot every file is scanned; files must be numbered without gaps. Whole
+// records are kept; seqs are dense, except that the first hook of a file may
+// jump up (a run that resumed above a numbering floor). In the last file, a
+// bad record that only the last, unsynced batch can follow is a torn tail (a
+// crash may keep some blocks of that batch and lose others): every valid
+// frame after it carries one batch number, that of the last good frame or
+// the next, and ends within 2 × MaxBatchBytes of it. The file is cut there
+// (by rewriting the good prefix and renaming it over the file, then syncing
+// the directory). A bad record anywhere else is corruption: Open refuses
+// with ErrCorrupt naming the file and offset, unless Options.Recovery is
+// RecoverTruncate, which cuts the log there.
 package wal

@@ -9,7 +9,7 @@ import (
 
 // Frame layout constants.
 const (
-	FrameHeaderSize = 12
+	FrameHeaderSize = 16
 	fileHeaderSize  = 16
 	fileMagic       = "ANKUSAWL"
 	fileVersion     = 1
@@ -31,11 +31,13 @@ func SealPayload(buf []byte) {
 	binary.BigEndian.PutUint32(buf[4:8], Checksum(payload[envelope.IdentSize:]))
 }
 
-// sealHeader computes the header CRC after the identity is written.
-func sealHeader(buf []byte) {
-	c := crc32.Update(0, castagnoli, buf[0:8])
+// sealHeader writes the record's batch number and the header CRC, after
+// the identity is written.
+func sealHeader(buf []byte, batch uint32) {
+	binary.BigEndian.PutUint32(buf[8:12], batch)
+	c := crc32.Update(0, castagnoli, buf[0:12])
 	c = crc32.Update(c, castagnoli, buf[FrameHeaderSize:FrameHeaderSize+envelope.IdentSize])
-	binary.BigEndian.PutUint32(buf[8:12], c)
+	binary.BigEndian.PutUint32(buf[12:16], c)
 }
 
 // headerValid reports whether b starts with a frame whose header CRC holds.
@@ -48,15 +50,20 @@ func headerValid(b []byte) (n uint32, ok bool) {
 	if n < envelope.IdentSize || n > maxPayload {
 		return 0, false
 	}
-	c := crc32.Update(0, castagnoli, b[0:8])
+	c := crc32.Update(0, castagnoli, b[0:12])
 	c = crc32.Update(c, castagnoli, b[FrameHeaderSize:FrameHeaderSize+envelope.IdentSize])
-	return n, c == binary.BigEndian.Uint32(b[8:12])
+	return n, c == binary.BigEndian.Uint32(b[12:16])
 }
+
+// frameBatch is the batch number of a frame whose header is valid.
+func frameBatch(b []byte) uint32 { return binary.BigEndian.Uint32(b[8:12]) }
 
 // Record is one record as read back from the log.
 type Record struct {
-	File    string
-	Offset  int64
+	File   string
+	Offset int64
+	// Batch is the number of the commit batch that wrote the record.
+	Batch   uint32
 	Kind    byte
 	Seq     uint64
 	ID      envelope.ID
@@ -70,7 +77,7 @@ type Record struct {
 func (r *Record) TenantName() []byte { return r.Payload[envelope.IdentSize:] }
 
 // appendTenantRecord appends a whole, sealed tenant record frame.
-func appendTenantRecord(dst []byte, ordinal uint32, name []byte) []byte {
+func appendTenantRecord(dst []byte, ordinal uint32, name []byte, batch uint32) []byte {
 	start := len(dst)
 	dst = append(dst, make([]byte, FrameHeaderSize+envelope.IdentSize)...)
 	dst = append(dst, name...)
@@ -78,7 +85,7 @@ func appendTenantRecord(dst []byte, ordinal uint32, name []byte) []byte {
 	rec[FrameHeaderSize+envelope.OffKind] = envelope.KindTenant
 	envelope.PutIdentity(rec[FrameHeaderSize:], 0, envelope.ID{}, ordinal)
 	SealPayload(rec)
-	sealHeader(rec)
+	sealHeader(rec, batch)
 	return dst
 }
 

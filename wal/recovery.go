@@ -58,8 +58,30 @@ func recoverDir(opts Options) (*recovered, error) {
 		if err != nil {
 			return nil, err
 		}
+		if i > 0 && num != nums[i-1]+1 {
+			ce := &CorruptError{File: path, Offset: 0, Reason: fmt.Sprintf("wal file %s before it is missing (files are numbered without gaps)", FileName(nums[i-1]+1))}
+			if opts.Recovery != RecoverTruncate {
+				return nil, ce
+			}
+			opts.Logf("wal: -wal-recovery=truncate: %s is missing; cutting the log there, dropping %d later files", FileName(nums[i-1]+1), len(nums)-i)
+			if err := removeFiles(opts, nums[i:]); err != nil {
+				return nil, err
+			}
+			if err := syncDir(opts.FS, opts.Dir); err != nil {
+				return nil, err
+			}
+			break
+		}
 		st.fileStart = true
-		good, scanErr := scan(path, data, func(r *Record) error { return st.apply(r) })
+		var goodBatch uint32
+		hasGood := false
+		good, scanErr := scan(path, data, func(r *Record) error {
+			if err := st.apply(r); err != nil {
+				return err
+			}
+			goodBatch, hasGood = r.Batch, true
+			return nil
+		})
 		st.lastFile = num
 		if scanErr == nil {
 			continue
@@ -68,7 +90,7 @@ func recoverDir(opts Options) (*recovered, error) {
 		if !ok {
 			return nil, scanErr
 		}
-		torn := last && tornTail(data, ce.Offset, 2*opts.MaxBatchBytes)
+		torn := last && tornTail(data, ce.Offset, 2*opts.MaxBatchBytes, goodBatch, hasGood)
 		if !torn && opts.Recovery != RecoverTruncate {
 			return nil, ce
 		}
@@ -80,11 +102,10 @@ func recoverDir(opts Options) (*recovered, error) {
 		if err := rewritePrefix(opts.FS, opts.Dir, num, data[:good]); err != nil {
 			return nil, err
 		}
-		for _, later := range nums[i+1:] {
-			if err := opts.FS.Remove(opts.FS.PathJoin(opts.Dir, FileName(later))); err != nil {
-				return nil, fmt.Errorf("cannot remove wal file %s: %w", FileName(later), err)
-			}
-			st.lastFile = later
+		// Later files go; the next file the log creates follows this one,
+		// so numbering stays without gaps.
+		if err := removeFiles(opts, nums[i+1:]); err != nil {
+			return nil, err
 		}
 		if len(nums[i+1:]) > 0 {
 			if err := syncDir(opts.FS, opts.Dir); err != nil {
@@ -94,6 +115,17 @@ func recoverDir(opts Options) (*recovered, error) {
 		break
 	}
 	return st, nil
+}
+
+// removeFiles removes WAL files, the last first, so that a crash in the
+// middle leaves the log without gaps.
+func removeFiles(opts Options, nums []uint64) error {
+	for j := len(nums) - 1; j >= 0; j-- {
+		if err := opts.FS.Remove(opts.FS.PathJoin(opts.Dir, FileName(nums[j]))); err != nil {
+			return fmt.Errorf("cannot remove wal file %s: %w", FileName(nums[j]), err)
+		}
+	}
+	return nil
 }
 
 func (st *recovered) apply(r *Record) error {
@@ -158,7 +190,7 @@ func scan(path string, data []byte, fn func(*Record) error) (int, error) {
 		if Checksum(payload[envelope.IdentSize:]) != binary.BigEndian.Uint32(b[4:8]) {
 			return off, &CorruptError{File: path, Offset: int64(off), Reason: "payload checksum mismatch"}
 		}
-		rec = Record{File: path, Offset: int64(off), Payload: payload}
+		rec = Record{File: path, Offset: int64(off), Batch: frameBatch(b), Payload: payload}
 		rec.Kind, rec.Seq, rec.ID, rec.Ordinal = envelope.Identity(payload)
 		if rec.Kind != envelope.KindEnvelope && rec.Kind != envelope.KindTenant {
 			return off, &CorruptError{File: path, Offset: int64(off), Reason: fmt.Sprintf("unknown record kind %d", rec.Kind)}
@@ -173,14 +205,17 @@ func scan(path string, data []byte, fn func(*Record) error) (int, error) {
 
 // tornTail reports whether the damage at off in the last file can be a
 // write that a crash cut short. The loop has at most one batch in flight
-// (written, not yet synced), and a crash may keep any of its blocks and
-// lose others, so valid frames can follow the damage; but they all belong
-// to that one batch: each ends within maxBatch bytes of off (a batch's
-// records plus its tenant records), and its hooks share one id millisecond
-// (a batch takes one clock reading). A valid frame that breaks either rule
-// was written after a sync that covered off: the damage is corruption.
-func tornTail(data []byte, off, maxBatch int64) bool {
-	var ms uint64
+// (written, not yet synced), and a crash may keep any of its blocks and lose
+// others, so valid frames can follow the damage; but they all belong to
+// that one batch: they share one batch number, which is the batch of the
+// last good frame before the damage (the damage is inside the batch) or
+// the one after it, and they end within maxBatch bytes of off. A valid
+// frame of any other batch was written after a sync that covered off: the
+// damage is corruption. (Damage inside the last batch of the file with
+// nothing after it is indistinguishable from a torn write; every log has
+// that window, and it is one batch wide.)
+func tornTail(data []byte, off, maxBatch int64, goodBatch uint32, hasGood bool) bool {
+	var batch uint32
 	seen := false
 	for i := int(off) + 1; i+FrameHeaderSize+envelope.IdentSize <= len(data); i++ {
 		n, ok := headerValid(data[i:])
@@ -191,15 +226,13 @@ func tornTail(data []byte, off, maxBatch int64) bool {
 		if end-off > maxBatch {
 			return false
 		}
-		kind, _, id, _ := envelope.Identity(data[i+FrameHeaderSize:])
-		if kind == envelope.KindEnvelope {
-			if seen && id.Millis() != ms {
-				return false
-			}
-			ms, seen = id.Millis(), true
+		b := frameBatch(data[i:])
+		if seen && b != batch {
+			return false
 		}
+		batch, seen = b, true
 	}
-	return true
+	return !seen || !hasGood || batch == goodBatch || batch == goodBatch+1
 }
 
 // rewritePrefix replaces file num by its first len(good) bytes, crash-safely:

@@ -104,6 +104,7 @@ type WAL struct {
 	fileNum  uint64
 	fileSize int64
 	ids      *envelope.IDGen
+	batchNum uint32 // number of the batch being written (per process run)
 	iov      [][]byte
 	tenBuf   []byte
 }
@@ -326,6 +327,7 @@ func (w *WAL) commitBatch(batch []*Request) {
 	}
 	start := w.opts.Now()
 	nowMs := uint64(start.UnixMilli())
+	w.batchNum++
 	seq := w.lastSeq.Load()
 	var lastID envelope.ID
 	var newTenants []tenantRec
@@ -343,14 +345,14 @@ func (w *WAL) commitBatch(batch []*Request) {
 			ord = w.nextOrd
 			w.nextOrd++
 			off := len(w.tenBuf)
-			w.tenBuf = appendTenantRecord(w.tenBuf, ord, name)
+			w.tenBuf = appendTenantRecord(w.tenBuf, ord, name, w.batchNum)
 			newTenants = append(newTenants, tenantRec{name: string(name), ord: ord, off: off, end: len(w.tenBuf)})
 			w.addTenant(string(name), ord)
 		}
 		seq++
 		id := w.ids.Next(nowMs, seq)
 		envelope.PutIdentity(payload, seq, id, ord)
-		sealHeader(r.Buf)
+		sealHeader(r.Buf, w.batchNum)
 		r.Seq, r.ID, r.Ordinal = seq, id, ord
 		lastID = id
 		size += int64(len(r.Buf))
