@@ -3,7 +3,7 @@ SHELL := /bin/bash
 GO ?= go
 BIN := bin
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -X main.version=$(VERSION)
+LDFLAGS := -X github.com/ankusa/ankusa/cli.Version=$(VERSION)
 STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(BIN)/staticcheck
 # Every package runs without the race detector (allocation guards and the

@@ -14,6 +14,10 @@ const unsetVar = "ANKUSA_TEST_NEVER_SET"
 
 // TestCheckConfig runs `ankusa check-config` over testdata/check-config
 // (see its README.md for the format of the expectations).
+
+// exitConfig is EX_CONFIG, what the binary exits with for a bad config.
+const exitConfig = 78
+
 func TestCheckConfig(t *testing.T) {
 	os.Unsetenv(unsetVar)
 	files, err := filepath.Glob("testdata/check-config/*.yaml")

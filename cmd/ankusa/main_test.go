@@ -34,7 +34,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	bin = filepath.Join(dir, "ankusa")
-	args := []string{"build", "-ldflags", "-X main.version=" + binVersion, "-o", bin}
+	args := []string{"build", "-ldflags", "-X github.com/ankusa/ankusa/cli.Version=" + binVersion, "-o", bin}
 	if os.Getenv("ANKUSA_TEST_RACE") != "" {
 		args = append(args, "-race")
 	}

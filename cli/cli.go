@@ -1,0 +1,55 @@
+// Package cli is the appliance's command line: serve, check-config,
+// inspect and version. It parses flags, loads config and wires the stages;
+// the stages themselves live in their packages.
+//
+// cmd/ankusa is a one-line main around Main. A program that adds its own
+// route resolver (edge.RegisterResolver) or verifier builds its own binary
+// the same way: register, then call Main (see examples/).
+package cli
+
+import (
+	"fmt"
+	"os"
+)
+
+// Version is set at build time
+// (-ldflags "-X github.com/ankusa/ankusa/cli.Version=...").
+var Version = "dev"
+
+// exitConfig is EX_CONFIG from sysexits.h: the configuration is wrong.
+const exitConfig = 78
+
+const usage = `usage: ankusa <command> [flags]
+
+commands:
+  serve         -config FILE [-wal-recovery strict|truncate]   run the appliance (no -config: the embedded default)
+  check-config  -config FILE                                   exit 0, or 78 naming every problem
+  inspect wal   [-v] DIR                                       print the WAL's records, one per line
+  version                                                      print the version
+`
+
+// Main runs the command line with args (without the program name) and
+// returns the process exit code.
+func Main(args []string) int {
+	if len(args) == 0 {
+		fmt.Fprint(os.Stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "serve":
+		return serve(args[1:])
+	case "check-config":
+		return checkConfig(args[1:])
+	case "inspect":
+		return inspect(args[1:])
+	case "version", "-version", "--version":
+		fmt.Println("ankusa", Version)
+		return 0
+	case "help", "-h", "-help", "--help":
+		fmt.Print(usage)
+		return 0
+	default:
+		fmt.Fprintf(os.Stderr, "ankusa: unknown command %q\n%s", args[0], usage)
+		return 2
+	}
+}
