@@ -26,10 +26,22 @@ func validateOptions() config.ValidateOptions {
 
 // loadConfig loads path, or the embedded default when path is empty.
 func loadConfig(path string) (*config.Config, error) {
+	var cfg *config.Config
+	var err error
 	if path == "" {
-		return config.Load(config.DefaultYAML(), validateOptions())
+		cfg, err = config.Load(config.DefaultYAML(), validateOptions())
+	} else {
+		cfg, err = config.LoadFile(path, validateOptions())
 	}
-	return config.LoadFile(path, validateOptions())
+	if err != nil {
+		return cfg, err
+	}
+	// A registered resolver validates its own options when it is built:
+	// build it here, so check-config and serve refuse the same configs.
+	if _, err := edge.NewResolver(cfg.RouteResolver); err != nil {
+		return cfg, config.Problems{fmt.Sprintf("route_resolver: %v", err)}
+	}
+	return cfg, nil
 }
 
 func checkConfig(args []string) int {

@@ -95,13 +95,14 @@ func start(cfg *config.Config, recovery string, log *zap.Logger) (*node, error) 
 		}
 	}
 	dataDir := cfg.Node.DataDir
-	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+	if err := wal.MkdirAllSynced(vfs.Default, dataDir); err != nil {
 		return nil, fmt.Errorf("cannot create node.data_dir %q: %w", dataDir, err)
 	}
 	sugar := log.Sugar()
 	ms, err := meta.Open(meta.Options{
 		Dir:    filepath.Join(dataDir, "meta"),
 		Logf:   func(f string, a ...any) { sugar.Debugf("pebble: "+f, a...) },
+		Errorf: func(f string, a ...any) { sugar.Errorf("pebble: "+f, a...) },
 		Fatalf: func(f string, a ...any) { sugar.Fatalf("pebble: "+f, a...) },
 	})
 	if err != nil {

@@ -5,6 +5,10 @@ import (
 	"strings"
 )
 
+// MaxRouteParams bounds the :params of a route together with those its
+// resolver sets (edge.MaxParams).
+const MaxRouteParams = 8
+
 // RoutePattern is a parsed route path: literal segments and :params.
 type RoutePattern struct {
 	Segments []string // literal, or ":name" for a parameter
@@ -29,6 +33,9 @@ func ParseRoutePath(path string) (RoutePattern, error) {
 				return RoutePattern{}, fmt.Errorf("path %q: parameter %q appears twice", path, s)
 			}
 			params[name] = true
+			if len(params) > MaxRouteParams {
+				return RoutePattern{}, fmt.Errorf("path %q has more than %d parameters", path, MaxRouteParams)
+			}
 			continue
 		}
 		if s == "" || !validSegment(s) {

@@ -60,6 +60,9 @@ func Validate(c *Config, opts ValidateOptions) Problems {
 	}
 	checkAddr(&p, "listen", c.Listen)
 	checkAddr(&p, "admin.listen", c.Admin.Listen)
+	if c.Listen == c.Admin.Listen {
+		p.add("admin.listen: %q is also listen; the admin and public listeners need their own addresses", c.Admin.Listen)
+	}
 	for i, t := range c.Admin.Tokens {
 		if len(t.SHA256) != 64 || !isHex(t.SHA256) {
 			p.add("admin.tokens[%d] (%s): sha256 must be 64 hex characters (the SHA-256 of the token)", i, t.Name)
@@ -74,6 +77,9 @@ func Validate(c *Config, opts ValidateOptions) Problems {
 	case opts.ResolverKnown != nil && opts.ResolverKnown(rt):
 	default:
 		p.add("route_resolver.type: unknown resolver %q (path, tenantpath, or a registered one)", rt)
+	}
+	if (rt == "path" || rt == "tenantpath") && len(c.RouteResolver.Options) > 0 {
+		p.add("route_resolver.options: resolver %q takes no options (only prefix)", rt)
 	}
 	for i, seg := range c.RouteResolver.Prefix {
 		if seg == "" || !validSegment(seg) {
@@ -152,19 +158,31 @@ func Validate(c *Config, opts ValidateOptions) Problems {
 	return p
 }
 
+// Bounds of the limits section.
+const (
+	// MaxBodyBytesCap keeps one hook (body, headers, envelope) well inside
+	// what a WAL record may hold.
+	MaxBodyBytesCap = 512 << 20
+	// MaxHeaderCountCap stays below the envelope's header bound
+	// (envelope.MaxHeaders), so every accepted hook can be decoded.
+	MaxHeaderCountCap = 1024
+)
+
 func validateLimits(p *Problems, c *Config) {
 	l := c.Limits
-	if l.MaxBodyBytes < 1 || l.MaxBodyBytes > 1<<30 {
-		p.add("limits.max_body_bytes: %d must be between 1 and 1GiB", l.MaxBodyBytes)
+	if l.MaxBodyBytes < 1 || l.MaxBodyBytes > MaxBodyBytesCap {
+		p.add("limits.max_body_bytes: %d must be between 1 and 512MiB", l.MaxBodyBytes)
 	}
 	if l.MaxHeaderBytes < 1024 || l.MaxHeaderBytes > 1<<20 {
 		p.add("limits.max_header_bytes: %d must be between 1KiB and 1MiB", l.MaxHeaderBytes)
 	}
-	if l.MaxPipelineBytes < l.MaxBodyBytes {
-		p.add("limits.max_pipeline_bytes: %d must be at least limits.max_body_bytes (%d)", l.MaxPipelineBytes, l.MaxBodyBytes)
+	// A request reserves its body bound and its header bytes (router step 9):
+	// a smaller pipeline would refuse a lawful hook on an idle node.
+	if need := l.MaxBodyBytes + l.MaxHeaderBytes; l.MaxPipelineBytes < need {
+		p.add("limits.max_pipeline_bytes: %d must hold one whole request, at least limits.max_body_bytes + limits.max_header_bytes (%d)", l.MaxPipelineBytes, need)
 	}
-	if l.MaxHeaderCount < 1 {
-		p.add("limits.max_header_count: %d must be at least 1", l.MaxHeaderCount)
+	if l.MaxHeaderCount < 1 || l.MaxHeaderCount > MaxHeaderCountCap {
+		p.add("limits.max_header_count: %d must be between 1 and %d", l.MaxHeaderCount, MaxHeaderCountCap)
 	}
 	if l.MaxConnections < 1 {
 		p.add("limits.max_connections: %d must be at least 1", l.MaxConnections)

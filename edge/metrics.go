@@ -17,6 +17,7 @@ var (
 	commitSeconds  = metrics.NewPrometheusHistogram("ankusa_edge_commit_wait_seconds")
 	commitFailures = metrics.NewCounter("ankusa_edge_commit_failures_total")
 	verifyFailures = metrics.NewCounter("ankusa_edge_signature_failures_total")
+	panicsTotal    = metrics.NewCounter("ankusa_edge_panics_total")
 )
 
 func init() {

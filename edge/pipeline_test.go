@@ -12,10 +12,11 @@ import (
 	"github.com/ankusa/ankusa/wal"
 )
 
-// tinyPipelineConfig admits at most 1KiB of hooks node-wide (router step
-// 9): one 600-byte hook fits, two do not.
+// tinyPipelineConfig admits at most 2040 bytes of requests node-wide
+// (router step 9), the least that holds one whole request (body bound plus
+// header bound): one 1000-byte hook fits, two do not.
 const tinyPipelineConfig = `node: {name: test}
-limits: {max_body_bytes: 1KiB, max_header_bytes: 1KiB, max_pipeline_bytes: 1KiB, read_timeout: 3s, write_timeout: 3s, idle_timeout: 3s}
+limits: {max_body_bytes: 1000, max_header_bytes: 1KiB, max_pipeline_bytes: 2040, read_timeout: 3s, write_timeout: 3s, idle_timeout: 3s}
 route_resolver: {type: path, prefix: [webhooks]}
 sources:
   demo: {verify: {type: none}}
@@ -53,7 +54,7 @@ func TestPipelineOverloaded(t *testing.T) {
 		o.WAL = g
 	})
 	t.Cleanup(g.open) // before the node stops: nothing may stay blocked
-	body := strings.Repeat("p", 600)
+	body := strings.Repeat("p", 1000)
 	first := make(chan *result, 1)
 	go func() { first <- roundTrip(t, n.addr, exchange{req: post("/webhooks/demo", body)}) }()
 	select {
@@ -61,8 +62,8 @@ func TestPipelineOverloaded(t *testing.T) {
 	case <-time.After(3 * time.Second):
 		t.Fatal("the first hook never reached the commit loop")
 	}
-	if got := n.router.PipelineBytes(); got < 600 {
-		t.Errorf("PipelineBytes() = %d while a 600-byte hook waits, want at least 600", got)
+	if got := n.router.PipelineBytes(); got < 1000 {
+		t.Errorf("PipelineBytes() = %d while a 1000-byte hook waits, want at least 1000", got)
 	}
 	for _, tc := range []struct {
 		name string

@@ -11,8 +11,9 @@ import (
 	"github.com/ankusa/ankusa/config"
 )
 
-// MaxParams bounds the route parameters a resolver can set.
-const MaxParams = 8
+// MaxParams bounds the route parameters of a request (the route guard's
+// and the resolver's together).
+const MaxParams = config.MaxRouteParams
 
 // Params are a route's parameters, held inline so that resolving allocates
 // nothing.

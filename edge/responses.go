@@ -71,6 +71,7 @@ func errBody(code, msg string) []byte {
 var (
 	contentTypeJSON = []byte("application/json")
 	retryAfterOne   = []byte("1")
+	allowPost       = []byte("POST")
 )
 
 // reply writes a pre-rendered error answer. closeConn must be true when the
@@ -83,6 +84,9 @@ func reply(ctx *fasthttp.RequestCtx, v verdict, closeConn bool) {
 	ctx.Response.Header.SetContentTypeBytes(contentTypeJSON)
 	if a.retryAfter {
 		ctx.Response.Header.SetBytesV("Retry-After", retryAfterOne)
+	}
+	if v == vMethod {
+		ctx.Response.Header.SetBytesV("Allow", allowPost) // RFC 9110 §15.5.6
 	}
 	if closeConn || v == vNotFound {
 		ctx.SetConnectionClose()

@@ -100,9 +100,10 @@ func (r *Router) check(h *fasthttp.RequestHeader, a *admitted) verdict {
 			return vNotFound
 		}
 	}
-	// 2. resolver
+	// 2. resolver (a registered one may be any code: its names are held to
+	// the same rule as the shipped ones', since they end up in keys and paths)
 	route, ok := r.o.Resolver.Resolve(h)
-	if !ok {
+	if !ok || route.TenantID != "" && !config.ValidName(s2b(route.TenantID)) {
 		return vNotFound
 	}
 	for i := 0; i < guardParams.Len(); i++ {
@@ -239,8 +240,17 @@ func hasTransferEncoding(h *fasthttp.RequestHeader) bool {
 // any body byte is read. A request refused here has its Content-Length set
 // to 0 (and Expect dropped), so fasthttp reads none of its body; the
 // handler then answers with Connection: close.
-func (r *Router) HeaderReceived(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
+func (r *Router) HeaderReceived(h *fasthttp.RequestHeader) (rc fasthttp.RequestConfig) {
 	h.Del(verdictHeader)
+	defer func() {
+		if p := recover(); p != nil {
+			r.recovered(p)
+			h.Set(verdictHeader, verdictValues[vUnavailable])
+			h.SetContentLength(0)
+			h.Del(fasthttp.HeaderExpect)
+			rc = fasthttp.RequestConfig{}
+		}
+	}()
 	var a admitted
 	v := r.check(h, &a)
 	if v != vOK {
@@ -259,6 +269,16 @@ func (r *Router) Handle(ctx *fasthttp.RequestCtx) {
 		reply(ctx, verdict(early[0]-'0'), true)
 		return
 	}
+	// A panic below (a registered resolver or verifier is any code) must not
+	// take the node down: the request is answered 503 and the panic logged.
+	// Nothing is acknowledged that was not committed.
+	defer func() {
+		if p := recover(); p != nil {
+			r.recovered(p)
+			ctx.Response.Reset()
+			reply(ctx, vUnavailable, true)
+		}
+	}()
 	var a admitted
 	if v := r.check(h, &a); v != vOK {
 		reply(ctx, v, true)
@@ -278,6 +298,14 @@ func (r *Router) Handle(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	// 10. tenants.max arrives with tenant ordinals' limit.
+	defer r.pipeline.Add(-cost)
 	r.ingest(ctx, &a)
-	r.pipeline.Add(-cost)
+}
+
+// recovered reports a panic on the request path.
+func (r *Router) recovered(p any) {
+	panicsTotal.Inc()
+	if r.logThrottler.allow() {
+		r.o.Logger.Error("panic while handling a request", zap.Any("panic", p), zap.Stack("stack"))
+	}
 }

@@ -17,8 +17,10 @@ import (
 type Options struct {
 	Dir string
 	FS  vfs.FS
-	// Logf receives pebble's informational and error messages.
-	Logf func(format string, args ...any)
+	// Logf receives pebble's informational messages, Errorf its errors
+	// (default: Logf).
+	Logf   func(format string, args ...any)
+	Errorf func(format string, args ...any)
 	// Fatalf is called for what pebble reports as fatal; it must not return
 	// (DESIGN.md §6 item 8). The default panics, which still stops the node.
 	Fatalf func(format string, args ...any)
@@ -32,7 +34,7 @@ type Store struct {
 type logger struct{ o *Options }
 
 func (l logger) Infof(format string, args ...any)  { l.o.Logf(format, args...) }
-func (l logger) Errorf(format string, args ...any) { l.o.Logf(format, args...) }
+func (l logger) Errorf(format string, args ...any) { l.o.Errorf(format, args...) }
 func (l logger) Fatalf(format string, args ...any) {
 	l.o.Fatalf(format, args...)
 	panic(fmt.Sprintf("BUG: meta: Fatalf returned: "+format, args...))
@@ -45,6 +47,9 @@ func Open(o Options) (*Store, error) {
 	}
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
+	}
+	if o.Errorf == nil {
+		o.Errorf = o.Logf
 	}
 	if o.Fatalf == nil {
 		o.Fatalf = func(format string, args ...any) { panic(fmt.Sprintf("meta: fatal: "+format, args...)) }

@@ -143,7 +143,7 @@ func ReleaseRequest(r *Request) {
 // Open recovers the log in opts.Dir and starts the commit loop.
 func Open(opts Options) (*WAL, error) {
 	opts.EnsureDefaults()
-	if err := mkdirAllSynced(opts.FS, opts.Dir); err != nil {
+	if err := MkdirAllSynced(opts.FS, opts.Dir); err != nil {
 		return nil, fmt.Errorf("cannot create wal directory %q: %w", opts.Dir, err)
 	}
 	st, err := recoverDir(opts)
@@ -495,10 +495,11 @@ func syncDir(fs vfs.FS, dir string) error {
 	return nil
 }
 
-// mkdirAllSynced creates dir and its missing parents, and syncs the parent
+// MkdirAllSynced creates dir and its missing parents, and syncs the parent
 // of each directory it created: otherwise a crash can lose the directory,
 // and every acknowledged record in it, even though the files were synced.
-func mkdirAllSynced(fs vfs.FS, dir string) error {
+// The node's data directory is created with it too.
+func MkdirAllSynced(fs vfs.FS, dir string) error {
 	var created []string
 	for d := dir; ; d = fs.PathDir(d) {
 		if _, err := fs.Stat(d); err == nil {
