@@ -171,7 +171,7 @@ func start(cfg *config.Config, recovery string, log *zap.Logger) (*node, error) 
 		n.closeStorage(log)
 		return nil, err
 	}
-	ln, err := edge.Listen(cfg.Listen)
+	ln, err := edge.Listen(cfg.Listen, cfg.Limits.MaxConnections)
 	if err != nil {
 		n.admin.Close()
 		n.closeStorage(log)

@@ -113,7 +113,7 @@ func startNode(t testing.TB, cfg *config.Config, opts ...nodeOption) *node {
 		f(&o)
 	}
 	r := edge.NewRouter(o)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := edge.Listen("127.0.0.1:0", cfg.Limits.MaxConnections)
 	if err != nil {
 		t.Fatalf("listen: %v", err)
 	}

@@ -18,6 +18,7 @@ var (
 	commitFailures = metrics.NewCounter("ankusa_edge_commit_failures_total")
 	verifyFailures = metrics.NewCounter("ankusa_edge_signature_failures_total")
 	panicsTotal    = metrics.NewCounter("ankusa_edge_panics_total")
+	connRejections = metrics.NewCounter("ankusa_edge_connections_refused_total")
 )
 
 func init() {

@@ -196,7 +196,11 @@ func TestConnectionLimit(t *testing.T) {
 	if r.status != 503 || !r.connClose || !r.closed || r.elapsed > time.Second {
 		t.Errorf("a connection past max_connections: want a prompt 503 and a close, got %s after %v", r, r.elapsed)
 	}
-	t.Logf("past max_connections: %q", r.raw)
+	// It is the edge's answer: JSON overloaded with Retry-After.
+	wantAnswer(t, "past max_connections", r, 503, "overloaded")
+	if r.header.Get("Retry-After") == "" {
+		t.Errorf("past max_connections: 503 without Retry-After: %q", r.raw)
+	}
 	held[0].conn.Close()
 	deadline := time.Now().Add(3 * time.Second)
 	for {

@@ -2,7 +2,6 @@ package edge
 
 import (
 	"fmt"
-	"net"
 
 	"github.com/valyala/fasthttp"
 	"go.uber.org/zap"
@@ -22,7 +21,7 @@ func NewServer(r *Router, lim config.Limits, logger *zap.Logger) *fasthttp.Serve
 		HeaderReceived:               r.HeaderReceived,
 		ErrorHandler:                 transportError,
 		Name:                         "",
-		Concurrency:                  lim.MaxConnections,
+		Concurrency:                  lim.MaxConnections + connSlack,
 		ReadBufferSize:               int(lim.MaxHeaderBytes) + transportSlack,
 		WriteBufferSize:              4 << 10,
 		ReadTimeout:                  lim.ReadTimeout.D(),
@@ -43,13 +42,4 @@ type fasthttpLogger struct{ l *zap.Logger }
 
 func (f fasthttpLogger) Printf(format string, args ...any) {
 	f.l.Debug(fmt.Sprintf(format, args...), zap.String("component", "fasthttp"))
-}
-
-// Listen opens the public listener.
-func Listen(addr string) (net.Listener, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("cannot listen on %s (config key listen): %w", addr, err)
-	}
-	return ln, nil
 }
