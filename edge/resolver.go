@@ -155,6 +155,7 @@ func SplitPath(uri []byte, out *Segments) bool {
 	if i := indexByte(uri, '#'); i >= 0 {
 		uri = uri[:i]
 	}
+	uri = stripAuthority(uri)
 	if len(uri) < 2 || uri[0] != '/' {
 		return false
 	}
@@ -180,6 +181,38 @@ func SplitPath(uri []byte, out *Segments) bool {
 		out.s[out.n] = seg
 		out.n++
 		start = i + 1
+	}
+	return true
+}
+
+// stripAuthority turns an absolute-form request target
+// ("http://host/path", RFC 9112 §3.2.2) into its path; others are returned
+// as they are.
+func stripAuthority(uri []byte) []byte {
+	var rest []byte
+	switch {
+	case len(uri) > 7 && equalFoldASCII(uri[:7], "http://"):
+		rest = uri[7:]
+	case len(uri) > 8 && equalFoldASCII(uri[:8], "https://"):
+		rest = uri[8:]
+	default:
+		return uri
+	}
+	if i := indexByte(rest, '/'); i >= 0 {
+		return rest[i:]
+	}
+	return nil
+}
+
+func equalFoldASCII(b []byte, s string) bool {
+	for i := range b {
+		c := b[i]
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != s[i] {
+			return false
+		}
 	}
 	return true
 }

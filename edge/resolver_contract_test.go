@@ -114,3 +114,32 @@ func TestMethodNotAllowedSaysAllow(t *testing.T) {
 		t.Fatalf("GET: %d Allow=%q, want 405 with Allow: POST", resp.StatusCode, resp.Header.Get("Allow"))
 	}
 }
+
+// TestSplitPathAbsoluteForm: an absolute-form request target resolves by
+// its path, and everything SplitPath refuses stays refused behind it.
+func TestSplitPathAbsoluteForm(t *testing.T) {
+	for _, tc := range []struct {
+		uri  string
+		ok   bool
+		segs string
+	}{
+		{"/webhooks/demo", true, "webhooks|demo"},
+		{"http://h.example.com/webhooks/demo?x=1", true, "webhooks|demo"},
+		{"HTTPS://h:443/webhooks/demo", true, "webhooks|demo"},
+		{"http://h.example.com", false, ""},
+		{"http://h/webhooks/../demo", false, ""},
+		{"http://h/webhooks/%2e%2e/demo", false, ""},
+		{"ftp://h/webhooks/demo", false, ""},
+		{"*", false, ""},
+	} {
+		var s edge.Segments
+		ok := edge.SplitPath([]byte(tc.uri), &s)
+		var parts []string
+		for i := 0; ok && i < s.Len(); i++ {
+			parts = append(parts, string(s.At(i)))
+		}
+		if ok != tc.ok || strings.Join(parts, "|") != tc.segs {
+			t.Errorf("SplitPath(%q) = %v %q, want %v %q", tc.uri, ok, strings.Join(parts, "|"), tc.ok, tc.segs)
+		}
+	}
+}
