@@ -60,7 +60,9 @@ func (c *Config) ApplyDefaults() {
 	if c.RouteResolver.Type == "" {
 		c.RouteResolver.Type = "path"
 	}
-	if c.RouteResolver.Prefix == nil {
+	// The built-in resolvers default to /webhooks; a registered one keeps
+	// its own default when the config names no prefix.
+	if c.RouteResolver.Prefix == nil && (c.RouteResolver.Type == "path" || c.RouteResolver.Type == "tenantpath") {
 		c.RouteResolver.Prefix = []string{"webhooks"}
 	}
 	if c.RateLimits.Scope == "" {

@@ -79,6 +79,9 @@ var (
 // before the appliance starts (see examples/). Registering a name twice
 // panics.
 func RegisterResolver(name string, f ResolverFactory) {
+	if name == "" || f == nil {
+		panic(fmt.Sprintf("BUG: edge: RegisterResolver(%q) needs a name and a factory", name))
+	}
 	registryMu.Lock()
 	defer registryMu.Unlock()
 	if _, dup := registry[name]; dup {
@@ -115,7 +118,11 @@ func NewResolver(cfg config.RouteResolver) (Resolver, error) {
 	if !ok {
 		return nil, fmt.Errorf("route_resolver.type: unknown resolver %q (registered: %v)", cfg.Type, Resolvers())
 	}
-	return f(cfg)
+	res, err := f(cfg)
+	if err == nil && res == nil {
+		err = fmt.Errorf("route_resolver.type: resolver %q built nothing", cfg.Type)
+	}
+	return res, err
 }
 
 func init() {
@@ -141,6 +148,14 @@ func (s *Segments) Len() int { return s.n }
 
 // At returns segment i.
 func (s *Segments) At(i int) []byte { return s.s[i] }
+
+// View returns segment i as a string that views the request's bytes: no
+// copy, valid only while the request is handled (what a Route may hold).
+func (s *Segments) View(i int) string { return b2s(s.s[i]) }
+
+// HasPrefix reports whether the path starts with the literal segments of
+// prefix.
+func (s *Segments) HasPrefix(prefix []string) bool { return matchPrefix(s, prefix) }
 
 // SplitPath splits the raw request URI (query dropped) into its segments.
 // It refuses, without allocating, everything a resolver must answer 404 to:

@@ -34,15 +34,17 @@ func writeAll(f vfs.File, iov [][]byte) error {
 		if err != nil {
 			return err
 		}
-		// Drop what was written; a partial writev leaves a tail to redo.
-		for n > 0 {
-			if n >= len(iov[0]) {
-				n -= len(iov[0])
-				iov = iov[1:]
-				continue
-			}
+		// Drop what was written (empty buffers included); a partial writev
+		// leaves a tail to redo.
+		before := len(iov)
+		for len(iov) > 0 && n >= len(iov[0]) {
+			n -= len(iov[0])
+			iov = iov[1:]
+		}
+		if n > 0 {
 			iov[0] = iov[0][n:]
-			n = 0
+		} else if len(iov) == before {
+			return errShortWrite // nothing written of a non-empty chunk: do not spin
 		}
 	}
 	return nil
