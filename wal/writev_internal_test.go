@@ -184,9 +184,6 @@ func (p pipeFile) Close() error { return p.w.Close() }
 // 96MiB, not 2GiB; a pipe carries the bytes to a reader that checksums
 // them, so nothing touches the disk.
 func TestWriteAllPartialWritev(t *testing.T) {
-	if testing.Short() {
-		t.Skip("moves 2.2GiB through a pipe")
-	}
 	const (
 		mib         = 1 << 20
 		maxRWCount  = 0x7ffff000 // Linux MAX_RW_COUNT with 4KiB pages
