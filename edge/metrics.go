@@ -14,7 +14,6 @@ var (
 	statusCounters [600]*metrics.Counter
 	otherStatus    = metrics.NewCounter(`ankusa_edge_requests_total{code="other"}`)
 	bodyBytes      = metrics.NewCounter("ankusa_edge_body_bytes_total")
-	commitSeconds  = metrics.NewPrometheusHistogram("ankusa_edge_commit_wait_seconds")
 	commitFailures = metrics.NewCounter("ankusa_edge_commit_failures_total")
 	verifyFailures = metrics.NewCounter("ankusa_edge_signature_failures_total")
 	panicsTotal    = metrics.NewCounter("ankusa_edge_panics_total")

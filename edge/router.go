@@ -41,6 +41,7 @@ type Router struct {
 	maxHdrCount  int
 	maxPipeline  int64
 	pipeline     atomic.Int64
+	hooked       atomic.Bool // HeaderReceived runs before Handle (NewServer)
 	logThrottler throttle
 }
 
@@ -59,11 +60,8 @@ func NewRouter(o Options) *Router {
 		maxHdrCount: o.Limits.MaxHeaderCount,
 		maxPipeline: int64(o.Limits.MaxPipelineBytes),
 	}
-	routers.Store(r)
 	return r
 }
-
-var routers atomic.Pointer[Router]
 
 // PipelineBytes is what the node has admitted and not yet committed or
 // released (router step 9).
@@ -79,7 +77,11 @@ type admitted struct {
 
 // check runs router steps 0-5: everything decided from the request line and
 // headers. It allocates nothing.
-func (r *Router) check(h *fasthttp.RequestHeader, a *admitted) verdict {
+//
+// With headersChecked, the header bounds and validity (step 5), which
+// depend on nothing but the request and were checked in HeaderReceived,
+// are not checked again.
+func (r *Router) check(h *fasthttp.RequestHeader, a *admitted, headersChecked bool) verdict {
 	// 0. method
 	if !h.IsPost() {
 		return vMethod
@@ -129,15 +131,17 @@ func (r *Router) check(h *fasthttp.RequestHeader, a *admitted) verdict {
 		return vTooLarge
 	}
 	// 5. header bounds and validity
-	if v := r.checkHeaders(h); v != vOK {
-		return v
-	}
-	// fasthttp drops "Transfer-Encoding: identity" and frames the request
-	// as bodiless (ContentLength -2): the body would be parsed as the next
-	// request. RFC 9112 §6.3: a Transfer-Encoding not ending in chunked is
-	// a 400.
-	if cl == -2 && hasTransferEncoding(h) {
-		return vInvalidHeader
+	if !headersChecked {
+		if v := r.checkHeaders(h); v != vOK {
+			return v
+		}
+		// fasthttp drops "Transfer-Encoding: identity" and frames the
+		// request as bodiless (ContentLength -2): the body would be parsed
+		// as the next request. RFC 9112 §6.3: a Transfer-Encoding not
+		// ending in chunked is a 400.
+		if cl == -2 && hasTransferEncoding(h) {
+			return vInvalidHeader
+		}
 	}
 	a.route, a.src, a.tenant, a.limit = route, src, tenant, src.MaxBodyBytes
 	return vOK
@@ -252,7 +256,7 @@ func (r *Router) HeaderReceived(h *fasthttp.RequestHeader) (rc fasthttp.RequestC
 		}
 	}()
 	var a admitted
-	v := r.check(h, &a)
+	v := r.check(h, &a, false)
 	if v != vOK {
 		h.Set(verdictHeader, verdictValues[v])
 		h.SetContentLength(0)
@@ -280,7 +284,10 @@ func (r *Router) Handle(ctx *fasthttp.RequestCtx) {
 		}
 	}()
 	var a admitted
-	if v := r.check(h, &a); v != vOK {
+	// HeaderReceived ran the same checks on these headers; with the hook
+	// installed (NewServer) only what the handler needs is done again:
+	// the route, the source and the tenant, against the current snapshot.
+	if v := r.check(h, &a, r.hooked.Load()); v != vOK {
 		reply(ctx, v, true)
 		return
 	}

@@ -16,6 +16,7 @@ const transportSlack = 8 << 10
 
 // NewServer returns the public listener's fasthttp server for r.
 func NewServer(r *Router, lim config.Limits, logger *zap.Logger) *fasthttp.Server {
+	r.hooked.Store(true)
 	return &fasthttp.Server{
 		Handler:                      r.Handle,
 		HeaderReceived:               r.HeaderReceived,
