@@ -11,7 +11,7 @@ STATICCHECK := $(BIN)/staticcheck
 # with concurrency run again under it.
 RACE_PKGS := ./wal/... ./edge/... ./meta/... ./source/... ./verify/...
 
-.PHONY: build run test lint bench tools clean
+.PHONY: build run test lint bench bench-quick bench-build tools clean
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ankusa ./cmd/ankusa
@@ -39,9 +39,30 @@ $(STATICCHECK):
 tools: $(STATICCHECK)
 
 # Benchmarks report numbers; tests assert behaviour. See bench/RESULTS.md.
-bench: build
+# The side by side (bench/harness): the bare fasthttp ceiling, the group
+# commit reference gcref and the appliance in turn under the same loadgen
+# command; one table, as markdown in $(BIN)/bench.md and raw in
+# $(BIN)/bench.json. BENCH_FLAGS adds harness flags (-rounds 5, -tmp DIR).
+BENCH_FLAGS ?=
+
+bench-build: build
+	$(GO) build -o $(BIN)/loadgen ./tools/loadgen
+	$(GO) build -o $(BIN)/ceiling ./bench/ceiling
+	$(GO) build -o $(BIN)/gcref ./bench/gcref
+	$(GO) build -o $(BIN)/bench-harness ./bench/harness
+
+# The micro-benchmarks, then 3 rounds at 64 and 256 connections (10 s each)
+# and an open-loop run at half the appliance's maximum: about 5 minutes.
+bench: bench-build
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./envelope ./edge ./wal ./verify
-	bench/spine.sh
+	$(BIN)/bench-harness -bin $(BIN) -out $(BIN)/bench.md -json $(BIN)/bench.json $(BENCH_FLAGS)
+
+# The side by side in about 30 s (1 round at 256 connections, 3 s each, and
+# the open-loop run), for CI and for the before and after of a change. It
+# fails on any answer but 201 and when the appliance makes less than half
+# of gcref's req/s.
+bench-quick: bench-build
+	$(BIN)/bench-harness -bin $(BIN) -quick -out $(BIN)/bench-quick.md -json $(BIN)/bench-quick.json $(BENCH_FLAGS)
 
 clean:
 	rm -rf $(BIN)

@@ -1,0 +1,77 @@
+package crash
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// node is the config and directories of the appliance under test.
+type node struct {
+	bin     string
+	dir     string // working directory of every process
+	config  string
+	dataDir string
+	listen  string
+	admin   string
+}
+
+// nodeYAML: the tenant-in-path resolver with a finite default rate limit
+// (required with it) and a few tenants of their own, a shared source
+// without a verifier that trusts the URL's tenant, and small WAL files so
+// the run rotates through many of them, kills included.
+const nodeYAML = `node: {name: crash, data_dir: %s}
+listen: %s
+admin: {listen: %s}
+limits: {max_body_bytes: 256KiB}
+route_resolver: {type: tenantpath, prefix: [webhooks]}
+rate_limits:
+  default: {rate: 100000, burst: 100000}
+  tenants:
+    t0: {rate: 200000, burst: 200000}
+    t1: {rate: 150000, burst: 150000}
+    t2: {rate: 150000, burst: 150000}
+wal: {type: disk, max_file_bytes: 4MiB}
+log: {level: warn, format: json}
+sources:
+  open:
+    verify: {type: none}
+    trust_url_tenant: true
+`
+
+// newNode writes the config into a fresh temporary directory and has the
+// binary check it.
+func newNode(t *testing.T, bin string) *node {
+	t.Helper()
+	dir := t.TempDir()
+	n := &node{
+		bin:     bin,
+		dir:     dir,
+		config:  filepath.Join(dir, "ankusa.yaml"),
+		dataDir: filepath.Join(dir, "data"),
+		listen:  freeAddr(t),
+		admin:   freeAddr(t),
+	}
+	yaml := fmt.Sprintf(nodeYAML, n.dataDir, n.listen, n.admin)
+	if err := os.WriteFile(n.config, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "check-config", "-config", n.config)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the harness's own config does not check (%v):\n%s", err, out)
+	}
+	return n
+}
+
+func (n *node) walDir() string { return filepath.Join(n.dataDir, "wal") }
+
+// serve starts `ankusa serve` on the node's data directory and waits until
+// it is ready.
+func (n *node) serve(t *testing.T) *proc {
+	t.Helper()
+	p := startProc(t, n.dir, n.bin, "serve", "-config", n.config)
+	p.waitReady(n.admin)
+	return p
+}

@@ -1,0 +1,136 @@
+// Command harness is `make bench` and `make bench-quick`: it runs the bare
+// fasthttp ceiling (bench/ceiling), the group-commit reference
+// (bench/gcref) and the appliance (`ankusa serve`, WAL on disk, default
+// durable settings) in turn under the identical tools/loadgen command, for
+// several rounds and connection counts, then an open-loop run at half the
+// appliance's measured maximum, and prints one table of the medians.
+//
+// It writes the table as markdown to -out and every raw figure as JSON to
+// -json. It exits 1 if any server answered anything but 201 or a request
+// failed, or if the appliance's req/s falls below -min-ratio of gcref's
+// (the guard CI runs with -quick), and 2 on a usage error.
+//
+// The binaries (ankusa, loadgen, ceiling, gcref) are expected in -bin; the
+// Makefile builds them first.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// options are the harness's flags.
+type options struct {
+	bin       string
+	rounds    int
+	conns     []int
+	duration  time.Duration
+	warmup    time.Duration
+	openFrac  float64
+	openConns int
+	minRatio  float64
+	quick     bool
+	out       string
+	jsonOut   string
+	tmp       string
+	settle    time.Duration
+	redo      int
+}
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	o, err := parseFlags(os.Args[1:])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "harness:", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	started := time.Now()
+	res, err := measureAll(ctx, o)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "harness:", err)
+		return 1
+	}
+	res.WallSeconds = time.Since(started).Seconds()
+	res.judge(o)
+	md := res.markdown(o)
+	fmt.Print(md)
+	if err := res.write(o, md); err != nil {
+		fmt.Fprintln(os.Stderr, "harness:", err)
+		return 1
+	}
+	if len(res.Failures) > 0 {
+		return 1
+	}
+	return 0
+}
+
+func parseFlags(args []string) (*options, error) {
+	fs := flag.NewFlagSet("harness", flag.ContinueOnError)
+	o := &options{}
+	conns := fs.String("conns", "64,256", "comma-separated connection counts of the closed-loop runs")
+	fs.StringVar(&o.bin, "bin", "bin", "directory holding the ankusa, loadgen, ceiling and gcref binaries")
+	fs.IntVar(&o.rounds, "rounds", 3, "rounds of the closed-loop runs; the table shows their medians")
+	fs.DurationVar(&o.duration, "d", 10*time.Second, "measured duration of each run")
+	fs.DurationVar(&o.warmup, "warmup", 2*time.Second, "warm-up before each measured run, excluded from the figures")
+	fs.Float64Var(&o.openFrac, "open-frac", 0.5, "open-loop rate as a fraction of the appliance's median req/s at -open-conns")
+	fs.IntVar(&o.openConns, "open-conns", 256, "connections of the open-loop run; the rate comes from the closed-loop run at this count")
+	fs.Float64Var(&o.minRatio, "min-ratio", 0, "fail if the appliance's median req/s is below this fraction of gcref's (0: no guard)")
+	fs.BoolVar(&o.quick, "quick", false, "the CI run: 1 round, 256 connections, -d 3s -warmup 1s, -min-ratio 0.5 (flags given explicitly win)")
+	fs.StringVar(&o.out, "out", "", "also write the table as markdown to this file")
+	fs.StringVar(&o.jsonOut, "json", "", "write every raw figure as JSON to this file")
+	fs.DurationVar(&o.settle, "settle", time.Minute, "before each run, wait up to this long for the rest of the machine to go quiet (under 20% of one core for half a second)")
+	fs.IntVar(&o.redo, "redo", 2, "run again, up to this many times, a run during which other processes used more than 15% of one core")
+	fs.StringVar(&o.tmp, "tmp", "", "parent of the servers' data directories (default: the system temp dir; it must be on the disk under test)")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if o.quick {
+		quick := map[string]func(){
+			"rounds":    func() { o.rounds = 1 },
+			"conns":     func() { *conns = "256" },
+			"d":         func() { o.duration = 3 * time.Second },
+			"warmup":    func() { o.warmup = time.Second },
+			"min-ratio": func() { o.minRatio = 0.5 },
+		}
+		for name, apply := range quick {
+			if !set[name] {
+				apply()
+			}
+		}
+	}
+	for _, s := range strings.Split(*conns, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("-conns %q: want positive integers separated by commas", *conns)
+		}
+		o.conns = append(o.conns, n)
+	}
+	switch {
+	case o.rounds < 1:
+		return nil, fmt.Errorf("-rounds %d: want at least 1", o.rounds)
+	case o.duration <= 0 || o.warmup < 0:
+		return nil, fmt.Errorf("-d %v -warmup %v: want a positive duration and a non-negative warm-up", o.duration, o.warmup)
+	case o.redo < 0:
+		return nil, fmt.Errorf("-redo %d: want 0 or more", o.redo)
+	case o.openFrac < 0 || o.openFrac > 1:
+		return nil, fmt.Errorf("-open-frac %v: want 0 (no open-loop run) to 1", o.openFrac)
+	}
+	return o, nil
+}

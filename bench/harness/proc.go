@@ -1,0 +1,105 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// clockTicks is USER_HZ, the unit of utime and stime in /proc/PID/stat
+// (100 on every Linux this runs on).
+const clockTicks = 100
+
+// cpuSeconds is the process's user plus system CPU time so far, from
+// /proc/PID/stat (fields 14 and 15).
+func cpuSeconds(pid int) (float64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, fmt.Errorf("cannot read the server's CPU time: %w", err)
+	}
+	return parseStatCPU(string(data))
+}
+
+// parseStatCPU reads utime and stime from a /proc/PID/stat line. The
+// command name (field 2) may hold spaces and parentheses, so the fields are
+// counted from the last ')'.
+func parseStatCPU(stat string) (float64, error) {
+	i := strings.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("cannot parse /proc/PID/stat %q", stat)
+	}
+	f := strings.Fields(stat[i+1:])
+	// f[0] is field 3 (state): utime is field 14, stime field 15.
+	if len(f) < 13 {
+		return 0, fmt.Errorf("cannot parse /proc/PID/stat %q: too few fields", stat)
+	}
+	utime, err1 := strconv.ParseUint(f[11], 10, 64)
+	stime, err2 := strconv.ParseUint(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("cannot parse utime and stime in /proc/PID/stat %q", stat)
+	}
+	return float64(utime+stime) / clockTicks, nil
+}
+
+// machineBusy is the CPU time all cores have spent busy (user, nice,
+// system, irq, softirq, steal) so far, from /proc/stat. With tick-based
+// accounting (no CONFIG_IRQ_TIME_ACCOUNTING) a softirq tick is charged to
+// the task it interrupted as well, so busy time less the server's and the
+// client's is what other processes used.
+func machineBusy() (float64, error) {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, fmt.Errorf("cannot read /proc/stat: %w", err)
+	}
+	return parseProcStat(string(data))
+}
+
+func parseProcStat(stat string) (float64, error) {
+	line, _, _ := strings.Cut(stat, "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0, fmt.Errorf("cannot parse /proc/stat %q", line)
+	}
+	var busy uint64
+	// user nice system idle iowait irq softirq steal: all but idle and iowait.
+	for _, i := range []int{1, 2, 3, 6, 7, 8} {
+		v, err := strconv.ParseUint(f[i], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("cannot parse /proc/stat %q", line)
+		}
+		busy += v
+	}
+	return float64(busy) / clockTicks, nil
+}
+
+// peakRSS is the process's peak resident set (VmHWM) in bytes.
+func peakRSS(pid int) (float64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, fmt.Errorf("cannot read the server's peak RSS: %w", err)
+	}
+	return parseHWM(string(data))
+}
+
+func parseHWM(status string) (float64, error) {
+	for _, line := range strings.Split(status, "\n") {
+		rest, ok := strings.CutPrefix(line, "VmHWM:")
+		if !ok {
+			continue
+		}
+		kb, err := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("cannot parse %q", line)
+		}
+		return float64(kb) * 1024, nil
+	}
+	return 0, fmt.Errorf("no VmHWM in /proc/PID/status")
+}
+
+// resetPeakRSS sets VmHWM back to the current RSS (Linux 4.0 and later),
+// so that the peak covers the measured window only. It reports whether the
+// kernel took it.
+func resetPeakRSS(pid int) bool {
+	return os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0) == nil
+}

@@ -1,0 +1,250 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+)
+
+// results is everything one harness run measured; -json writes it whole.
+type results struct {
+	Machine     machine      `json:"machine"`
+	Quick       bool         `json:"quick"`
+	Rounds      int          `json:"rounds"`
+	Conns       []int        `json:"connections"`
+	Duration    string       `json:"duration"`
+	Warmup      string       `json:"warmup"`
+	MinRatio    float64      `json:"min_ratio,omitempty"`
+	Runs        []*runResult `json:"runs"`
+	OpenConns   int          `json:"open_connections,omitempty"`
+	OpenRate    float64      `json:"open_rate,omitempty"`
+	Summary     []summary    `json:"summary"`
+	Ratios      []ratio      `json:"ratios"`
+	Open        []summary    `json:"open,omitempty"`
+	OpenP99     float64      `json:"open_p99_ankusa_over_gcref,omitempty"`
+	Notes       []string     `json:"notes,omitempty"`
+	Failures    []string     `json:"failures"`
+	WallSeconds float64      `json:"wall_seconds"`
+}
+
+// otherCPUNote is how much CPU the rest of the machine may use during a
+// run (percent of one core) before the report says the figures are
+// disturbed.
+const otherCPUNote = 15
+
+// summary is the medians of one server's runs at one connection count.
+type summary struct {
+	Conns         int     `json:"connections"`
+	Server        string  `json:"server"`
+	Runs          int     `json:"runs"`
+	RPS           float64 `json:"rps"`
+	RPSMin        float64 `json:"rps_min"`
+	RPSMax        float64 `json:"rps_max"`
+	P50           float64 `json:"p50_us"`
+	P99           float64 `json:"p99_us"`
+	P999          float64 `json:"p999_us"`
+	Max           float64 `json:"max_us"`
+	CPU           float64 `json:"cpu_percent"`
+	ClientCPU     float64 `json:"client_cpu_percent"`
+	RSS           float64 `json:"peak_rss_mib"`
+	HooksPerFsync float64 `json:"hooks_per_fsync"`
+	FsyncAvgUS    float64 `json:"fsync_avg_us"`
+}
+
+// ratio compares the median req/s of the servers at one connection count.
+type ratio struct {
+	Conns         int     `json:"connections"`
+	AnkusaGcref   float64 `json:"ankusa_over_gcref"`
+	AnkusaCeiling float64 `json:"ankusa_over_ceiling"`
+	GcrefCeiling  float64 `json:"gcref_over_ceiling"`
+}
+
+func newResults(o *options) *results {
+	return &results{
+		Machine:  describeMachine(o.tmp),
+		Quick:    o.quick,
+		Rounds:   o.rounds,
+		Conns:    o.conns,
+		Duration: o.duration.String(),
+		Warmup:   o.warmup.String(),
+		MinRatio: o.minRatio,
+		Failures: []string{},
+	}
+}
+
+func (res *results) runs(mode, server string, conns int) []*runResult {
+	var out []*runResult
+	for _, r := range res.Runs {
+		if r.Mode == mode && r.Server == server && r.Conns == conns {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func (res *results) closed(server string, conns int) []*runResult {
+	return res.runs("closed", server, conns)
+}
+
+// judge computes the medians and ratios and lists the failures: every run
+// with a problem, and a ratio to gcref under the guard.
+func (res *results) judge(o *options) {
+	var clientBound []string
+	for _, c := range o.conns {
+		by := map[string]summary{}
+		for _, name := range serverNames {
+			s := summarize(res.closed(name, c))
+			s.Conns, s.Server = c, name
+			by[name] = s
+			res.Summary = append(res.Summary, s)
+		}
+		rt := ratio{
+			Conns:         c,
+			AnkusaGcref:   div(by[ankusa].RPS, by[gcref].RPS),
+			AnkusaCeiling: div(by[ankusa].RPS, by[ceiling].RPS),
+			GcrefCeiling:  div(by[gcref].RPS, by[ceiling].RPS),
+		}
+		res.Ratios = append(res.Ratios, rt)
+		if c := by[ceiling]; c.ClientCPU > c.CPU {
+			clientBound = append(clientBound, fmt.Sprintf("%d connections (%.0f%% against %.0f%%)", c.Conns, c.ClientCPU, c.CPU))
+		}
+		if o.minRatio > 0 && rt.AnkusaGcref < o.minRatio {
+			res.Failures = append(res.Failures, fmt.Sprintf("guard: at %d connections ankusa / gcref = %.2f, below %.2f", c, rt.AnkusaGcref, o.minRatio))
+		}
+	}
+	if len(clientBound) > 0 {
+		res.Notes = append(res.Notes, "loadgen used more CPU than the ceiling server at "+strings.Join(clientBound, ", ")+": on shared cores the closed-loop req/s measure the client as much as the servers")
+	}
+	if res.OpenRate > 0 {
+		for _, name := range []string{gcref, ankusa} {
+			s := summarize(res.runs("open", name, res.OpenConns))
+			s.Conns, s.Server = res.OpenConns, name
+			res.Open = append(res.Open, s)
+		}
+		res.OpenP99 = div(res.Open[1].P99, res.Open[0].P99)
+		for _, s := range res.Open {
+			if s.RPS < 0.95*res.OpenRate {
+				res.Notes = append(res.Notes, fmt.Sprintf("open loop: %s answered %s req/s of the %s scheduled: it could not keep up, and its latencies show the queue", s.Server, thousands(s.RPS), thousands(res.OpenRate)))
+			}
+		}
+	}
+	busiest := 0.0
+	for _, r := range res.Runs {
+		busiest = max(busiest, r.OtherCPU)
+	}
+	loud, redone := 0, 0
+	for _, r := range res.Runs {
+		if !r.Quiet {
+			loud++
+		}
+		redone += r.Redone
+	}
+	if redone > 0 {
+		res.Notes = append(res.Notes, fmt.Sprintf("%d run(s) were made again because other processes used more than %d%% of one core during them", redone, otherCPUNote))
+	}
+	if loud > 0 {
+		res.Notes = append(res.Notes, fmt.Sprintf("%d of %d runs started on a busy machine (other work above %d%% of one core after waiting -settle)", loud, len(res.Runs), quietCPU))
+	}
+	if busiest > otherCPUNote {
+		res.Notes = append(res.Notes, fmt.Sprintf("other processes used up to %.0f%% CPU (100%% = one core) during a kept run: the figures are disturbed; see other_cpu_percent in the JSON", busiest))
+	}
+	for _, r := range res.Runs {
+		for _, p := range r.Problems {
+			res.Failures = append(res.Failures, fmt.Sprintf("%s, %s loop, round %d, %d connections: %s", r.Server, r.Mode, r.Round, r.Conns, p))
+		}
+	}
+}
+
+func summarize(runs []*runResult) summary {
+	s := summary{Runs: len(runs)}
+	if len(runs) == 0 {
+		return s
+	}
+	pick := func(f func(*runResult) float64) float64 {
+		v := make([]float64, len(runs))
+		for i, r := range runs {
+			v[i] = f(r)
+		}
+		return median(v)
+	}
+	s.RPS = pick(func(r *runResult) float64 { return r.Load.ThroughputRPS })
+	s.RPSMin, s.RPSMax = runs[0].Load.ThroughputRPS, runs[0].Load.ThroughputRPS
+	for _, r := range runs {
+		s.RPSMin, s.RPSMax = min(s.RPSMin, r.Load.ThroughputRPS), max(s.RPSMax, r.Load.ThroughputRPS)
+	}
+	s.P50 = pick(func(r *runResult) float64 { return r.Load.LatencyUS.P50 })
+	s.P99 = pick(func(r *runResult) float64 { return r.Load.LatencyUS.P99 })
+	s.P999 = pick(func(r *runResult) float64 { return r.Load.LatencyUS.P999 })
+	s.Max = pick(func(r *runResult) float64 { return r.Load.LatencyUS.Max })
+	s.CPU = pick(func(r *runResult) float64 { return r.CPUPercent })
+	s.ClientCPU = pick(func(r *runResult) float64 { return r.ClientCPU })
+	s.RSS = pick(func(r *runResult) float64 { return r.PeakRSSMiB })
+	s.HooksPerFsync = pick(func(r *runResult) float64 { return r.HooksPerFsync })
+	s.FsyncAvgUS = pick(func(r *runResult) float64 { return r.FsyncAvgUS })
+	return s
+}
+
+// median of v (the mean of the middle two for an even count); v is
+// reordered.
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	sort.Float64s(v)
+	n := len(v)
+	if n%2 == 1 {
+		return v[n/2]
+	}
+	return (v[n/2-1] + v[n/2]) / 2
+}
+
+func div(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
+
+// write saves the markdown to -out and the raw figures to -json.
+func (res *results) write(o *options, md string) error {
+	if o.out != "" {
+		if err := os.WriteFile(o.out, []byte(md), 0o644); err != nil {
+			return fmt.Errorf("cannot write -out %q: %w", o.out, err)
+		}
+	}
+	if o.jsonOut != "" {
+		data, err := json.MarshalIndent(res, "", "  ")
+		if err != nil {
+			return fmt.Errorf("cannot encode the results: %w", err)
+		}
+		if err := os.WriteFile(o.jsonOut, append(data, '\n'), 0o644); err != nil {
+			return fmt.Errorf("cannot write -json %q: %w", o.jsonOut, err)
+		}
+	}
+	return nil
+}
+
+// ms formats microseconds as milliseconds.
+func ms(us float64) string {
+	return fmt.Sprintf("%.2f ms", us/1000)
+}
+
+// thousands formats v rounded to an integer with comma separators.
+func thousands(v float64) string {
+	s := fmt.Sprintf("%.0f", v)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}

@@ -1,0 +1,78 @@
+// Command loadgen drives an HTTP webhook receiver (the appliance, bench/ceiling,
+// bench/gcref) with realistic, optionally signed provider payloads, and reports
+// throughput, answers and an HDR latency histogram.
+//
+//	loadgen -url 'http://127.0.0.1:8080/webhooks/{tenant}/{source}' -tenants 1000 -tenant-dist zipf \
+//	        -rate 20000 -c 64 -d 10s -size 70%1KiB,25%8KiB,5%64KiB -kind mixed -sign stripe -secret whsec_x
+//
+// # Modes
+//
+// Closed loop (-rate 0, the default): -c workers each keep one request in
+// flight on their own connection and send the next as soon as the answer
+// arrives. Throughput is whatever the server and the client's CPU allow;
+// latency counts from the send. A server that stalls holds every worker, so
+// a stall shows in only -c samples (coordinated omission).
+//
+// Open loop (-rate R): request i is due at start + i/R, whatever happened
+// before. A pool of -c workers (one connection each) claims requests in
+// schedule order; a free worker waits for its request's due time and sends
+// it. When every worker is busy a due request waits for one, and its
+// latency still counts from its due time, so a stall of S seconds shows as
+// about R*S late answers, not -c. Workers wait on a timerfd (Linux), not
+// the Go runtime's millisecond-grained timers, and learn how late that
+// timer wakes them: a request may go out up to that lateness early (tens of
+// µs) rather than late, and then counts from its actual send. The human
+// table shows the send lag (actual send minus due time): when it grows, the
+// client, not the server, fell behind.
+//
+// # Window
+//
+// The first -warmup of the run is sent but excluded from every figure and
+// from -acked. The measured window is then -d long (closed loop: requests
+// started in it; open loop: requests scheduled in it), or -n requests.
+// duration_s runs from the window's start to the last measured answer. In
+// open loop, requests scheduled in the window that no worker could send
+// within a second after it ended count as errors of kind "unsent".
+//
+// # Payloads
+//
+// At start loadgen generates a pool of provider-like JSON bodies per size
+// class (Stripe-like events, GitHub-like events, or both alternately), each
+// exactly the class's size: varied event types, ids, timestamps, nested
+// objects, and a list that grows with the size. Each request copies one and
+// writes a 16-character token unique to the request into a fixed slot of it
+// (the Stripe event id, the GitHub node_id), so no two requests send the
+// same body. -sign adds the provider's signature headers (see signer),
+// computed at send time.
+//
+// # Acked log
+//
+// -acked FILE appends, for every 201 answer to a measured request, one line:
+//
+//	<event id from the answer's {"id": ...}> SP <sha256 of the body sent, 64 lowercase hex> LF
+//
+// e.g. "evt_01HZX 9f86d0...0a08\n". The file is opened O_APPEND (created if
+// missing) before the first request; lines reach the OS every 100 ms and
+// are flushed and fsynced at exit, so a harness that kills the server
+// mid-run reads what was acknowledged so far.
+//
+// # Output and exit codes
+//
+// A human table on stdout, or with -json one JSON object:
+//
+//	{"mode":"open","connections":64,"rate":20000,"duration_s":10.001,
+//	 "requests":200000,"throughput_rps":19998.1,
+//	 "latency_us":{"p50":210,"p90":380,"p99":1020,"p999":2400,"max":5100,"mean":251.3},
+//	 "status":{"201":200000},"errors":0,
+//	 "error_kinds":{"closed":0,"other":0,"refused":0,"reset":0,"timeout":0,"unsent":0}}
+//
+// requests counts every measured request (answered or not); throughput_rps
+// is answered requests (any status) per second of duration_s; latency covers
+// answered requests, in microseconds (HDR histogram, 1 µs to 60 s, 3
+// significant digits; max is exact); errors counts transport errors (no
+// HTTP answer), by kind in error_kinds. Exit code 0 when the run completed
+// whatever the statuses, 2 for bad flags, 1 for a fatal problem (nothing
+// accepts connections at start, -acked cannot be written, -max-errors
+// reached: it counts warm-up errors too), 130/143 when interrupted by
+// SIGINT/SIGTERM (the summary is still printed and -acked flushed).
+package main

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"context"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// unsentGrace is how long after the measured window workers may still
+// send requests scheduled in it that no worker was free to send on time.
+// What remains after it counts as errors of kind "unsent": the schedule
+// wanted them, the server never got them.
+const unsentGrace = time.Second
+
+// schedule is the open-loop timetable: request i is due at start + i/rate.
+// Requests [0, warm) are the warm-up, [warm, total) the measured window.
+type schedule struct {
+	start       time.Time
+	interval    float64 // nanoseconds between requests
+	warm, total int64
+	sendBy      time.Time // nothing is sent after this
+}
+
+func (s *schedule) due(i int64) time.Time {
+	return s.start.Add(time.Duration(float64(i) * s.interval))
+}
+
+// runOpen sends requests on the fixed schedule through a pool of -c
+// workers. A free worker claims the next request in schedule order and
+// waits (precisely) for its due time; when every worker is busy, due
+// requests wait for one, and their latency still counts from the due time
+// (no coordinated omission).
+func (rn *runner) runOpen(ctx context.Context) {
+	cfg := rn.cfg
+	measured := cfg.Requests
+	if measured == 0 {
+		measured = max(1, int64(math.Round(cfg.Duration.Seconds()*cfg.Rate)))
+	}
+	s := &schedule{interval: float64(time.Second) / cfg.Rate}
+	s.warm = int64(math.Ceil(cfg.Warmup.Seconds() * cfg.Rate))
+	s.total = s.warm + measured
+	workers := make([]*worker, cfg.Conns)
+	for i := range workers {
+		workers[i] = rn.newWorker(i)
+	}
+	s.start = time.Now()
+	rn.windowStart = s.due(s.warm)
+	s.sendBy = s.due(s.total).Add(unsentGrace)
+
+	var next, sent atomic.Int64
+	var wg sync.WaitGroup
+	for _, w := range workers {
+		wg.Go(func() { w.openLoop(ctx, s, &next, &sent) })
+	}
+	wg.Wait()
+	if ctx.Err() == nil {
+		rn.unsent = measured - sent.Load()
+	}
+}
+
+// openLoop claims scheduled requests in order and sends each at its due
+// time, or as soon after as this worker is free, until the schedule is
+// done, the send deadline passes or ctx is cancelled. sent counts the
+// measured requests sent.
+func (w *worker) openLoop(ctx context.Context, s *schedule, next, sent *atomic.Int64) {
+	pw := newPreciseWaiter()
+	defer pw.Close()
+	// Build each request before its slot comes, so that only signing (which
+	// needs the send time) lies between the due time and the send.
+	pb := w.prepare()
+	for ctx.Err() == nil {
+		i := next.Add(1) - 1
+		if i >= s.total {
+			return
+		}
+		due := s.due(i)
+		if !pw.waitUntil(ctx, due) {
+			return
+		}
+		now := time.Now()
+		if now.After(s.sendBy) {
+			next.Store(s.total) // stop the other workers too
+			return
+		}
+		measured := i >= s.warm
+		if measured {
+			sent.Add(1)
+		}
+		w.send(pb, measured, due, now)
+		pb = w.prepare()
+	}
+}

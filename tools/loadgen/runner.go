@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync/atomic"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// maxShards bounds the recorders workers share.
+const maxShards = 16
+
+// runner is one run's shared state: the client, the payloads, the targets
+// and the recorders. Workers read it; only counters and recorders change.
+type runner struct {
+	cfg     *Config
+	client  *fasthttp.Client
+	pool    *payloadPool
+	targets *targets
+	tmpl    *urlTemplate
+	shards  []*recorder
+	acked   *ackedLog // nil without -acked
+	seed    uint64
+	nonce   [4]byte
+
+	cancel      context.CancelCauseFunc
+	errCount    atomic.Int64
+	windowStart time.Time // start of the measured window
+	unsent      int64     // open loop: measured requests never sent
+}
+
+// errMaxErrors is the cause of a run stopped by -max-errors.
+var errMaxErrors = errors.New("-max-errors reached")
+
+// Run performs the load run cfg describes and returns its summary. The
+// summary is nil only when the run could not start; with a non-nil error
+// and a summary, the run was cut short (signal, -max-errors) or -acked
+// could not be written, and the summary covers what ran.
+func Run(ctx context.Context, cfg *Config, logw io.Writer) (*Summary, error) {
+	rn, err := newRunner(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := probe(cfg.tmpl.probeAddr, cfg.Timeout); err != nil {
+		return nil, err
+	}
+	if cfg.AckedPath != "" {
+		if rn.acked, err = openAcked(cfg.AckedPath); err != nil {
+			return nil, err
+		}
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	rn.cancel = cancel
+	if cfg.Open() {
+		rn.runOpen(ctx)
+	} else {
+		rn.runClosed(ctx)
+	}
+	end := time.Now()
+	cause := context.Cause(ctx) // nil unless a signal or -max-errors stopped the run
+	if rn.acked != nil {
+		if err := rn.acked.Close(); err != nil && cause == nil {
+			cause = err
+		}
+	}
+	sum := rn.summary(end)
+	if sum.noID > 0 {
+		fmt.Fprintf(logw, "loadgen: %d 201 answers carried no usable {\"id\"}; they are not in -acked\n", sum.noID)
+	}
+	return sum, cause
+}
+
+// newRunner generates the payloads and builds the client.
+func newRunner(cfg *Config) (*runner, error) {
+	var seedBytes [12]byte
+	_, _ = crand.Read(seedBytes[:])
+	rn := &runner{
+		cfg:     cfg,
+		tmpl:    cfg.tmpl,
+		targets: newTargets(cfg),
+		seed:    binary.LittleEndian.Uint64(seedBytes[:8]),
+	}
+	putBase62(rn.nonce[:], uint64(binary.LittleEndian.Uint32(seedBytes[8:])))
+	pool, err := newPayloadPool(cfg.Kind, cfg.Sizes, cfg.PoolPerClass, rn.seed, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	rn.pool = pool
+	for range min(cfg.Conns, maxShards) {
+		rn.shards = append(rn.shards, newRecorder())
+	}
+	rn.client = &fasthttp.Client{
+		Name:                   "ankusa-loadgen",
+		MaxConnsPerHost:        cfg.Conns,
+		MaxIdleConnDuration:    time.Minute,
+		MaxConnWaitTimeout:     cfg.Timeout,
+		DisablePathNormalizing: true,
+		// Never resend: a retried POST is a second delivery the figures
+		// and -acked would not account for.
+		RetryIfErr: func(*fasthttp.Request, int, error) (bool, bool) { return false, false },
+	}
+	return rn, nil
+}
+
+// probe dials the target once so that "nothing listens" is a clear fatal
+// error rather than a run full of refused connections.
+func probe(addr string, timeout time.Duration) error {
+	conn, err := net.DialTimeout("tcp", addr, timeout)
+	if err != nil {
+		return fmt.Errorf("cannot connect to %s: %w (is the server running? check -url)", addr, err)
+	}
+	return conn.Close()
+}
+
+// countError counts a transport error (warm-up included) against -max-errors.
+func (rn *runner) countError(err error) {
+	n := rn.errCount.Add(1)
+	if limit := rn.cfg.MaxErrors; limit > 0 && n == limit {
+		rn.cancel(fmt.Errorf("%w: %d transport errors, the last: %v", errMaxErrors, n, err))
+	}
+}

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"crypto/sha256"
+	"math/rand/v2"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// worker sends one request at a time on behalf of a loop. It owns its
+// request, response, buffers, rand and signer; nothing in it is shared, so
+// a worker is used by one goroutine only.
+type worker struct {
+	run    *runner
+	rec    *recorder
+	r      *rand.Rand
+	picker *targetPicker
+	signer *signer
+	req    *fasthttp.Request
+	resp   *fasthttp.Response
+	body   []byte // the body being sent: a pool body with this request's token
+	url    []byte
+	token  [tokenLen]byte
+	seq    uint64
+}
+
+func (rn *runner) newWorker(id int) *worker {
+	seed := rn.seed + uint64(id)*0x9e3779b97f4a7c15
+	r := rand.New(rand.NewPCG(seed, uint64(id)))
+	w := &worker{
+		run:    rn,
+		rec:    rn.shards[id%len(rn.shards)],
+		r:      r,
+		picker: rn.targets.picker(r),
+		signer: newSigner(rn.cfg.Sign, rn.cfg.Secret),
+		req:    &fasthttp.Request{},
+		resp:   &fasthttp.Response{},
+	}
+	// Token layout: 4 characters of run nonce, 3 of worker id, 9 of sequence.
+	copy(w.token[:4], rn.nonce[:])
+	putBase62(w.token[4:7], uint64(id))
+	return w
+}
+
+// nextToken advances the request token, unique within the run and, by its
+// nonce, very likely across runs.
+func (w *worker) nextToken() {
+	w.seq++
+	putBase62(w.token[7:], w.seq)
+}
+
+// putBase62 writes v into dst as fixed-width base62, most significant first.
+func putBase62(dst []byte, v uint64) {
+	for i := len(dst) - 1; i >= 0; i-- {
+		dst[i] = base62[v%62]
+		v /= 62
+	}
+}
+
+// send signs (at now, a recent clock reading) and sends the request
+// prepare built from pb, and records it when measured. Its latency counts
+// from due (open loop: the scheduled time) or, when due is zero (closed
+// loop) or the request goes out early, from the actual send. It returns
+// when the exchange ended, and the transport error kind unless ok (an HTTP
+// answer arrived).
+func (w *worker) send(pb *poolBody, measured bool, due, now time.Time) (done time.Time, kind errKind, ok bool) {
+	w.signer.sign(&w.req.Header, w.body, now, w.token[:], pb)
+	sent := time.Now() // just before the request goes out
+	origin, lag := sent, time.Duration(-1)
+	if !due.IsZero() {
+		lag = max(sent.Sub(due), 0)
+		if lag > 0 {
+			origin = due
+		}
+	}
+	err := w.run.client.Do(w.req, w.resp)
+	done = time.Now()
+	if err != nil {
+		kind = classify(err)
+		w.run.countError(err)
+		if measured {
+			w.rec.failure(kind, done)
+		}
+		return done, kind, false
+	}
+	if !measured {
+		return done, 0, true
+	}
+	status := w.resp.StatusCode()
+	w.rec.answer(status, done.Sub(origin), lag, done)
+	if status == fasthttp.StatusCreated && w.run.acked != nil {
+		w.ack()
+	}
+	return done, 0, true
+}
+
+// prepare fills the request: a pool body with a fresh token, a URL for a
+// drawn tenant and source, the headers.
+func (w *worker) prepare() *poolBody {
+	pb := w.run.pool.pick(w.r)
+	w.nextToken()
+	w.body = append(w.body[:0], pb.data...)
+	copy(w.body[pb.slot:pb.slot+tokenLen], w.token[:])
+	tenant, source := w.picker.pick()
+	w.url = w.run.tmpl.appendTo(w.url[:0], tenant, source)
+
+	req := w.req
+	req.Reset()
+	req.Header.SetMethod(fasthttp.MethodPost)
+	req.SetRequestURIBytes(w.url)
+	req.Header.SetContentType("application/json")
+	req.SetBodyRaw(w.body)
+	req.SetTimeout(w.run.cfg.Timeout)
+	return pb
+}
+
+// ack writes the acked line of a 201 to a measured request.
+func (w *worker) ack() {
+	id, ok := answerID(w.resp.Body())
+	if !ok {
+		w.rec.missingID()
+		return
+	}
+	sum := sha256.Sum256(w.body)
+	w.run.acked.add(id, &sum)
+}
