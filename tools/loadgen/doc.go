@@ -22,8 +22,9 @@
 // the Go runtime's millisecond-grained timers, and learn how late that
 // timer wakes them: a request may go out up to that lateness early (tens of
 // µs) rather than late, and then counts from its actual send. The human
-// table shows the send lag (actual send minus due time): when it grows, the
-// client, not the server, fell behind.
+// table also shows the send lag (actual send minus due time: when it
+// grows, the client, not the server, fell behind) and the latency from the
+// actual send (what a closed-loop client such as wrk reports).
 //
 // # Window
 //

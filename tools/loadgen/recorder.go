@@ -24,6 +24,7 @@ type recorder struct {
 	mu       sync.Mutex
 	latency  *hdrhistogram.Histogram // µs, answered requests
 	lag      *hdrhistogram.Histogram // µs, open loop: actual send minus scheduled send
+	service  *hdrhistogram.Histogram // µs, open loop: answered minus actual send
 	maxUs    int64                   // exact maximum latency
 	status   [maxStatus]int64
 	kinds    [numKinds]int64
@@ -37,6 +38,7 @@ func newRecorder() *recorder {
 	return &recorder{
 		latency: hdrhistogram.New(histMinUs, histMaxUs, histDigits),
 		lag:     hdrhistogram.New(histMinUs, histMaxUs, histDigits),
+		service: hdrhistogram.New(histMinUs, histMaxUs, histDigits),
 	}
 }
 
@@ -46,8 +48,9 @@ func clampUs(d time.Duration) int64 {
 }
 
 // answer records an HTTP answer with its latency and, in open loop, how
-// late it was sent (lag < 0: not tracked).
-func (r *recorder) answer(status int, latency, lag time.Duration, done time.Time) {
+// late it was sent and how long it took from the actual send (lag < 0:
+// closed loop, not tracked).
+func (r *recorder) answer(status int, latency, lag, service time.Duration, done time.Time) {
 	us := max(latency.Microseconds(), 0)
 	r.mu.Lock()
 	r.answered++
@@ -58,6 +61,7 @@ func (r *recorder) answer(status int, latency, lag time.Duration, done time.Time
 	_ = r.latency.RecordValue(clampUs(latency)) // clamped: cannot fail
 	if lag >= 0 {
 		_ = r.lag.RecordValue(clampUs(lag))
+		_ = r.service.RecordValue(clampUs(service))
 	}
 	r.maxUs = max(r.maxUs, us)
 	if done.After(r.lastDone) {
@@ -88,6 +92,7 @@ func (r *recorder) missingID() {
 func (r *recorder) merge(o *recorder) {
 	r.latency.Merge(o.latency)
 	r.lag.Merge(o.lag)
+	r.service.Merge(o.service)
 	r.maxUs = max(r.maxUs, o.maxUs)
 	for i, n := range o.status {
 		r.status[i] += n

@@ -30,6 +30,7 @@ type Summary struct {
 
 	answered int64
 	lag      Latency // open loop: how late requests went out
+	service  Latency // open loop: latency from the actual send
 	noID     int64
 }
 
@@ -89,6 +90,7 @@ func (rn *runner) summary(end time.Time) *Summary {
 	}
 	if rn.cfg.Open() {
 		s.lag = latencyOf(all.lag, all.lag.Max())
+		s.service = latencyOf(all.service, all.service.Max())
 	}
 	return s
 }
@@ -136,6 +138,8 @@ func writeSummary(w io.Writer, cfg *Config, s *Summary) error {
 	if cfg.Open() {
 		row("send lag", "p50 %s, p99 %s, p99.9 %s, max %s (how late the client sent: large means the client, not the server, fell behind)",
 			fmtUs(s.lag.P50), fmtUs(s.lag.P99), fmtUs(s.lag.P999), fmtUs(s.lag.Max))
+		row("from actual send", "p50 %s, p90 %s, p99 %s, p99.9 %s, max %s (the closed-loop view: leaves out time waiting to be sent)",
+			fmtUs(s.service.P50), fmtUs(s.service.P90), fmtUs(s.service.P99), fmtUs(s.service.P999), fmtUs(s.service.Max))
 	}
 	return tw.Flush()
 }

@@ -7,7 +7,7 @@ import (
 
 // zipfS and zipfV shape -tenant-dist zipf: P(tenant k) is proportional to
 // 1/(v+k)^s, so with 1000 tenants t0 draws about 18% of requests, t1 about
-// 8%, and the last tenants a few in ten thousand each.
+// 8%, and the last tenants about one request in ten thousand each.
 const (
 	zipfS = 1.1
 	zipfV = 1

@@ -88,7 +88,7 @@ func (w *worker) send(pb *poolBody, measured bool, due, now time.Time) (done tim
 		return done, 0, true
 	}
 	status := w.resp.StatusCode()
-	w.rec.answer(status, done.Sub(origin), lag, done)
+	w.rec.answer(status, done.Sub(origin), lag, done.Sub(sent), done)
 	if status == fasthttp.StatusCreated && w.run.acked != nil {
 		w.ack()
 	}
