@@ -9,7 +9,7 @@ STATICCHECK := $(BIN)/staticcheck
 # Every package runs without the race detector (allocation guards and the
 # crash tests, which drive the built binary, need that), and the packages
 # with concurrency run again under it.
-RACE_PKGS := ./wal/... ./edge/... ./meta/... ./source/... ./verify/...
+RACE_PKGS := ./wal/... ./edge/... ./meta/... ./source/... ./verify/... ./internal/...
 
 .PHONY: build run test lint bench bench-quick bench-build tools clean
 

@@ -3,18 +3,17 @@ package crash
 // Building and running the two binaries the harness drives.
 
 import (
-	"bytes"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ankusa/ankusa/internal/child"
 )
 
 // buildBinaries builds the appliance and loadgen into a temporary
@@ -30,32 +29,14 @@ func buildBinaries(t *testing.T) (ankusa, loadgen string) {
 	return filepath.Join(dir, "ankusa"), filepath.Join(dir, "loadgen")
 }
 
-// lockedBuffer collects a process's output while the test reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // proc is one running child process. The test's cleanup kills it if it is
 // still running.
 type proc struct {
 	t      *testing.T
 	name   string
 	cmd    *exec.Cmd
-	stdout *lockedBuffer
-	stderr *lockedBuffer
+	stdout *child.Buffer
+	stderr *child.Buffer
 	done   chan struct{} // closed when the process has exited
 }
 
@@ -64,8 +45,8 @@ func startProc(t *testing.T, dir, bin string, args ...string) *proc {
 	p := &proc{
 		t:      t,
 		name:   filepath.Base(bin) + " " + strings.Join(args, " "),
-		stdout: &lockedBuffer{},
-		stderr: &lockedBuffer{},
+		stdout: &child.Buffer{},
+		stderr: &child.Buffer{},
 		done:   make(chan struct{}),
 	}
 	p.cmd = exec.Command(bin, args...)
@@ -159,12 +140,11 @@ func (p *proc) waitReady(adminAddr string) {
 // freeAddr returns a loopback address with a port nothing listens on.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := child.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return addr
 }
 
 // waitFile waits until the process has created path.

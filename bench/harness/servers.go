@@ -2,21 +2,20 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
+
+	"github.com/ankusa/ankusa/internal/child"
 )
 
 // The servers, in the order each round runs them.
@@ -40,7 +39,7 @@ type server struct {
 	dir     string
 	url     string                   // what loadgen posts to
 	statsFn func() (counters, error) // nil for the ceiling
-	stderr  lockedBuffer             // its stdout and stderr
+	stderr  child.Buffer             // its stdout and stderr
 	exited  chan struct{}
 	waitErr error
 }
@@ -66,7 +65,7 @@ func startServer(ctx context.Context, o *options, name string) (*server, error) 
 	if err != nil {
 		return nil, fmt.Errorf("cannot create a data directory (set -tmp): %w", err)
 	}
-	addr, err := freeAddr()
+	addr, err := child.FreeAddr()
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
@@ -85,7 +84,7 @@ func startServer(ctx context.Context, o *options, name string) (*server, error) 
 		}
 		ready = func() error { _, err := s.statsFn(); return err }
 	case ankusa:
-		admin, err := freeAddr()
+		admin, err := child.FreeAddr()
 		if err != nil {
 			os.RemoveAll(dir)
 			return nil, err
@@ -165,36 +164,6 @@ func (s *server) stop() error {
 	}
 	os.RemoveAll(s.dir)
 	return err
-}
-
-// lockedBuffer is a bytes.Buffer that the process's output copier writes
-// while the harness reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// freeAddr returns a loopback address with a port that was free a moment
-// ago.
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("cannot find a free loopback port: %w", err)
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
 }
 
 var client = &http.Client{Timeout: 5 * time.Second}

@@ -9,16 +9,16 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ankusa/ankusa/internal/child"
 )
 
 // binVersion is stamped into the test binary the way the Makefile does it.
@@ -70,30 +70,12 @@ func runBin(t *testing.T, dir string, args ...string) (code int, stdout, stderr 
 	return cmd.ProcessState.ExitCode(), out.String(), errb.String()
 }
 
-// lockedBuffer collects a process's output while tests read it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // proc is one running `ankusa serve`.
 type proc struct {
 	t      *testing.T
 	args   []string
 	cmd    *exec.Cmd
-	stderr *lockedBuffer
+	stderr *child.Buffer
 	done   chan struct{} // closed when the process has exited
 	state  *os.ProcessState
 }
@@ -102,7 +84,7 @@ type proc struct {
 // if it is still running.
 func startProc(t *testing.T, dir string, args ...string) *proc {
 	t.Helper()
-	p := &proc{t: t, args: args, stderr: &lockedBuffer{}, done: make(chan struct{})}
+	p := &proc{t: t, args: args, stderr: &child.Buffer{}, done: make(chan struct{})}
 	p.cmd = exec.Command(bin, args...)
 	p.cmd.Dir = dir
 	p.cmd.Stdout = p.stderr
@@ -197,12 +179,11 @@ func (p *proc) stop() {
 // freeAddr returns a loopback address with a port nothing listens on.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := child.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return addr
 }
 
 // testNode is the config and directories of one appliance under test.

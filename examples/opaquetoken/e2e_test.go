@@ -16,7 +16,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -24,6 +23,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/ankusa/ankusa/envelope"
+	"github.com/ankusa/ankusa/internal/child"
 	"github.com/ankusa/ankusa/wal"
 )
 
@@ -220,13 +220,13 @@ func runBin(t *testing.T, bin, dir string, args ...string) (int, string) {
 // served is a running `serve`.
 type served struct {
 	cmd  *exec.Cmd
-	out  *syncBuffer
+	out  *child.Buffer
 	done chan struct{}
 }
 
 func startServe(t *testing.T, bin, dir, cfg string) *served {
 	t.Helper()
-	p := &served{out: &syncBuffer{}, done: make(chan struct{})}
+	p := &served{out: &child.Buffer{}, done: make(chan struct{})}
 	p.cmd = exec.Command(bin, "serve", "-config", cfg)
 	p.cmd.Dir = dir
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
@@ -327,31 +327,12 @@ func rawPost(t *testing.T, listen, target, body string) []byte {
 	return raw
 }
 
-// freeAddr returns a loopback address nothing listens on.
+// freeAddr returns a loopback address with a port nothing listens on.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := child.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
-// syncBuffer collects a process's output while the test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+	return addr
 }

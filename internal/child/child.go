@@ -1,0 +1,42 @@
+// Package child holds the small pieces that every harness driving a child
+// process (the binary's tests, the crash harness, the benchmark harness, the
+// example's end-to-end test) needs: an output buffer safe to read while the
+// process writes it, and a free loopback address.
+package child
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"sync"
+)
+
+// Buffer collects a process's output while another goroutine reads it.
+type Buffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+// Write appends p.
+func (b *Buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// String returns everything written so far.
+func (b *Buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// FreeAddr returns a loopback address whose port was free a moment ago.
+func FreeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("cannot find a free loopback port: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}

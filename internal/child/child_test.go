@@ -1,0 +1,40 @@
+package child
+
+import (
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+)
+
+func TestBufferConcurrent(t *testing.T) {
+	var b Buffer
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			for j := 0; j < 100; j++ {
+				fmt.Fprintf(&b, "w%d\n", i)
+				_ = b.String()
+			}
+		}(i)
+	}
+	wg.Wait()
+	if n := strings.Count(b.String(), "\n"); n != 800 {
+		t.Fatalf("%d lines, want 800", n)
+	}
+}
+
+func TestFreeAddr(t *testing.T) {
+	addr, err := FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("FreeAddr gave %s, which cannot be listened on: %v", addr, err)
+	}
+	ln.Close()
+}
