@@ -2,35 +2,21 @@ package wal_test
 
 import (
 	"bytes"
-	"encoding/hex"
-	"os"
-	"strings"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/ankusa/ankusa/envelope"
+	"github.com/ankusa/ankusa/internal/golden"
 	"github.com/ankusa/ankusa/wal"
 )
 
-// readGolden reads an annotated hex file: '#' starts a comment, whitespace
-// is ignored.
+// readGolden reads an annotated hex file (see package golden).
 func readGolden(t *testing.T, path string) []byte {
 	t.Helper()
-	text, err := os.ReadFile(path)
+	b, err := golden.ReadHex(path)
 	if err != nil {
 		t.Fatal(err)
-	}
-	var digits strings.Builder
-	for _, line := range strings.Split(string(text), "\n") {
-		if i := strings.IndexByte(line, '#'); i >= 0 {
-			line = line[:i]
-		}
-		digits.WriteString(strings.Join(strings.Fields(line), ""))
-	}
-	b, err := hex.DecodeString(digits.String())
-	if err != nil {
-		t.Fatalf("%s: %v", path, err)
 	}
 	return b
 }
