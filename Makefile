@@ -11,7 +11,7 @@ STATICCHECK := $(BIN)/staticcheck
 # with concurrency run again under it.
 RACE_PKGS := ./wal/... ./edge/... ./meta/... ./source/... ./verify/... ./internal/...
 
-.PHONY: build run test lint bench bench-quick bench-build tools clean
+.PHONY: build run test lint bench bench-quick bench-wrk bench-build tools clean
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ankusa ./cmd/ankusa
@@ -63,6 +63,13 @@ bench: bench-build
 # of gcref's req/s.
 bench-quick: bench-build
 	$(BIN)/bench-harness -bin $(BIN) -quick -out $(BIN)/bench-quick.md -json $(BIN)/bench-quick.json $(BENCH_FLAGS)
+
+# The instrument against wrk (Debian package, installed here if missing):
+# both clients in turn on the ceiling, closed loop and at a paced rate.
+# See bench/RESULTS.md.
+bench-wrk: bench-build
+	@command -v wrk >/dev/null || apt-get install -y wrk || sudo apt-get install -y wrk
+	$(BIN)/bench-harness -bin $(BIN) -vs-wrk -d 8s -warmup 1s -rounds 3 -out $(BIN)/bench-wrk.md -json $(BIN)/bench-wrk.json $(BENCH_FLAGS)
 
 clean:
 	rm -rf $(BIN)

@@ -24,6 +24,7 @@ type loadResult struct {
 	Status        map[string]int64 `json:"status"`
 	Errors        int64            `json:"errors"`
 	ErrorKinds    map[string]int64 `json:"error_kinds"`
+	FromSendUS    *latency         `json:"from_send_us"` // open loop only
 }
 
 type latency struct {

@@ -42,6 +42,7 @@ type options struct {
 	tmp       string
 	settle    time.Duration
 	redo      int
+	vsWrk     bool
 }
 
 func main() {
@@ -57,6 +58,9 @@ func run() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	started := time.Now()
+	if o.vsWrk {
+		return runVsWrk(ctx, o, started)
+	}
 	res, err := measureAll(ctx, o)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "harness:", err)
@@ -92,6 +96,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.jsonOut, "json", "", "write every raw figure as JSON to this file")
 	fs.DurationVar(&o.settle, "settle", time.Minute, "before each run, wait up to this long for the rest of the machine to go quiet (under 20% of one core for half a second)")
 	fs.IntVar(&o.redo, "redo", 2, "run again, up to this many times, a run during which other processes used more than 15% of one core")
+	fs.BoolVar(&o.vsWrk, "vs-wrk", false, "check the instrument instead: wrk and loadgen in turn against the ceiling, closed loop and at a paced rate (-rounds, -d, -warmup apply)")
 	fs.StringVar(&o.tmp, "tmp", "", "parent of the servers' data directories (default: the system temp dir; it must be on the disk under test)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -133,4 +138,24 @@ func parseFlags(args []string) (*options, error) {
 		return nil, fmt.Errorf("-open-frac %v: want 0 (no open-loop run) to 1", o.openFrac)
 	}
 	return o, nil
+}
+
+// runVsWrk is the -vs-wrk mode: the comparison, its report, its exit code.
+func runVsWrk(ctx context.Context, o *options, started time.Time) int {
+	rep, err := compareWrk(ctx, o)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "harness:", err)
+		return 1
+	}
+	rep.WallSeconds = time.Since(started).Seconds()
+	md := rep.markdown()
+	fmt.Print(md)
+	if err := writeReport(o, md, rep); err != nil {
+		fmt.Fprintln(os.Stderr, "harness:", err)
+		return 1
+	}
+	if len(rep.Failures) > 0 {
+		return 1
+	}
+	return 0
 }

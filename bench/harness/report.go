@@ -208,14 +208,18 @@ func div(a, b float64) float64 {
 }
 
 // write saves the markdown to -out and the raw figures to -json.
-func (res *results) write(o *options, md string) error {
+func (res *results) write(o *options, md string) error { return writeReport(o, md, res) }
+
+// writeReport saves a report's markdown to -out and its raw figures (v) to
+// -json.
+func writeReport(o *options, md string, v any) error {
 	if o.out != "" {
 		if err := os.WriteFile(o.out, []byte(md), 0o644); err != nil {
 			return fmt.Errorf("cannot write -out %q: %w", o.out, err)
 		}
 	}
 	if o.jsonOut != "" {
-		data, err := json.MarshalIndent(res, "", "  ")
+		data, err := json.MarshalIndent(v, "", "  ")
 		if err != nil {
 			return fmt.Errorf("cannot encode the results: %w", err)
 		}

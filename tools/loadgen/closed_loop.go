@@ -30,6 +30,7 @@ func (rn *runner) runClosed(ctx context.Context) {
 // claimed by all workers together. A request belongs to the window when
 // it starts in it.
 func (w *worker) closedLoop(ctx context.Context, claimed *atomic.Int64, windowEnd time.Time) {
+	defer w.conn.close()
 	cfg := w.run.cfg
 	now := time.Now()
 	for ctx.Err() == nil {

@@ -32,6 +32,7 @@ type Config struct {
 	JSON         bool          // -json
 	AckedPath    string        // -acked
 	MaxErrors    int64         // -max-errors; 0 = never stop on errors
+	CPUProfile   string        // -cpuprofile
 
 	// PoolPerClass caps the bodies generated per size class (0: the default,
 	// up to defaultPoolPerClass and poolBytesPerClass). Tests lower it.
@@ -84,6 +85,7 @@ func parseFlags(args []string, stderr io.Writer) (*Config, error) {
 	fs.DurationVar(&c.Timeout, "timeout", 10*time.Second, "per-request timeout")
 	fs.BoolVar(&c.JSON, "json", false, "print the summary as one JSON object")
 	fs.StringVar(&c.AckedPath, "acked", "", "append \"<id> <sha256 of body>\" for every measured 201 to `FILE`")
+	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "write loadgen's own CPU profile (pprof) to `FILE`")
 	fs.Int64Var(&c.MaxErrors, "max-errors", 0, "exit 1 after `N` transport errors (0 = never)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err

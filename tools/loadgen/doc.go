@@ -26,6 +26,22 @@
 // grows, the client, not the server, fell behind) and the latency from the
 // actual send (what a closed-loop client such as wrk reports).
 //
+// # Connections
+//
+// Each worker owns one keep-alive connection to the host:port of the URL's
+// first expansion (a {tenant} in the host name varies the Host header
+// only). It writes each request with one writev and reads the answer with
+// fasthttp's response parser; there is no shared pool and nothing is ever
+// resent. A transport error or a "Connection: close" answer closes the
+// connection, and the next request dials a new one; an answer that arrives
+// although the request could not be written whole (a 413 sent before the
+// body was read) still counts as the answer. A connection idle for more
+// than 10 ms is checked (a non-blocking peek) before it carries the next
+// request, so a server's keep-alive timeout does not cost a request. At
+// start loadgen connects once, and for https completes a TLS handshake,
+// so that a target that is down or a certificate it does not trust stops
+// the run with the reason (SSL_CERT_FILE adds trusted certificates).
+//
 // # Window
 //
 // The first -warmup of the run is sent but excluded from every figure and
@@ -66,6 +82,10 @@
 //	 "latency_us":{"p50":210,"p90":380,"p99":1020,"p999":2400,"max":5100,"mean":251.3},
 //	 "status":{"201":200000},"errors":0,
 //	 "error_kinds":{"closed":0,"other":0,"refused":0,"reset":0,"timeout":0,"unsent":0}}
+//
+// In open loop the object also holds send_lag_us (actual send minus due
+// time) and from_send_us (latency from the actual send), in the form of
+// latency_us.
 //
 // requests counts every measured request (answered or not); throughput_rps
 // is answered requests (any status) per second of duration_s; latency covers

@@ -124,19 +124,33 @@ func TestOutputFormats(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &m); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
-	want := []string{"connections", "duration_s", "error_kinds", "errors", "latency_us", "mode", "rate", "requests", "status", "throughput_rps"}
+	want := []string{"connections", "duration_s", "error_kinds", "errors", "from_send_us", "latency_us", "mode", "rate", "requests", "send_lag_us", "status", "throughput_rps"}
 	if got := slices.Sorted(maps.Keys(m)); !slices.Equal(got, want) {
 		t.Fatalf("JSON keys %v, want %v", got, want)
 	}
-	lat := m["latency_us"].(map[string]any)
-	if got := slices.Sorted(maps.Keys(lat)); !slices.Equal(got, []string{"max", "mean", "p50", "p90", "p99", "p999"}) {
-		t.Fatalf("latency_us keys %v", got)
+	for _, k := range []string{"latency_us", "send_lag_us", "from_send_us"} {
+		lat := m[k].(map[string]any)
+		if got := slices.Sorted(maps.Keys(lat)); !slices.Equal(got, []string{"max", "mean", "p50", "p90", "p99", "p999"}) {
+			t.Fatalf("%s keys %v", k, got)
+		}
+	}
+	// Latency from the scheduled time includes the send lag: never less
+	// than the latency from the actual send.
+	if from, sched := m["from_send_us"].(map[string]any)["max"].(float64), m["latency_us"].(map[string]any)["max"].(float64); from > sched {
+		t.Fatalf("max latency from the send %v > from the schedule %v", from, sched)
 	}
 	if m["mode"] != "open" || m["requests"] != 100.0 || m["rate"] != 500.0 || m["status"].(map[string]any)["201"] != 100.0 {
 		t.Fatalf("JSON %s", out.String())
 	}
 	if !strings.HasPrefix(out.String(), `{"mode":"open","connections":2,"rate":500,"duration_s":`) {
 		t.Fatalf("JSON field order: %s", out.String())
+	}
+	out.Reset()
+	if code := run([]string{"-url", ts.url + "/x", "-c", "2", "-n", "50", "-warmup", "0", "-json"}, &out, &errOut); code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	if strings.Contains(out.String(), "send_lag_us") || strings.Contains(out.String(), "from_send_us") {
+		t.Fatalf("closed-loop JSON carries open-loop keys: %s", out.String())
 	}
 	out.Reset()
 	if code := run([]string{"-url", ts.url + "/x", "-c", "2", "-n", "50", "-warmup", "0"}, &out, &errOut); code != exitOK {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 )
 
@@ -44,6 +45,22 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 	}()
 
+	if cfg.CPUProfile != "" {
+		f, err := os.Create(cfg.CPUProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "loadgen: -cpuprofile: %v\n", err)
+			return exitFatal
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			if err := f.Close(); err != nil {
+				fmt.Fprintf(stderr, "loadgen: -cpuprofile: %v\n", err)
+			}
+		}()
+	}
 	sum, err := Run(ctx, cfg, stderr)
 	if sum != nil {
 		if werr := writeSummary(stdout, cfg, sum); werr != nil {

@@ -28,10 +28,13 @@ func (s *schedule) due(i int64) time.Time {
 }
 
 // runOpen sends requests on the fixed schedule through a pool of -c
-// workers. A free worker claims the next request in schedule order and
-// waits (precisely) for its due time; when every worker is busy, due
-// requests wait for one, and their latency still counts from the due time
-// (no coordinated omission).
+// workers. One free worker at a time holds the turn: it claims the next
+// request in schedule order, waits (precisely) for its due time, passes
+// the turn to the next free worker and sends. The other free workers wait
+// on the turn, not on timers, so a request costs one timer wake-up however
+// large the pool. When every worker is busy, due requests wait for one,
+// and their latency still counts from the due time (no coordinated
+// omission).
 func (rn *runner) runOpen(ctx context.Context) {
 	cfg := rn.cfg
 	measured := cfg.Requests
@@ -50,9 +53,11 @@ func (rn *runner) runOpen(ctx context.Context) {
 	s.sendBy = s.due(s.total).Add(unsentGrace)
 
 	var next, sent atomic.Int64
+	turn := make(chan struct{}, 1)
+	turn <- struct{}{}
 	var wg sync.WaitGroup
 	for _, w := range workers {
-		wg.Go(func() { w.openLoop(ctx, s, &next, &sent) })
+		wg.Go(func() { w.openLoop(ctx, s, turn, &next, &sent) })
 	}
 	wg.Wait()
 	if ctx.Err() == nil {
@@ -60,30 +65,47 @@ func (rn *runner) runOpen(ctx context.Context) {
 	}
 }
 
-// openLoop claims scheduled requests in order and sends each at its due
-// time, or as soon after as this worker is free, until the schedule is
-// done, the send deadline passes or ctx is cancelled. sent counts the
-// measured requests sent.
-func (w *worker) openLoop(ctx context.Context, s *schedule, next, sent *atomic.Int64) {
-	pw := newPreciseWaiter()
-	defer pw.Close()
+// openLoop takes the turn, claims the next scheduled request, waits for
+// its due time, passes the turn on and sends the request; it does so until
+// the schedule is done, the send deadline passes or ctx is cancelled.
+// sent counts the measured requests sent.
+func (w *worker) openLoop(ctx context.Context, s *schedule, turn chan struct{}, next, sent *atomic.Int64) {
+	defer w.conn.close()
+	var pw *preciseWaiter // made on first use: most workers never wait on a timer
+	defer func() {
+		if pw != nil {
+			pw.Close()
+		}
+	}()
 	// Build each request before its slot comes, so that only signing (which
 	// needs the send time) lies between the due time and the send.
 	pb := w.prepare()
-	for ctx.Err() == nil {
+	for {
+		select {
+		case <-turn:
+		case <-ctx.Done():
+			return
+		}
 		i := next.Add(1) - 1
 		if i >= s.total {
+			turn <- struct{}{} // let the others see the end too
 			return
 		}
 		due := s.due(i)
-		if !pw.waitUntil(ctx, due) {
+		if pw == nil && time.Until(due) > 0 {
+			pw = newPreciseWaiter()
+		}
+		if pw != nil && !pw.waitUntil(ctx, due) {
+			turn <- struct{}{}
 			return
 		}
 		now := time.Now()
 		if now.After(s.sendBy) {
 			next.Store(s.total) // stop the other workers too
+			turn <- struct{}{}
 			return
 		}
+		turn <- struct{}{}
 		measured := i >= s.warm
 		if measured {
 			sent.Add(1)

@@ -27,10 +27,13 @@ type Summary struct {
 	Status        map[string]int64 `json:"status"`
 	Errors        int64            `json:"errors"`
 	ErrorKinds    map[string]int64 `json:"error_kinds"`
+	// Open loop only: how late requests went out (actual send minus due
+	// time), and the latency from the actual send (what a closed-loop
+	// client such as wrk measures).
+	SendLagUs  *Latency `json:"send_lag_us,omitempty"`
+	FromSendUs *Latency `json:"from_send_us,omitempty"`
 
 	answered int64
-	lag      Latency // open loop: how late requests went out
-	service  Latency // open loop: latency from the actual send
 	noID     int64
 }
 
@@ -89,8 +92,8 @@ func (rn *runner) summary(end time.Time) *Summary {
 		s.ErrorKinds[kindNames[k]] = n
 	}
 	if rn.cfg.Open() {
-		s.lag = latencyOf(all.lag, all.lag.Max())
-		s.service = latencyOf(all.service, all.service.Max())
+		lag, service := latencyOf(all.lag, all.lag.Max()), latencyOf(all.service, all.service.Max())
+		s.SendLagUs, s.FromSendUs = &lag, &service
 	}
 	return s
 }
@@ -137,9 +140,9 @@ func writeSummary(w io.Writer, cfg *Config, s *Summary) error {
 	writeLatency(row, "latency", s.LatencyUs, origin)
 	if cfg.Open() {
 		row("send lag", "p50 %s, p99 %s, p99.9 %s, max %s (how late the client sent: large means the client, not the server, fell behind)",
-			fmtUs(s.lag.P50), fmtUs(s.lag.P99), fmtUs(s.lag.P999), fmtUs(s.lag.Max))
+			fmtUs(s.SendLagUs.P50), fmtUs(s.SendLagUs.P99), fmtUs(s.SendLagUs.P999), fmtUs(s.SendLagUs.Max))
 		row("from actual send", "p50 %s, p90 %s, p99 %s, p99.9 %s, max %s (the closed-loop view: leaves out time waiting to be sent)",
-			fmtUs(s.service.P50), fmtUs(s.service.P90), fmtUs(s.service.P99), fmtUs(s.service.P999), fmtUs(s.service.Max))
+			fmtUs(s.FromSendUs.P50), fmtUs(s.FromSendUs.P90), fmtUs(s.FromSendUs.P99), fmtUs(s.FromSendUs.P999), fmtUs(s.FromSendUs.Max))
 	}
 	return tw.Flush()
 }

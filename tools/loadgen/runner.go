@@ -3,15 +3,13 @@ package main
 import (
 	"context"
 	crand "crypto/rand"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"sync/atomic"
 	"time"
-
-	"github.com/valyala/fasthttp"
 )
 
 // maxShards bounds the recorders workers share.
@@ -21,7 +19,6 @@ const maxShards = 16
 // and the recorders. Workers read it; only counters and recorders change.
 type runner struct {
 	cfg     *Config
-	client  *fasthttp.Client
 	pool    *payloadPool
 	targets *targets
 	tmpl    *urlTemplate
@@ -48,7 +45,7 @@ func Run(ctx context.Context, cfg *Config, logw io.Writer) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := probe(cfg.tmpl.probeAddr, cfg.Timeout); err != nil {
+	if err := probe(cfg.tmpl, cfg.Timeout); err != nil {
 		return nil, err
 	}
 	if cfg.AckedPath != "" {
@@ -97,27 +94,26 @@ func newRunner(cfg *Config) (*runner, error) {
 	for range min(cfg.Conns, maxShards) {
 		rn.shards = append(rn.shards, newRecorder())
 	}
-	rn.client = &fasthttp.Client{
-		Name:                   "ankusa-loadgen",
-		MaxConnsPerHost:        cfg.Conns,
-		MaxIdleConnDuration:    time.Minute,
-		MaxConnWaitTimeout:     cfg.Timeout,
-		DisablePathNormalizing: true,
-		// Never resend: a retried POST is a second delivery the figures
-		// and -acked would not account for.
-		RetryIfErr: func(*fasthttp.Request, int, error) (bool, bool) { return false, false },
-	}
 	return rn, nil
 }
 
-// probe dials the target once so that "nothing listens" is a clear fatal
-// error rather than a run full of refused connections.
-func probe(addr string, timeout time.Duration) error {
-	conn, err := net.DialTimeout("tcp", addr, timeout)
-	if err != nil {
-		return fmt.Errorf("cannot connect to %s: %w (is the server running? check -url)", addr, err)
+// probe connects to the target once (and, for https, completes the TLS
+// handshake) so that "nothing listens" or "its certificate is not trusted"
+// is a clear fatal error rather than a run full of failed requests.
+func probe(t *urlTemplate, timeout time.Duration) error {
+	hc := newHTTPConn(t, timeout)
+	if err := hc.dial(); err != nil {
+		return fmt.Errorf("cannot connect to %s: %w (is the server running? check -url)", t.probeAddr, err)
 	}
-	return conn.Close()
+	defer hc.close()
+	if tc, ok := hc.c.(*tls.Conn); ok {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		if err := tc.HandshakeContext(ctx); err != nil {
+			return fmt.Errorf("cannot complete a TLS handshake with %s: %w (SSL_CERT_FILE names extra trusted certificates)", t.probeAddr, err)
+		}
+	}
+	return nil
 }
 
 // countError counts a transport error (warm-up included) against -max-errors.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"net"
@@ -15,6 +16,7 @@ type urlTemplate struct {
 	// probeAddr is host:port of the first expansion, dialled once at start
 	// to tell "nothing listens" apart from errors under load.
 	probeAddr string
+	tls       bool // https
 }
 
 type urlPart struct {
@@ -70,6 +72,7 @@ func compileURL(raw, sampleTenant, sampleSource string) (*urlTemplate, error) {
 		return nil, errors.New("no host")
 	}
 	t.probeAddr = u.Host
+	t.tls = u.Scheme == "https"
 	if u.Port() == "" {
 		port := map[string]string{"http": "80", "https": "443"}[u.Scheme]
 		t.probeAddr = net.JoinHostPort(u.Hostname(), port)
@@ -91,3 +94,34 @@ func (t *urlTemplate) appendTo(dst []byte, tenant, source string) []byte {
 	}
 	return dst
 }
+
+// splitURL splits an expanded absolute URL into its host (the Host header:
+// the authority without user info) and its request target (path and
+// query, "/" for an empty path; a fragment is never sent).
+func splitURL(u []byte) (host, target []byte) {
+	if i := bytes.Index(u, schemeSep); i >= 0 {
+		u = u[i+len(schemeSep):]
+	}
+	if i := bytes.IndexByte(u, '#'); i >= 0 {
+		u = u[:i]
+	}
+	end := bytes.IndexAny(u, "/?")
+	if end < 0 {
+		end = len(u)
+	}
+	host, target = u[:end], u[end:]
+	if i := bytes.LastIndexByte(host, '@'); i >= 0 {
+		host = host[i+1:]
+	}
+	switch {
+	case len(target) == 0:
+		return host, slash
+	case target[0] == '?':
+		// "http://h?q": the target is "/?q". Rare (a -url without a path);
+		// the allocation is not on the common path.
+		return host, append([]byte("/"), target...)
+	}
+	return host, target
+}
+
+var schemeSep, slash = []byte("://"), []byte("/")

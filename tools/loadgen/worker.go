@@ -17,7 +17,8 @@ type worker struct {
 	r      *rand.Rand
 	picker *targetPicker
 	signer *signer
-	req    *fasthttp.Request
+	conn   *httpConn
+	hdr    *fasthttp.RequestHeader
 	resp   *fasthttp.Response
 	body   []byte // the body being sent: a pool body with this request's token
 	url    []byte
@@ -34,7 +35,8 @@ func (rn *runner) newWorker(id int) *worker {
 		r:      r,
 		picker: rn.targets.picker(r),
 		signer: newSigner(rn.cfg.Sign, rn.cfg.Secret),
-		req:    &fasthttp.Request{},
+		conn:   newHTTPConn(rn.tmpl, rn.cfg.Timeout),
+		hdr:    &fasthttp.RequestHeader{},
 		resp:   &fasthttp.Response{},
 	}
 	// Token layout: 4 characters of run nonce, 3 of worker id, 9 of sequence.
@@ -65,7 +67,7 @@ func putBase62(dst []byte, v uint64) {
 // when the exchange ended, and the transport error kind unless ok (an HTTP
 // answer arrived).
 func (w *worker) send(pb *poolBody, measured bool, due, now time.Time) (done time.Time, kind errKind, ok bool) {
-	w.signer.sign(&w.req.Header, w.body, now, w.token[:], pb)
+	w.signer.sign(w.hdr, w.body, now, w.token[:], pb)
 	sent := time.Now() // just before the request goes out
 	origin, lag := sent, time.Duration(-1)
 	if !due.IsZero() {
@@ -74,7 +76,7 @@ func (w *worker) send(pb *poolBody, measured bool, due, now time.Time) (done tim
 			origin = due
 		}
 	}
-	err := w.run.client.Do(w.req, w.resp)
+	err := w.conn.do(w.hdr, w.body, w.resp, sent)
 	done = time.Now()
 	if err != nil {
 		kind = classify(err)
@@ -105,13 +107,14 @@ func (w *worker) prepare() *poolBody {
 	tenant, source := w.picker.pick()
 	w.url = w.run.tmpl.appendTo(w.url[:0], tenant, source)
 
-	req := w.req
-	req.Reset()
-	req.Header.SetMethod(fasthttp.MethodPost)
-	req.SetRequestURIBytes(w.url)
-	req.Header.SetContentType("application/json")
-	req.SetBodyRaw(w.body)
-	req.SetTimeout(w.run.cfg.Timeout)
+	host, uri := splitURL(w.url)
+	h := w.hdr
+	h.Reset()
+	h.SetMethod(fasthttp.MethodPost)
+	h.SetRequestURIBytes(uri)
+	h.SetHostBytes(host)
+	h.SetContentType("application/json")
+	h.SetContentLength(len(w.body))
 	return pb
 }
 

@@ -1,0 +1,28 @@
+//go:build linux
+
+package main
+
+import (
+	"errors"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// peekIdle reports whether an idle connection has nothing to read: a
+// non-blocking MSG_PEEK finds EAGAIN. EOF (the server closed it), a reset
+// or unsolicited bytes mean it must not carry another request.
+func peekIdle(c syscall.Conn) bool {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return false
+	}
+	alive := false
+	var buf [1]byte
+	err = rc.Read(func(fd uintptr) bool {
+		_, _, rerr := unix.Recvfrom(int(fd), buf[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+		alive = errors.Is(rerr, unix.EAGAIN)
+		return true // never wait: this is a check, not a read
+	})
+	return err == nil && alive
+}
