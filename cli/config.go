@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/ankusa/ankusa/admin"
 	"github.com/ankusa/ankusa/config"
 	"github.com/ankusa/ankusa/edge"
 	"github.com/ankusa/ankusa/verify"
@@ -40,6 +41,11 @@ func loadConfig(path string) (*config.Config, error) {
 	// build it here, so check-config and serve refuse the same configs.
 	if _, err := edge.NewResolver(cfg.RouteResolver); err != nil {
 		return cfg, config.Problems{fmt.Sprintf("route_resolver: %v", err)}
+	}
+	// The admin API checks its tokens' scopes (names, duplicates) when it
+	// is built: the same check here, for the same reason.
+	if err := admin.ValidateTokens(cfg.Admin.Tokens); err != nil {
+		return cfg, config.Problems{err.Error()}
 	}
 	return cfg, nil
 }

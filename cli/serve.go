@@ -21,9 +21,12 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/ankusa/ankusa/admin"
 	"github.com/ankusa/ankusa/config"
 	"github.com/ankusa/ankusa/edge"
+	"github.com/ankusa/ankusa/envelope"
 	"github.com/ankusa/ankusa/meta"
+	"github.com/ankusa/ankusa/segment"
 	"github.com/ankusa/ankusa/source"
 	"github.com/ankusa/ankusa/wal"
 )
@@ -77,6 +80,7 @@ func serve(args []string) int {
 type node struct {
 	meta       *meta.Store
 	wal        *wal.WAL
+	segments   *segment.Store
 	router     *edge.Router
 	public     interface{ ShutdownWithContext(context.Context) error }
 	admin      *http.Server
@@ -119,6 +123,15 @@ func start(cfg *config.Config, recovery string, log *zap.Logger) (*node, error) 
 		ms.Close()
 		return nil, err
 	}
+	// The catalogue outlives the WAL files behind it (DESIGN.md §6 item 1).
+	catSeq, catID, err := segment.Floor(ms)
+	if err != nil {
+		ms.Close()
+		return nil, err
+	}
+	if catSeq > floorSeq {
+		floorSeq, floorID = catSeq, catID
+	}
 	tenants, err := ms.Tenants()
 	if err != nil {
 		ms.Close()
@@ -135,12 +148,7 @@ func start(cfg *config.Config, recovery string, log *zap.Logger) (*node, error) 
 		Tenants:       tenants,
 		Recovery:      recovery,
 		Logf:          func(f string, a ...any) { sugar.Warnf(f, a...) },
-		OnFatal: func(err error) {
-			// Nothing past this point is acknowledged; stop at once.
-			log.Error("storage failure: stopping the node", zap.Error(err))
-			_ = log.Sync()
-			os.Exit(exitFatal)
-		},
+		OnFatal:       fatalStorage(log),
 		OnTenant: func(name string, ord uint32) {
 			if err := ms.SetTenant(name, ord); err != nil {
 				log.Error("cannot mirror tenant ordinal", zap.String("tenant", name), zap.Error(err))
@@ -153,6 +161,26 @@ func start(cfg *config.Config, recovery string, log *zap.Logger) (*node, error) 
 	}
 	n.wal = w
 	log.Info("wal recovered", zap.Uint64("last_seq", w.LastSeq()), zap.Stringer("last_id", w.LastID()), zap.Int("tenants", w.TenantCount()))
+	n.segments, err = segment.Open(segment.Options{
+		FS:          vfs.Default,
+		Dir:         filepath.Join(dataDir, "segments"),
+		Log:         w,
+		Meta:        ms,
+		MaxBytes:    int64(cfg.Segment.MaxBytes),
+		MaxAge:      time.Duration(cfg.Segment.MaxAge),
+		RetainLocal: time.Duration(cfg.Segment.RetainLocal),
+		// No dispatch stage yet: DispatchCheckpoint stays nil, so no WAL
+		// file is deleted (DESIGN.md §6 item 3: keep it rather than guess).
+		Logger:  log,
+		OnFatal: fatalStorage(log),
+	})
+	if err != nil {
+		n.closeStorage(log)
+		return nil, err
+	}
+	if last, ok, err := ms.LastSegment(); err == nil && ok {
+		log.Info("segments recovered", zap.Uint64("last_sealed_seq", last.LastSeq))
+	}
 
 	resolver, err := edge.NewResolver(cfg.RouteResolver)
 	if err != nil {
@@ -242,6 +270,9 @@ func (n *node) startAdmin(cfg *config.Config, log *zap.Logger) error {
 	})
 	// Profiles, for measuring before optimising; the admin listener is
 	// loopback by default.
+	if err := admin.Register(mux, admin.Options{Tokens: cfg.Admin.Tokens, Hooks: hookFetcher{n.segments}, Logger: log}); err != nil {
+		return err
+	}
 	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
 	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
@@ -279,8 +310,24 @@ func (n *node) stop(log *zap.Logger) int {
 	return code
 }
 
+// fatalStorage is the OnFatal of the storage stages: nothing past a failed
+// write or sync is acknowledged; stop at once (DESIGN.md §6 item 8).
+func fatalStorage(log *zap.Logger) func(error) {
+	return func(err error) {
+		log.Error("storage failure: stopping the node", zap.Error(err))
+		_ = log.Sync()
+		os.Exit(exitFatal)
+	}
+}
+
 func (n *node) closeStorage(log *zap.Logger) bool {
 	good := true
+	if n.segments != nil {
+		if err := n.segments.Close(); err != nil {
+			log.Error("cannot close the segment store", zap.Error(err))
+			good = false
+		}
+	}
 	if err := n.wal.Close(); err != nil {
 		log.Error("cannot close wal", zap.Error(err))
 		good = false
@@ -308,4 +355,15 @@ func newLogger(c config.Log) (*zap.Logger, error) {
 	zc.Level = zap.NewAtomicLevelAt(lvl)
 	zc.Sampling = nil
 	return zc.Build()
+}
+
+// hookFetcher serves the admin API's hook fetch from the segment store.
+type hookFetcher struct{ s *segment.Store }
+
+func (f hookFetcher) Fetch(_ context.Context, _ string, id envelope.ID) (*envelope.Envelope, error) {
+	e, err := f.s.Fetch(id)
+	if errors.Is(err, segment.ErrNotFound) {
+		return nil, fmt.Errorf("%w: %w", admin.ErrHookNotFound, err)
+	}
+	return e, err
 }

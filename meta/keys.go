@@ -8,15 +8,36 @@
 //	                       written at clean shutdown (a floor for numbering)
 //	t:<tenant>             tenant ordinal, u32 BE (mirror of the WAL's tenant
 //	                       records; the WAL is the durable record)
+//	c:s:<last seq u64 BE>  segment catalogue entry (see SegmentEntry), keyed by
+//	                       the segment's last seq
+//	c:i:<last id 16 bytes> the same segment's last seq (u64 BE): the event-id
+//	                       index, written in the same synced batch
 //
 // Later stages add their prefixes here (r/ delivery rows, dd/ dedupe keys,
-// m:erase:, m:erased:, the segment catalogue).
+// m:erase:, m:erased:).
 package meta
+
+import "encoding/binary"
 
 const (
 	keyNode          = "m:node"
 	keyWALCheckpoint = "m:wal:checkpoint"
 	prefixTenant     = "t:"
+	prefixSegSeq     = "c:s:"
+	prefixSegID      = "c:i:"
 )
 
 func tenantKey(name string) []byte { return []byte(prefixTenant + name) }
+
+func segSeqKey(lastSeq uint64) []byte {
+	return binary.BigEndian.AppendUint64([]byte(prefixSegSeq), lastSeq)
+}
+
+func segIDKey(lastID []byte) []byte { return append([]byte(prefixSegID), lastID...) }
+
+// upperBound is the smallest key above every key with prefix p.
+func upperBound(p string) []byte {
+	b := []byte(p)
+	b[len(b)-1]++
+	return b
+}

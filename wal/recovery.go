@@ -162,45 +162,64 @@ func readFile(fs vfs.FS, path string) ([]byte, error) {
 // *CorruptError at that offset. An error from fn stops the scan as a
 // corruption at that record.
 func scan(path string, data []byte, fn func(*Record) error) (int, error) {
-	if len(data) < fileHeaderSize {
-		return 0, &CorruptError{File: path, Offset: 0, Reason: "file header is short"}
-	}
-	if string(data[:8]) != fileMagic {
-		return 0, &CorruptError{File: path, Offset: 0, Reason: "bad file magic"}
-	}
-	if v := binary.BigEndian.Uint32(data[8:12]); v != fileVersion {
-		return 0, &CorruptError{File: path, Offset: 0, Reason: fmt.Sprintf("unknown file version %d", v)}
+	if reason := checkFileHeader(data); reason != "" {
+		return 0, &CorruptError{File: path, Offset: 0, Reason: reason}
 	}
 	off := fileHeaderSize
 	var rec Record
 	for off < len(data) {
-		b := data[off:]
-		if len(b) < FrameHeaderSize+envelope.IdentSize {
-			return off, &CorruptError{File: path, Offset: int64(off), Reason: "short frame header"}
+		n, reason := parseFrame(data[off:], &rec)
+		if reason != "" {
+			return off, &CorruptError{File: path, Offset: int64(off), Reason: reason}
 		}
-		n, ok := headerValid(b)
-		if !ok {
-			return off, &CorruptError{File: path, Offset: int64(off), Reason: "frame header checksum mismatch"}
-		}
-		end := FrameHeaderSize + int(n)
-		if end > len(b) {
-			return off, &CorruptError{File: path, Offset: int64(off), Reason: fmt.Sprintf("record of %d bytes runs past the end of the file", n)}
-		}
-		payload := b[FrameHeaderSize:end]
-		if Checksum(payload[envelope.IdentSize:]) != binary.BigEndian.Uint32(b[4:8]) {
-			return off, &CorruptError{File: path, Offset: int64(off), Reason: "payload checksum mismatch"}
-		}
-		rec = Record{File: path, Offset: int64(off), Batch: frameBatch(b), Payload: payload}
-		rec.Kind, rec.Seq, rec.ID, rec.Ordinal = envelope.Identity(payload)
-		if rec.Kind != envelope.KindEnvelope && rec.Kind != envelope.KindTenant {
-			return off, &CorruptError{File: path, Offset: int64(off), Reason: fmt.Sprintf("unknown record kind %d", rec.Kind)}
-		}
+		rec.File, rec.Offset = path, int64(off)
 		if err := fn(&rec); err != nil {
 			return off, &CorruptError{File: path, Offset: int64(off), Reason: err.Error()}
 		}
-		off += end
+		off += n
 	}
 	return off, nil
+}
+
+// checkFileHeader says why b does not start with a WAL file header ("" when
+// it does).
+func checkFileHeader(b []byte) string {
+	switch {
+	case len(b) < fileHeaderSize:
+		return "file header is short"
+	case string(b[:8]) != fileMagic:
+		return "bad file magic"
+	case binary.BigEndian.Uint32(b[8:12]) != fileVersion:
+		return fmt.Sprintf("unknown file version %d", binary.BigEndian.Uint32(b[8:12]))
+	}
+	return ""
+}
+
+// parseFrame decodes the frame at the start of b into rec (Payload aliases
+// b) and returns its length, or why b does not start with a whole, valid
+// frame.
+func parseFrame(b []byte, rec *Record) (int, string) {
+	if len(b) < FrameHeaderSize+envelope.IdentSize {
+		return 0, "short frame header"
+	}
+	n, ok := headerValid(b)
+	if !ok {
+		return 0, "frame header checksum mismatch"
+	}
+	end := FrameHeaderSize + int(n)
+	if end > len(b) {
+		return 0, fmt.Sprintf("record of %d bytes runs past the end of the file", n)
+	}
+	payload := b[FrameHeaderSize:end]
+	if Checksum(payload[envelope.IdentSize:]) != binary.BigEndian.Uint32(b[4:8]) {
+		return 0, "payload checksum mismatch"
+	}
+	*rec = Record{Batch: frameBatch(b), Payload: payload}
+	rec.Kind, rec.Seq, rec.ID, rec.Ordinal = envelope.Identity(payload)
+	if rec.Kind != envelope.KindEnvelope && rec.Kind != envelope.KindTenant {
+		return 0, fmt.Sprintf("unknown record kind %d", rec.Kind)
+	}
+	return end, ""
 }
 
 // tornTail reports whether the damage at off in the last file can be a

@@ -98,6 +98,9 @@ type WAL struct {
 	tenantsMu sync.Mutex
 	tenants   map[string]uint32
 	nextOrd   uint32
+	durMu     sync.Mutex
+	durable   Position
+	committed chan struct{} // signalled (never blocking) after each durable batch
 
 	// Owned by the loop.
 	file     vfs.File
@@ -151,10 +154,11 @@ func Open(opts Options) (*WAL, error) {
 		return nil, err
 	}
 	w := &WAL{
-		opts:    opts,
-		signal:  make(chan struct{}, 1),
-		stopped: make(chan struct{}),
-		tenants: map[string]uint32{},
+		opts:      opts,
+		signal:    make(chan struct{}, 1),
+		stopped:   make(chan struct{}),
+		tenants:   map[string]uint32{},
+		committed: make(chan struct{}, 1),
 	}
 	for name, ord := range opts.Tenants {
 		w.tenants[name] = ord
@@ -186,6 +190,7 @@ func Open(opts Options) (*WAL, error) {
 	if err := w.createFile(); err != nil {
 		return nil, err
 	}
+	w.durable = Position{File: w.fileNum, Size: w.fileSize, Seq: seq}
 	setGauges(w)
 	go w.loop()
 	return w, nil
@@ -391,8 +396,40 @@ func (w *WAL) commitBatch(batch []*Request) {
 	for _, t := range newTenants {
 		w.opts.OnTenant(t.name, t.ord)
 	}
+	// Readers of the log (the sealer) may now read up to here; the tenant
+	// mirror heard of every ordinal they can meet.
+	w.durMu.Lock()
+	w.durable = Position{File: w.fileNum, Size: w.fileSize, Seq: seq}
+	w.durMu.Unlock()
+	select {
+	case w.committed <- struct{}{}:
+	default:
+	}
 	w.answer(batch, nil)
 }
+
+// Position is how far the log is durable: every byte of files before File,
+// and Size bytes of File; Seq is the last hook in them.
+type Position struct {
+	File uint64
+	Size int64
+	Seq  uint64
+}
+
+// Durable is the durable end of the log.
+func (w *WAL) Durable() Position {
+	w.durMu.Lock()
+	defer w.durMu.Unlock()
+	return w.durable
+}
+
+// Committed is signalled after each batch becomes durable (at most one
+// signal waits: a reader drains everything up to Durable when it wakes).
+func (w *WAL) Committed() <-chan struct{} { return w.committed }
+
+// Dir is the log's directory; FS its file system.
+func (w *WAL) Dir() string { return w.opts.Dir }
+func (w *WAL) FS() vfs.FS  { return w.opts.FS }
 
 type tenantRec struct {
 	name     string

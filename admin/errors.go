@@ -1,0 +1,52 @@
+package admin
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net/http"
+)
+
+// Errors a HookFetcher returns (wrapped or not) for the handler to map.
+var (
+	// ErrHookNotFound: no hook with this id (for this tenant). 404.
+	ErrHookNotFound = errors.New("admin: hook not found")
+	// ErrHookGone: the hook existed but its tenant was erased. 410.
+	ErrHookGone = errors.New("admin: hook gone")
+)
+
+// Error codes of the JSON error bodies.
+const (
+	codeUnauthorized = "unauthorized"
+	codeForbidden    = "forbidden"
+	codeNotFound     = "not_found"
+	codeGone         = "gone"
+	codeInternal     = "internal"
+)
+
+type errorBody struct {
+	Error   string `json:"error"`
+	Message string `json:"message"`
+}
+
+// writeError answers status with {"error":code,"message":msg} and a newline.
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(errorBody{Error: code, Message: msg}); err != nil {
+		panic("BUG: cannot encode an error body: " + err.Error())
+	}
+	writeJSON(w, status, b.Bytes())
+}
+
+// writeJSON answers status with body, a JSON document. Admin answers hold
+// tenants' data and are never cached.
+func writeJSON(w http.ResponseWriter, status int, body []byte) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}

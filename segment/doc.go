@@ -1,0 +1,72 @@
+// Package segment seals committed WAL records into compressed segment files,
+// keeps their catalogue in the meta store, and reads hooks back: by event id
+// (Fetch) and by seq range (Scan), from sealed segments and from the part of
+// the log not sealed yet.
+//
+// # Segment file (version 1)
+//
+// A segment holds the hooks of many tenants, in seq order. All integers are
+// big-endian; CRCs are CRC-32C (Castagnoli).
+//
+//	offset        size  field
+//	0             8     magic "ANKUSASG"
+//	8             4     version = 1
+//	12            4     flags = 0 (reserved)
+//	16            ...   blocks, one after the other
+//	index offset  48×n  block index: one entry per block, in block order
+//	end - 112     112   footer
+//
+// A block is one zstd frame (klauspost/compress) whose content is records
+// one after the other, each:
+//
+//	4     payload length n
+//	n     payload: the envelope's binary form (package envelope), identity
+//	      prefix included (kind 1, seq, id, ordinal, ...)
+//
+// Blocks are cut at about Options.BlockSize bytes of records; a record is
+// never split, so a record larger than that makes a block of its own.
+//
+// Block index entry (48 bytes):
+//
+//	0     8     offset of the block's frame in the file
+//	8     4     compressed length (the frame)
+//	12    4     raw length (the records)
+//	16    4     CRC-32C of the compressed bytes
+//	20    4     record count
+//	24    8     seq of the block's first record
+//	32    16    event id of the block's first record
+//
+// Footer (112 bytes):
+//
+//	0     8     index offset
+//	8     4     block count n
+//	12    4     CRC-32C of the index (48×n bytes)
+//	16    8     record count
+//	24    8     raw bytes (sum of the blocks' raw lengths)
+//	32    8     first seq
+//	40    8     last seq
+//	48    16    first event id
+//	64    16    last event id
+//	80    8     earliest received_at (unix ns)
+//	88    8     latest received_at (unix ns)
+//	96    4     version = 1
+//	100   4     CRC-32C of footer bytes 0..99
+//	104   8     magic "ANKUSASF"
+//
+// The per-block checksums live in the index, which the footer's index CRC
+// covers, and the footer covers itself: a flipped byte anywhere in a
+// segment is found by Verify, and by a fetch that reads the damaged block.
+// Seqs are dense within a segment (first..last, count = last-first+1) and
+// event ids grow with seq, so a block is found by either with a binary
+// search of the index.
+//
+// # Files and the catalogue
+//
+// The sealer writes a segment as "<first seq>.partial", fsyncs it, renames it
+// to "<first seq>-<last seq>.seg" (20-digit zero-padded decimals), fsyncs
+// the directory, and only then enters it in the catalogue with a synced
+// write. At boot a ".partial" file is removed (its records are still in the
+// WAL and are sealed again), and a whole ".seg" file missing from the
+// catalogue (a crash between the rename and the catalogue write) is
+// verified and adopted. See DESIGN.md §6 item 3.
+package segment

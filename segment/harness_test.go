@@ -1,0 +1,146 @@
+package segment_test
+
+import (
+	"fmt"
+	"hash/fnv"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/ankusa/ankusa/envelope"
+	"github.com/ankusa/ankusa/meta"
+	"github.com/ankusa/ankusa/segment"
+	"github.com/ankusa/ankusa/wal"
+)
+
+// node is a WAL, a meta store and a segment store on one file system, as
+// `ankusa serve` wires them.
+type node struct {
+	t     testing.TB
+	fs    vfs.FS
+	wal   *wal.WAL
+	meta  *meta.Store
+	store *segment.Store
+	fatal chan error
+}
+
+// nodeOptions tune a test node.
+type nodeOptions struct {
+	maxBytes  int64
+	maxAge    time.Duration
+	blockSize int
+	dispatch  func() uint64
+	walFile   int64
+}
+
+func openNode(t testing.TB, fs vfs.FS, o nodeOptions) *node {
+	t.Helper()
+	n, err := tryOpenNode(t, fs, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func tryOpenNode(t testing.TB, fs vfs.FS, o nodeOptions) (*node, error) {
+	n := &node{t: t, fs: fs, fatal: make(chan error, 4)}
+	if err := wal.MkdirAllSynced(fs, "data"); err != nil {
+		return nil, err
+	}
+	m, err := meta.Open(meta.Options{Dir: "data/meta", FS: fs})
+	if err != nil {
+		return nil, err
+	}
+	n.meta = m
+	tenants, err := m.Tenants()
+	if err != nil {
+		return nil, err
+	}
+	floorSeq, floorID, err := segment.Floor(m)
+	if err != nil {
+		return nil, err
+	}
+	w, err := wal.Open(wal.Options{
+		FS: fs, Dir: "data/wal", Node: 3, MaxFileBytes: o.walFile,
+		FloorSeq: floorSeq, FloorID: floorID, Tenants: tenants,
+		OnTenant: func(name string, ord uint32) { _ = m.SetTenant(name, ord) },
+	})
+	if err != nil {
+		m.Close()
+		return nil, err
+	}
+	n.wal = w
+	s, err := segment.Open(segment.Options{
+		FS: fs, Dir: "data/segments", Log: w, Meta: m,
+		MaxBytes: o.maxBytes, MaxAge: o.maxAge, BlockSize: o.blockSize,
+		DispatchCheckpoint: o.dispatch,
+		OnFatal:            func(err error) { n.fatal <- err },
+	})
+	if err != nil {
+		w.Close()
+		m.Close()
+		return nil, err
+	}
+	n.store = s
+	return n, nil
+}
+
+func (n *node) close() {
+	n.t.Helper()
+	if err := n.store.Close(); err != nil {
+		n.t.Fatal(err)
+	}
+	if err := n.wal.Close(); err != nil {
+		n.t.Fatal(err)
+	}
+	if err := n.meta.Close(); err != nil {
+		n.t.Fatal(err)
+	}
+}
+
+// testHook builds the envelope of hook number i of a test: tenant, params,
+// headers and a body (0 bytes to maxBody, binary ones too) that are
+// functions of i, so what is read back can be checked by i alone.
+func testHook(i int, maxBody int) envelope.Envelope {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%d", i)
+	sum := h.Sum64()
+	n := 0
+	if maxBody > 0 {
+		n = int(sum % uint64(maxBody+1))
+	}
+	body := make([]byte, n)
+	x := sum
+	for j := range body {
+		x = x*6364136223846793005 + 1442695040888963407
+		if sum%3 == 0 {
+			body[j] = byte(x >> 56) // binary
+		} else {
+			body[j] = "{}\":,abcdefghij0123456789 "[x>>59%26]
+		}
+	}
+	return envelope.Envelope{
+		TenantID:     fmt.Sprintf("t%d", sum%37),
+		SourceID:     "src",
+		ReceivedAt:   1_764_445_200_000_000_000 + int64(i),
+		RouteParams:  []envelope.Param{{Key: "i", Value: fmt.Sprint(i)}},
+		Headers:      []envelope.Header{{Name: "Content-Type", Value: "application/json"}, {Name: "X-I", Value: fmt.Sprint(i)}},
+		Body:         body,
+		Verification: envelope.Verification{Verifier: "none"},
+		DedupeKey:    fmt.Sprintf("k%d", i),
+	}
+}
+
+// commit commits the envelope and returns it with what the loop assigned.
+func (n *node) commit(e envelope.Envelope) (envelope.Envelope, error) {
+	req := wal.AcquireRequest()
+	defer wal.ReleaseRequest(req)
+	req.Buf = e.AppendTo(req.Buf)
+	wal.SealPayload(req.Buf)
+	if err := n.wal.Commit(req); err != nil {
+		return e, err
+	}
+	e.Seq, e.ID, e.TenantOrdinal = req.Seq, req.ID, req.Ordinal
+	return e, nil
+}

@@ -1,0 +1,21 @@
+package segment
+
+import "github.com/VictoriaMetrics/metrics"
+
+var (
+	sealedTotal      = metrics.NewCounter("ankusa_segment_sealed_total")
+	sealedRawBytes   = metrics.NewCounter("ankusa_segment_sealed_raw_bytes_total")
+	sealedFileBytes  = metrics.NewCounter("ankusa_segment_sealed_file_bytes_total")
+	sealSeconds      = metrics.NewPrometheusHistogram("ankusa_segment_seal_seconds")
+	adoptedTotal     = metrics.NewCounter("ankusa_segment_adopted_total")
+	discardedTotal   = metrics.NewCounter("ankusa_segment_partial_discarded_total")
+	corruptTotal     = metrics.NewCounter("ankusa_segment_corrupt_total")
+	removedTotal     = metrics.NewCounter("ankusa_segment_retention_removed_total")
+	walFilesDeleted  = metrics.NewCounter("ankusa_wal_files_deleted_total")
+	fetchTotal       = metrics.NewCounter("ankusa_segment_fetch_total")
+	fetchNotFound    = metrics.NewCounter("ankusa_segment_fetch_not_found_total")
+	blockCacheHits   = metrics.NewCounter("ankusa_segment_block_cache_hits_total")
+	blockCacheMisses = metrics.NewCounter("ankusa_segment_block_cache_misses_total")
+	blockCacheBytes  = metrics.NewGauge("ankusa_segment_block_cache_bytes", nil)
+	unsealedHooks    = metrics.NewGauge("ankusa_segment_unsealed_hooks", nil)
+)

@@ -1,0 +1,382 @@
+package segment
+
+import (
+	"bytes"
+	"container/list"
+	"fmt"
+	"sync"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"go.uber.org/zap"
+
+	"github.com/ankusa/ankusa/envelope"
+	"github.com/ankusa/ankusa/meta"
+)
+
+// fileCache keeps up to max sealed segments open, least recently used
+// closed first. Safe for concurrent use.
+type fileCache struct {
+	fs  vfs.FS
+	max int
+	mu  sync.Mutex
+	lru *list.List // of *File, most recent at the front
+	m   map[uint64]*list.Element
+}
+
+func newFileCache(fs vfs.FS, max int) *fileCache {
+	return &fileCache{fs: fs, max: max, lru: list.New(), m: map[uint64]*list.Element{}}
+}
+
+// get returns the open segment of a catalogue entry. The returned File
+// stays usable if it is evicted meanwhile: eviction closes it only once no
+// reader holds it (see release).
+func (c *fileCache) get(dir string, e *meta.SegmentEntry) (*File, error) {
+	c.mu.Lock()
+	if el, ok := c.m[e.LastSeq]; ok {
+		c.lru.MoveToFront(el)
+		f := el.Value.(*File)
+		f.refs++
+		c.mu.Unlock()
+		return f, nil
+	}
+	c.mu.Unlock()
+	f, err := OpenFile(c.fs, c.fs.PathJoin(dir, e.Name))
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.m[e.LastSeq]; ok { // opened meanwhile by another reader
+		f.Close()
+		f = el.Value.(*File)
+		f.refs++
+		return f, nil
+	}
+	f.refs = 1
+	c.m[e.LastSeq] = c.lru.PushFront(f)
+	for c.lru.Len() > c.max {
+		el := c.lru.Back()
+		old := el.Value.(*File)
+		c.lru.Remove(el)
+		delete(c.m, old.Footer.LastSeq)
+		old.evicted = true
+		if old.refs == 0 {
+			old.Close()
+		}
+	}
+	return f, nil
+}
+
+// release ends a reader's use of f.
+func (c *fileCache) release(f *File) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f.refs--
+	if f.refs == 0 && f.evicted {
+		f.Close()
+	}
+}
+
+// drop evicts one segment (retention removes it).
+func (c *fileCache) drop(lastSeq uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.m[lastSeq]; ok {
+		f := el.Value.(*File)
+		c.lru.Remove(el)
+		delete(c.m, lastSeq)
+		f.evicted = true
+		if f.refs == 0 {
+			f.Close()
+		}
+	}
+}
+
+func (c *fileCache) closeAll() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, el := range c.m {
+		f := el.Value.(*File)
+		f.evicted = true
+		if f.refs == 0 {
+			f.Close()
+		}
+		delete(c.m, k)
+	}
+	c.lru.Init()
+}
+
+// block returns the raw records of block i of a sealed segment, through
+// the block cache.
+func (s *Store) block(f *File, i int) ([]byte, error) {
+	k := blockKey{seg: f.Footer.LastSeq, block: i}
+	if raw, ok := s.cache.get(k); ok {
+		return raw, nil
+	}
+	raw, err := f.ReadBlock(i, s.dec, nil)
+	if err != nil {
+		return nil, err
+	}
+	s.cache.put(k, raw)
+	return raw, nil
+}
+
+// Fetch returns the hook with event id id: from the catalogue (one seek)
+// and one block of its segment, or from the part of the log not sealed
+// yet. Unknown ids are ErrNotFound; damage is a *CorruptError.
+func (s *Store) Fetch(id envelope.ID) (*envelope.Envelope, error) {
+	fetchTotal.Inc()
+	e, err := s.fetch(id)
+	if err != nil && (err == ErrNotFound || err == ErrRemoved) {
+		fetchNotFound.Inc()
+	}
+	return e, err
+}
+
+func (s *Store) fetch(id envelope.ID) (*envelope.Envelope, error) {
+	for attempt := 0; attempt < 2; attempt++ {
+		ent, ok, err := s.o.Meta.SegmentByID(id)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			return s.fetchSealed(&ent, id)
+		}
+		if last := s.sealedID.Load(); last != nil && bytes.Compare(id[:], last[:]) <= 0 {
+			return nil, ErrNotFound // between segments, or below the first
+		}
+		env, found, sealed, err := s.fetchOpen(id)
+		if err != nil || found {
+			return env, err
+		}
+		if !sealed {
+			return nil, ErrNotFound
+		}
+		// The open segment was sealed while we looked: the catalogue has it.
+	}
+	return nil, ErrNotFound
+}
+
+func (s *Store) fetchSealed(ent *meta.SegmentEntry, id envelope.ID) (*envelope.Envelope, error) {
+	if ent.Removed {
+		return nil, ErrRemoved
+	}
+	f, err := s.files.get(s.o.Dir, ent)
+	if err != nil {
+		return nil, err
+	}
+	defer s.files.release(f)
+	raw, err := s.block(f, f.BlockForID(id))
+	if err != nil {
+		return nil, err
+	}
+	p, found, err := FindInBlock(raw, id)
+	if err != nil {
+		return nil, &CorruptError{File: f.Path, Offset: f.Index[f.BlockForID(id)].Offset, Reason: err.Error()}
+	}
+	if !found {
+		return nil, ErrNotFound
+	}
+	return decodeEnvelope(f.Path, p)
+}
+
+// fetchOpen looks for id in the open segment, after moving everything
+// durable into it. sealed reports that the sealer's position passed id
+// while it caught up (look in the catalogue again).
+func (s *Store) fetchOpen(id envelope.ID) (env *envelope.Envelope, found, sealed bool, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	before := s.sealedSeq.Load()
+	if err := s.catchUp(); err != nil {
+		return nil, false, false, err
+	}
+	w := s.open
+	if w == nil || bytes.Compare(id[:], w.foot.FirstID[:]) < 0 || bytes.Compare(id[:], w.lastID[:]) > 0 {
+		return nil, false, s.sealedSeq.Load() != before, nil
+	}
+	var raw []byte
+	if w.cur.Count > 0 && bytes.Compare(id[:], w.cur.FirstID[:]) >= 0 {
+		raw = w.Pending()
+	} else {
+		i := blockForID(w.index, id)
+		if raw, err = readBlock(w.Path(), w.File(), &w.index[i], s.dec, nil); err != nil {
+			return nil, false, false, err
+		}
+	}
+	p, ok, err := FindInBlock(raw, id)
+	if err != nil || !ok {
+		return nil, false, false, err
+	}
+	env, err = decodeEnvelope(w.Path(), p)
+	return env, err == nil, false, err
+}
+
+func decodeEnvelope(path string, p []byte) (*envelope.Envelope, error) {
+	var e envelope.Envelope
+	if _, err := envelope.Decode(p, &e); err != nil {
+		return nil, &CorruptError{File: path, Reason: fmt.Sprintf("record does not decode: %v", err)}
+	}
+	return &e, nil
+}
+
+// Scan calls fn for every hook with from <= seq <= to, in seq order, from
+// sealed segments and then from the part of the log not sealed yet; it
+// stops at the durable end of the log, at to, or at fn's first error. A
+// gap is an error: seqs are dense.
+func (s *Store) Scan(from, to uint64, fn func(*envelope.Envelope) error) error {
+	seq := max(from, 1)
+	for seq <= to {
+		ent, ok, err := s.o.Meta.SegmentFromSeq(seq)
+		if err != nil {
+			return err
+		}
+		if ok && ent.FirstSeq <= seq {
+			if ent.Removed {
+				return fmt.Errorf("scan seqs %d..%d: %w (segment %s)", seq, ent.LastSeq, ErrRemoved, ent.Name)
+			}
+			if err := s.scanSealed(&ent, seq, to, fn); err != nil {
+				return err
+			}
+			seq = ent.LastSeq + 1
+			continue
+		}
+		if s.sealedSeq.Load() >= seq {
+			return fmt.Errorf("scan: seq %d is sealed but in no catalogued segment", seq)
+		}
+		next, more, err := s.scanOpen(seq, to, fn)
+		if err != nil || !more {
+			return err
+		}
+		seq = next
+	}
+	return nil
+}
+
+func (s *Store) scanSealed(ent *meta.SegmentEntry, from, to uint64, fn func(*envelope.Envelope) error) error {
+	f, err := s.files.get(s.o.Dir, ent)
+	if err != nil {
+		return err
+	}
+	defer s.files.release(f)
+	for i := f.BlockForSeq(from); i < len(f.Index) && f.Index[i].FirstSeq <= to; i++ {
+		raw, err := s.block(f, i)
+		if err != nil {
+			return err
+		}
+		if err := eachInRange(f.Path, raw, from, to, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// eachInRange decodes and passes on the records of a raw block with seqs
+// in [from, to].
+func eachInRange(path string, raw []byte, from, to uint64, fn func(*envelope.Envelope) error) error {
+	var fnErr error
+	err := Records(raw, func(p []byte) error {
+		_, seq, _, _ := envelope.Identity(p)
+		if seq < from || seq > to {
+			return nil
+		}
+		e, err := decodeEnvelope(path, p)
+		if err != nil {
+			return err
+		}
+		if err := fn(e); err != nil {
+			fnErr = err
+			return err
+		}
+		return nil
+	})
+	if fnErr != nil {
+		return fnErr
+	}
+	if err != nil {
+		return &CorruptError{File: path, Reason: err.Error()}
+	}
+	return nil
+}
+
+// scanOpen passes on the hooks from seq on that are in the open segment,
+// decoded under the lock and handed to fn after it. next is the seq after
+// them; more says whether the sealer moved on meanwhile (look in the
+// catalogue again).
+func (s *Store) scanOpen(seq, to uint64, fn func(*envelope.Envelope) error) (next uint64, more bool, err error) {
+	var batch []*envelope.Envelope
+	s.mu.Lock()
+	err = s.catchUp()
+	w := s.open
+	switch {
+	case err != nil:
+	case s.sealedSeq.Load() >= seq:
+		s.mu.Unlock()
+		return seq, true, nil // sealed while catching up
+	case w == nil || w.lastSeq < seq:
+	default:
+		collect := func(e *envelope.Envelope) error { batch = append(batch, e); return nil }
+		for i := blockForSeq(w.index, seq); i < len(w.index) && err == nil; i++ {
+			var raw []byte
+			if raw, err = readBlock(w.Path(), w.File(), &w.index[i], s.dec, nil); err == nil {
+				err = eachInRange(w.Path(), raw, seq, to, collect)
+			}
+		}
+		if err == nil {
+			err = eachInRange(w.Path(), w.Pending(), seq, to, collect)
+		}
+	}
+	s.mu.Unlock()
+	if err != nil {
+		return 0, false, err
+	}
+	for _, e := range batch {
+		if err := fn(e); err != nil {
+			return 0, false, err
+		}
+	}
+	return seq + uint64(len(batch)), false, nil
+}
+
+// sweep removes sealed segments past RetainLocal that CanRemoveLocal
+// allows and dispatch no longer needs: a synced "removed" mark first, then
+// the file, then the directory sync (DESIGN.md §6 item 3).
+func (s *Store) sweep() error {
+	if s.o.RetainLocal <= 0 {
+		return nil
+	}
+	cutoff := s.o.Now().Add(-s.o.RetainLocal).UnixNano()
+	var due []meta.SegmentEntry
+	err := s.o.Meta.Segments(0, func(e meta.SegmentEntry) bool {
+		if e.Removed || e.SealedAt > cutoff {
+			return true
+		}
+		if s.o.DispatchCheckpoint != nil && e.LastSeq > s.o.DispatchCheckpoint() {
+			return false // later segments hold later seqs
+		}
+		if s.o.CanRemoveLocal == nil || s.o.CanRemoveLocal(e) {
+			due = append(due, e)
+		}
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	for _, e := range due {
+		e.Removed = true
+		if err := s.o.Meta.PutSegment(e); err != nil {
+			return err
+		}
+		s.files.drop(e.LastSeq)
+		s.cache.dropSegment(e.LastSeq)
+		path := s.o.FS.PathJoin(s.o.Dir, e.Name)
+		if err := s.o.FS.Remove(path); err != nil {
+			return fmt.Errorf("cannot remove segment %q: %w", path, err)
+		}
+		removedTotal.Inc()
+		s.o.Logger.Info("removed a local segment past segment.retain_local", zap.String("file", path))
+	}
+	if len(due) > 0 {
+		return syncDir(s.o.FS, s.o.Dir)
+	}
+	return nil
+}

@@ -1,0 +1,247 @@
+package segment
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"sort"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/ankusa/ankusa/envelope"
+)
+
+// NewDecoder returns the zstd decoder segments are read with; DecodeAll is
+// safe for concurrent use.
+func NewDecoder() *zstd.Decoder {
+	dec, err := zstd.NewReader(nil,
+		zstd.WithDecoderConcurrency(0),
+		zstd.WithDecoderMaxMemory(MaxRawBlock),
+		zstd.WithDecoderMaxWindow(MaxRawBlock))
+	if err != nil {
+		panic("BUG: segment: zstd decoder options: " + err.Error())
+	}
+	return dec
+}
+
+// File is an open, sealed segment: its footer and index are read and
+// checked; blocks are read on demand.
+type File struct {
+	Path   string
+	Size   int64
+	Footer Footer
+	Index  []BlockInfo
+	f      vfs.File
+
+	refs    int  // readers holding it (fileCache)
+	evicted bool // out of the fileCache: closed when refs reaches 0
+}
+
+// OpenFile opens the segment at path and checks its header, footer and
+// index. Damage is a *CorruptError.
+func OpenFile(fs vfs.FS, path string) (*File, error) {
+	f, err := fs.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot open segment %q: %w", path, err)
+	}
+	sf, err := openReaderAt(path, f)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	sf.f = f
+	return sf, nil
+}
+
+// sizedReaderAt is a file whose size is known.
+type sizedReaderAt interface {
+	io.ReaderAt
+	Stat() (vfs.FileInfo, error)
+}
+
+func openReaderAt(path string, f sizedReaderAt) (*File, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("cannot stat segment %q: %w", path, err)
+	}
+	size := st.Size()
+	corrupt := func(off int64, reason string) error {
+		return &CorruptError{File: path, Offset: off, Reason: reason}
+	}
+	if size < headerSize+footerSize {
+		return nil, corrupt(0, fmt.Sprintf("%d bytes is too short for a segment", size))
+	}
+	var hdr [headerSize]byte
+	if _, err := f.ReadAt(hdr[:], 0); err != nil {
+		return nil, fmt.Errorf("cannot read segment %q: %w", path, err)
+	}
+	if reason := checkHeader(hdr[:]); reason != "" {
+		return nil, corrupt(0, reason)
+	}
+	var fb [footerSize]byte
+	if _, err := f.ReadAt(fb[:], size-footerSize); err != nil {
+		return nil, fmt.Errorf("cannot read segment %q: %w", path, err)
+	}
+	foot, reason := decodeFooter(fb[:], size)
+	if reason != "" {
+		return nil, corrupt(size-footerSize, reason)
+	}
+	// decodeFooter bounded the index by the file's size.
+	raw := make([]byte, int(foot.Blocks)*indexEntrySize)
+	if _, err := f.ReadAt(raw, foot.IndexOffset); err != nil {
+		return nil, fmt.Errorf("cannot read segment %q: %w", path, err)
+	}
+	if checksum(raw) != foot.IndexCRC {
+		return nil, corrupt(foot.IndexOffset, "block index checksum mismatch")
+	}
+	idx := make([]BlockInfo, foot.Blocks)
+	for i := range idx {
+		idx[i] = decodeBlockInfo(raw[i*indexEntrySize:])
+	}
+	if reason := checkIndex(idx, &foot); reason != "" {
+		return nil, corrupt(foot.IndexOffset, reason)
+	}
+	return &File{Path: path, Size: size, Footer: foot, Index: idx}, nil
+}
+
+// Close closes the file.
+func (s *File) Close() error {
+	if s.f == nil {
+		return nil
+	}
+	return s.f.Close()
+}
+
+// BlockForSeq is the index of the block that would hold seq.
+func (s *File) BlockForSeq(seq uint64) int {
+	return blockForSeq(s.Index, seq)
+}
+
+// BlockForID is the index of the block that would hold id.
+func (s *File) BlockForID(id envelope.ID) int {
+	return blockForID(s.Index, id)
+}
+
+func blockForSeq(idx []BlockInfo, seq uint64) int {
+	i := sort.Search(len(idx), func(i int) bool { return idx[i].FirstSeq > seq })
+	return max(i-1, 0)
+}
+
+func blockForID(idx []BlockInfo, id envelope.ID) int {
+	i := sort.Search(len(idx), func(i int) bool { return bytes.Compare(idx[i].FirstID[:], id[:]) > 0 })
+	return max(i-1, 0)
+}
+
+// ReadBlock reads block i, checks its CRC and decompresses it, appending
+// the raw records to dst.
+func (s *File) ReadBlock(i int, dec *zstd.Decoder, dst []byte) ([]byte, error) {
+	return readBlock(s.Path, s.f, &s.Index[i], dec, dst)
+}
+
+func readBlock(path string, f io.ReaderAt, b *BlockInfo, dec *zstd.Decoder, dst []byte) ([]byte, error) {
+	comp := make([]byte, b.CompLen)
+	if _, err := f.ReadAt(comp, b.Offset); err != nil {
+		return dst, fmt.Errorf("cannot read segment %q: %w", path, err)
+	}
+	return decodeBlock(path, comp, b, dec, dst)
+}
+
+func decodeBlock(path string, comp []byte, b *BlockInfo, dec *zstd.Decoder, dst []byte) ([]byte, error) {
+	corrupt := func(reason string) error { return &CorruptError{File: path, Offset: b.Offset, Reason: reason} }
+	if checksum(comp) != b.CRC {
+		return dst, corrupt("block checksum mismatch")
+	}
+	var h zstd.Header
+	if err := h.Decode(comp); err != nil {
+		return dst, corrupt("block is not a zstd frame: " + err.Error())
+	}
+	if h.HasFCS && h.FrameContentSize != uint64(b.RawLen) {
+		return dst, corrupt(fmt.Sprintf("block declares %d raw bytes, the index %d", h.FrameContentSize, b.RawLen))
+	}
+	start := len(dst)
+	if cap(dst)-start < int(b.RawLen) {
+		dst = append(dst[:start:start], make([]byte, b.RawLen)...)[:start]
+	}
+	out, err := dec.DecodeAll(comp, dst)
+	if err != nil {
+		return dst, corrupt("block does not decompress: " + err.Error())
+	}
+	if len(out)-start != int(b.RawLen) {
+		return dst, corrupt(fmt.Sprintf("block decompressed to %d bytes, the index says %d", len(out)-start, b.RawLen))
+	}
+	return out, nil
+}
+
+// Verify reads every block and checks everything the index and footer say:
+// checksums, record counts, dense seqs, growing ids and the received_at
+// range. It is what boot runs before adopting a segment the catalogue
+// lacks, and what `ankusa inspect segment` reports.
+func (s *File) Verify(dec *zstd.Decoder) error {
+	var raw []byte
+	seq := s.Footer.FirstSeq
+	var lastID envelope.ID
+	minRecv, maxRecv := s.Footer.MinReceivedAt, s.Footer.MaxReceivedAt
+	for i := range s.Index {
+		b := &s.Index[i]
+		var err error
+		raw, err = s.ReadBlock(i, dec, raw[:0])
+		if err != nil {
+			return err
+		}
+		n := uint32(0)
+		err = Records(raw, func(p []byte) error {
+			_, pseq, id, _ := envelope.Identity(p)
+			recv := int64(binary.BigEndian.Uint64(p[envelope.OffReceivedAt:]))
+			switch {
+			case pseq != seq:
+				return fmt.Errorf("seq %d where %d was due", pseq, seq)
+			case n == 0 && id != b.FirstID:
+				return fmt.Errorf("first event id differs from the index")
+			case seq > s.Footer.FirstSeq && bytes.Compare(id[:], lastID[:]) <= 0:
+				return fmt.Errorf("event id of seq %d does not grow", pseq)
+			case recv < minRecv || recv > maxRecv:
+				return fmt.Errorf("received_at of seq %d outside the footer's range", pseq)
+			}
+			var e envelope.Envelope
+			if _, err := envelope.Decode(p, &e); err != nil {
+				return fmt.Errorf("seq %d: %w", pseq, err)
+			}
+			seq++
+			n++
+			lastID = id
+			return nil
+		})
+		if err == nil && n != b.Count {
+			err = fmt.Errorf("%d records where the index says %d", n, b.Count)
+		}
+		if err != nil {
+			return &CorruptError{File: s.Path, Offset: b.Offset, Reason: fmt.Sprintf("block %d: %v", i, err)}
+		}
+	}
+	if lastID != s.Footer.LastID {
+		return &CorruptError{File: s.Path, Offset: s.Footer.IndexOffset, Reason: "last event id differs from the footer's"}
+	}
+	return nil
+}
+
+// FindInBlock returns the payload of the record with id in the raw block,
+// aliasing raw.
+func FindInBlock(raw []byte, id envelope.ID) ([]byte, bool, error) {
+	var found []byte
+	err := Records(raw, func(p []byte) error {
+		if bytes.Equal(p[envelope.OffID:envelope.OffID+16], id[:]) {
+			found = p
+			return errStop
+		}
+		return nil
+	})
+	if err == errStop {
+		return found, true, nil
+	}
+	return nil, false, err
+}
+
+// errStop ends a Records walk early.
+var errStop = fmt.Errorf("stop")

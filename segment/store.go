@@ -1,0 +1,472 @@
+package segment
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/klauspost/compress/zstd"
+	"go.uber.org/zap"
+
+	"github.com/ankusa/ankusa/envelope"
+	"github.com/ankusa/ankusa/meta"
+	"github.com/ankusa/ankusa/wal"
+)
+
+// Errors of Fetch and Scan.
+var (
+	// ErrNotFound: no hook has that id on this node.
+	ErrNotFound = errors.New("segment: hook not found")
+	// ErrRemoved: the hook's segment was removed from local disk by
+	// retention (the archive stage reads it from there).
+	ErrRemoved = errors.New("segment: the hook's segment is no longer on local disk")
+)
+
+// Log is what the store needs of the WAL: its durable end, a signal when
+// it moves, and where its files are.
+type Log interface {
+	Durable() wal.Position
+	Committed() <-chan struct{}
+	Dir() string
+	FS() vfs.FS
+}
+
+// Options configure a Store.
+type Options struct {
+	// FS is the file system segments are written through (the WAL's, so
+	// crash tests cover both).
+	FS  vfs.FS
+	Dir string
+	Log Log
+	// Meta holds the catalogue.
+	Meta *meta.Store
+	// MaxBytes and MaxAge seal the open segment (segment.max_bytes,
+	// segment.max_age); BlockSize cuts blocks (default 256 KiB).
+	MaxBytes  int64
+	MaxAge    time.Duration
+	BlockSize int
+	// RetainLocal is how long a sealed segment stays on local disk
+	// (segment.retain_local; 0 keeps it forever).
+	RetainLocal time.Duration
+	// CanRemoveLocal is asked before retention removes a segment past
+	// RetainLocal; later stages add their conditions here (archived,
+	// delivered). nil: age alone decides.
+	CanRemoveLocal func(meta.SegmentEntry) bool
+	// DispatchCheckpoint is the seq up to which dispatch no longer needs
+	// the log. A WAL file is deleted only when every hook in it is sealed
+	// and at or below it (DESIGN.md §6 item 3). nil: no WAL file is ever
+	// deleted (no dispatch stage to ask).
+	DispatchCheckpoint func() uint64
+	// CacheBytes bounds the block cache (default 64 MiB).
+	CacheBytes int64
+	Logger     *zap.Logger
+	Now        func() time.Time
+	// OnFatal is called once when a storage write or sync fails: the node
+	// must stop (DESIGN.md §6 item 8).
+	OnFatal func(error)
+}
+
+// Store seals the log into segments and reads hooks back.
+type Store struct {
+	o   Options
+	enc *zstd.Encoder
+	dec *zstd.Decoder
+
+	// mu guards the tail, the open segment and the WAL file list: the
+	// sealing goroutine holds it while it seals, readers while they look
+	// at the part of the log not sealed yet.
+	mu       sync.Mutex
+	tail     *wal.Tail
+	open     *Writer
+	openedAt time.Time
+	walDone  []walFile
+	failed   error
+
+	sealedSeq atomic.Uint64
+	sealedID  atomic.Pointer[envelope.ID]
+	files     *fileCache
+	cache     *blockCache
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+// walFile is a WAL file read to its end: every hook in it is at or below
+// lastSeq.
+type walFile struct {
+	num     uint64
+	lastSeq uint64
+}
+
+const (
+	segSuffix     = ".seg"
+	partialSuffix = ".partial"
+	corruptSuffix = ".corrupt"
+)
+
+// FileName is the name of the segment holding seqs first..last.
+func FileName(first, last uint64) string {
+	return fmt.Sprintf("%020d-%020d%s", first, last, segSuffix)
+}
+
+func partialName(first uint64) string { return fmt.Sprintf("%020d%s", first, partialSuffix) }
+
+// parseFileName returns the seq range of a segment file name.
+func parseFileName(name string) (first, last uint64, ok bool) {
+	base, found := strings.CutSuffix(name, segSuffix)
+	if !found {
+		return 0, 0, false
+	}
+	a, b, found := strings.Cut(base, "-")
+	if !found {
+		return 0, 0, false
+	}
+	first, err1 := strconv.ParseUint(a, 10, 64)
+	last, err2 := strconv.ParseUint(b, 10, 64)
+	return first, last, err1 == nil && err2 == nil && first > 0 && last >= first
+}
+
+// Floor is the highest seq and event id the catalogue holds: numbering
+// resumes above it even once the WAL files behind it are gone
+// (DESIGN.md §6 item 1).
+func Floor(m *meta.Store) (uint64, envelope.ID, error) {
+	e, ok, err := m.LastSegment()
+	if err != nil || !ok {
+		return 0, envelope.ID{}, err
+	}
+	return e.LastSeq, e.LastID, nil
+}
+
+// Open recovers the segment directory (removes partial segments, adopts
+// whole ones the catalogue lacks), positions the sealer after the last
+// catalogued seq and starts it.
+func Open(o Options) (*Store, error) {
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.OnFatal == nil {
+		o.OnFatal = func(error) {}
+	}
+	if o.CacheBytes <= 0 {
+		o.CacheBytes = 64 << 20
+	}
+	if o.BlockSize <= 0 {
+		o.BlockSize = DefaultBlockSize
+	}
+	if o.MaxBytes <= 0 {
+		o.MaxBytes = 64 << 20
+	}
+	if o.MaxAge <= 0 {
+		o.MaxAge = 10 * time.Second
+	}
+	s := &Store{
+		o: o, enc: NewEncoder(), dec: NewDecoder(),
+		files: newFileCache(o.FS, 64), cache: newBlockCache(o.CacheBytes),
+		stop: make(chan struct{}), done: make(chan struct{}),
+	}
+	if err := wal.MkdirAllSynced(o.FS, o.Dir); err != nil {
+		return nil, fmt.Errorf("cannot create segment directory %q: %w", o.Dir, err)
+	}
+	if err := s.recoverDir(); err != nil {
+		return nil, err
+	}
+	last, ok, err := o.Meta.LastSegment()
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		s.sealedSeq.Store(last.LastSeq)
+		s.sealedID.Store(&last.LastID)
+	}
+	s.tail = wal.NewTail(o.Log.FS(), o.Log.Dir(), 0, s.sealedSeq.Load())
+	// Catch up with what the log already holds before serving reads.
+	s.mu.Lock()
+	err = s.catchUp()
+	s.mu.Unlock()
+	if err != nil {
+		s.abandon()
+		return nil, err
+	}
+	go s.loop()
+	return s, nil
+}
+
+// recoverDir applies DESIGN.md §6 item 3 at boot: a partial segment is
+// removed (its records are still in the WAL, which is never deleted before
+// a segment is catalogued), a whole segment missing from the catalogue is
+// verified and adopted, and the file of an entry retention marked removed
+// is removed.
+func (s *Store) recoverDir() error {
+	names, err := s.o.FS.List(s.o.Dir)
+	if err != nil {
+		return fmt.Errorf("cannot list segment directory %q: %w", s.o.Dir, err)
+	}
+	changed := false
+	for _, name := range names {
+		path := s.o.FS.PathJoin(s.o.Dir, name)
+		if strings.HasSuffix(name, partialSuffix) {
+			if err := s.o.FS.Remove(path); err != nil {
+				return fmt.Errorf("cannot remove partial segment %q: %w", path, err)
+			}
+			discardedTotal.Inc()
+			s.o.Logger.Info("removed a partial segment; its hooks are sealed again from the wal", zap.String("file", path))
+			changed = true
+			continue
+		}
+		first, last, ok := parseFileName(name)
+		if !ok {
+			continue
+		}
+		e, found, err := s.o.Meta.SegmentBySeq(last)
+		if err != nil {
+			return err
+		}
+		if found && e.Name == name {
+			if e.Removed {
+				// A crash between the synced "removed" mark and the removal.
+				if err := s.o.FS.Remove(path); err != nil {
+					return fmt.Errorf("cannot remove segment %q: %w", path, err)
+				}
+				changed = true
+			}
+			continue
+		}
+		if err := s.adopt(path, name, first, last); err != nil {
+			if !errors.Is(err, ErrCorrupt) {
+				return err
+			}
+			// Damaged after its sync: keep it aside for inspection; its
+			// hooks are sealed again from the WAL.
+			corruptTotal.Inc()
+			s.o.Logger.Error("a segment missing from the catalogue is damaged; set aside, its hooks are sealed again from the wal",
+				zap.String("file", path), zap.Error(err))
+			if err := s.o.FS.Rename(path, path+corruptSuffix); err != nil {
+				return fmt.Errorf("cannot set aside damaged segment %q: %w", path, err)
+			}
+			changed = true
+		}
+	}
+	if changed {
+		return syncDir(s.o.FS, s.o.Dir)
+	}
+	return nil
+}
+
+// adopt verifies a whole segment the catalogue lacks (a crash came between
+// its rename and its catalogue entry) and enters it.
+func (s *Store) adopt(path, name string, first, last uint64) error {
+	f, err := OpenFile(s.o.FS, path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if f.Footer.FirstSeq != first || f.Footer.LastSeq != last {
+		return &CorruptError{File: path, Offset: f.Size - footerSize, Reason: fmt.Sprintf("footer says seqs %d..%d, the name %d..%d", f.Footer.FirstSeq, f.Footer.LastSeq, first, last)}
+	}
+	if err := f.Verify(s.dec); err != nil {
+		return err
+	}
+	if err := s.o.Meta.PutSegment(entryOf(name, f.Size, &f.Footer, s.o.Now())); err != nil {
+		return err
+	}
+	adoptedTotal.Inc()
+	s.o.Logger.Info("adopted a whole segment missing from the catalogue", zap.String("file", path))
+	return nil
+}
+
+func entryOf(name string, size int64, f *Footer, now time.Time) meta.SegmentEntry {
+	return meta.SegmentEntry{
+		Name: name, Size: size,
+		FirstSeq: f.FirstSeq, LastSeq: f.LastSeq, FirstID: f.FirstID, LastID: f.LastID,
+		MinReceivedAt: f.MinReceivedAt, MaxReceivedAt: f.MaxReceivedAt,
+		Count: f.Count, RawBytes: f.RawBytes, SealedAt: now.UnixNano(),
+	}
+}
+
+// loop is the sealer: it follows the log as batches become durable and
+// seals on size and on age, and runs retention now and then.
+func (s *Store) loop() {
+	defer close(s.done)
+	tick := time.NewTicker(min(max(s.o.MaxAge/4, 10*time.Millisecond), time.Second))
+	defer tick.Stop()
+	lastSweep := s.o.Now()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-s.o.Log.Committed():
+		case <-tick.C:
+		}
+		s.mu.Lock()
+		err := s.catchUp()
+		if err == nil && s.open != nil && s.o.Now().Sub(s.openedAt) >= s.o.MaxAge {
+			err = s.seal()
+		}
+		s.mu.Unlock()
+		if err != nil {
+			s.fatal(err)
+			return
+		}
+		if now := s.o.Now(); now.Sub(lastSweep) >= time.Minute {
+			lastSweep = now
+			if err := s.sweep(); err != nil {
+				s.fatal(err)
+				return
+			}
+		}
+	}
+}
+
+// fatal stops the sealer for good and tells the node.
+func (s *Store) fatal(err error) {
+	s.mu.Lock()
+	first := s.failed == nil
+	if first {
+		s.failed = err
+	}
+	s.mu.Unlock()
+	if first {
+		s.o.Logger.Error("segment store failed; the node must stop", zap.Error(err))
+		s.o.OnFatal(err)
+	}
+}
+
+// catchUp moves everything durable in the log into the open segment,
+// sealing whenever it reaches MaxBytes. Under s.mu.
+func (s *Store) catchUp() error {
+	if s.failed != nil {
+		return s.failed
+	}
+	end := s.o.Log.Durable()
+	return s.tail.Read(end, s.appendRecord, func(file, lastSeq uint64) error {
+		s.walDone = append(s.walDone, walFile{num: file, lastSeq: lastSeq})
+		return nil
+	})
+}
+
+// appendRecord adds one log record to the open segment. Under s.mu.
+func (s *Store) appendRecord(r *wal.Record) error {
+	if r.Kind != envelope.KindEnvelope {
+		return nil // tenant records: the meta store mirrors them
+	}
+	if s.open == nil {
+		w, err := Create(s.o.FS, s.o.FS.PathJoin(s.o.Dir, partialName(r.Seq)), s.enc, s.o.BlockSize)
+		if err != nil {
+			return err
+		}
+		s.open, s.openedAt = w, s.o.Now()
+	}
+	if err := s.open.Append(r.Payload); err != nil {
+		return err
+	}
+	unsealedHooks.Set(float64(s.open.Count()))
+	if int64(s.open.RawBytes()) >= s.o.MaxBytes {
+		return s.seal()
+	}
+	return nil
+}
+
+// seal finishes the open segment: index, footer, fsync, rename, directory
+// fsync, then the synced catalogue entry; then the WAL files it made
+// deletable go. Under s.mu.
+func (s *Store) seal() error {
+	w := s.open
+	start := time.Now()
+	foot, err := w.Finish()
+	if err != nil {
+		w.Abort()
+		s.open = nil
+		return err
+	}
+	name := FileName(foot.FirstSeq, foot.LastSeq)
+	final := s.o.FS.PathJoin(s.o.Dir, name)
+	if err := s.o.FS.Rename(w.Path(), final); err != nil {
+		return fmt.Errorf("cannot rename segment %q: %w", w.Path(), err)
+	}
+	if err := syncDir(s.o.FS, s.o.Dir); err != nil {
+		return err
+	}
+	size := int64(foot.IndexOffset) + int64(foot.Blocks)*indexEntrySize + footerSize
+	if err := s.o.Meta.PutSegment(entryOf(name, size, &foot, s.o.Now())); err != nil {
+		return err
+	}
+	s.open = nil
+	s.sealedSeq.Store(foot.LastSeq)
+	id := foot.LastID
+	s.sealedID.Store(&id)
+	sealedTotal.Inc()
+	sealedRawBytes.Add(int(foot.RawBytes))
+	sealedFileBytes.Add(int(size))
+	sealSeconds.UpdateDuration(start)
+	unsealedHooks.Set(0)
+	return s.deleteWALFiles()
+}
+
+// deleteWALFiles removes the WAL files whose hooks are all sealed (and
+// catalogued: seal's catalogue write was synced, and with it the tenant
+// mirror) and at or below the dispatch checkpoint. Under s.mu.
+func (s *Store) deleteWALFiles() error {
+	if s.o.DispatchCheckpoint == nil || len(s.walDone) == 0 {
+		return nil
+	}
+	limit := min(s.sealedSeq.Load(), s.o.DispatchCheckpoint())
+	n := 0
+	fs, dir := s.o.Log.FS(), s.o.Log.Dir()
+	for _, f := range s.walDone {
+		if f.lastSeq > limit {
+			break
+		}
+		if err := fs.Remove(fs.PathJoin(dir, wal.FileName(f.num))); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("cannot delete wal file %s: %w", wal.FileName(f.num), err)
+		}
+		n++
+	}
+	if n == 0 {
+		return nil
+	}
+	s.walDone = append(s.walDone[:0], s.walDone[n:]...)
+	walFilesDeleted.Add(n)
+	return syncDir(fs, dir)
+}
+
+// Close stops the sealer. What is not sealed stays in the WAL and is
+// sealed after the next start.
+func (s *Store) Close() error {
+	close(s.stop)
+	<-s.done
+	s.abandon()
+	return nil
+}
+
+// abandon drops the open segment file and closes files.
+func (s *Store) abandon() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.open != nil {
+		s.open.Abort()
+		s.open = nil
+	}
+	s.tail.Close()
+	s.files.closeAll()
+}
+
+func syncDir(fs vfs.FS, dir string) error {
+	d, err := fs.OpenDir(dir)
+	if err != nil {
+		return fmt.Errorf("cannot open directory %q: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("cannot fsync directory %q: %w", dir, err)
+	}
+	return nil
+}
