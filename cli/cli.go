@@ -25,6 +25,7 @@ commands:
   serve         -config FILE [-wal-recovery strict|truncate]   run the appliance (no -config: the embedded default)
   check-config  -config FILE                                   exit 0, or 78 naming every problem
   inspect wal   [-v] DIR                                       print the WAL's records, one per line
+  inspect segment [-v] FILE                                    print a segment's footer and block index, verify it
   version                                                      print the version
 `
 
