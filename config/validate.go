@@ -6,6 +6,7 @@ import (
 	"net"
 	"regexp"
 	"slices"
+	"time"
 )
 
 // NameRE is what tenant and source names match: they end up in meta keys,
@@ -116,6 +117,12 @@ func Validate(c *Config, opts ValidateOptions) Problems {
 	}
 	if need := c.Limits.MaxBodyBytes + c.Limits.MaxHeaderBytes + 64<<10; c.WAL.MaxBatchBytes < need {
 		p.add("wal.max_batch_bytes: %d must hold one whole hook (limits.max_body_bytes + limits.max_header_bytes + 64KiB = %d)", c.WAL.MaxBatchBytes, need)
+	}
+	if c.Segment.MaxBytes < 64<<10 || c.Segment.MaxBytes > 4<<30 {
+		p.add("segment.max_bytes: %d must be between 64KiB and 4GiB", c.Segment.MaxBytes)
+	}
+	if c.Segment.MaxAge < Duration(10*time.Millisecond) {
+		p.add("segment.max_age: %v must be at least 10ms", time.Duration(c.Segment.MaxAge))
 	}
 	if !slices.Contains([]string{"none", "dir", "s3"}, c.Archive.Type) {
 		p.add("archive.type: %q must be s3, dir or none", c.Archive.Type)

@@ -137,6 +137,10 @@ func TestValidate(t *testing.T) {
 		{name: "wal.max_batch_bytes one byte short", yaml: "wal: {max_batch_bytes: 1130495}", want: []string{"wal.max_batch_bytes: "}},
 		{name: "wal.max_batch_bytes exactly one hook", yaml: "wal: {max_batch_bytes: 1130496}"},
 		{name: "wal.max_batch_bytes follows the body limit", yaml: "limits: {max_body_bytes: 64KiB}\nwal: {max_batch_bytes: 144KiB}"},
+		{name: "segment.max_bytes too small", yaml: "segment: {max_bytes: 1KiB}", want: []string{"segment.max_bytes: 1024 must be between 64KiB and 4GiB"}},
+		{name: "segment.max_bytes too large", yaml: "segment: {max_bytes: 8GiB}", want: []string{"segment.max_bytes: "}},
+		{name: "segment.max_age too short", yaml: "segment: {max_age: 1ms}", want: []string{"segment.max_age: 1ms must be at least 10ms"}},
+		{name: "segment.retain_local negative", yaml: "segment: {retain_local: -1h}", want: []string{"segment.retain_local: invalid duration \"-1h\""}},
 		{name: "wal.max_file_bytes too small", yaml: "wal: {max_file_bytes: 512KiB}", want: []string{"wal.max_file_bytes: 524288 is below the minimum of 1MiB"}},
 		{name: "wal.type unknown", yaml: "wal: {type: tape}", want: []string{`wal.type: "tape" must be disk or none`}},
 
