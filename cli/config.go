@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/ankusa/ankusa/admin"
 	"github.com/ankusa/ankusa/config"
@@ -34,20 +35,55 @@ func loadConfig(path string) (*config.Config, error) {
 	} else {
 		cfg, err = config.LoadFile(path, validateOptions())
 	}
+	// Validation problems come back with the parsed config: the checks
+	// below run too, so that every problem is reported at once.
+	var probs config.Problems
 	if err != nil {
-		return cfg, err
+		p, ok := err.(config.Problems)
+		if !ok || cfg == nil {
+			return cfg, err
+		}
+		probs = p
 	}
 	// A registered resolver validates its own options when it is built:
 	// build it here, so check-config and serve refuse the same configs.
-	if _, err := edge.NewResolver(cfg.RouteResolver); err != nil {
-		return cfg, config.Problems{fmt.Sprintf("route_resolver: %v", err)}
+	// (A key the schema already refused is not reported twice.)
+	if _, err := edge.NewResolver(cfg.RouteResolver); err != nil && !problemAt(probs, "route_resolver") {
+		probs = append(probs, fmt.Sprintf("route_resolver: %v", err))
 	}
 	// The admin API checks its tokens' scopes (names, duplicates) when it
 	// is built: the same check here, for the same reason.
 	if err := admin.ValidateTokens(cfg.Admin.Tokens); err != nil {
-		return cfg, config.Problems{err.Error()}
+		errs := []error{err}
+		if joined, ok := err.(interface{ Unwrap() []error }); ok {
+			errs = joined.Unwrap()
+		}
+		known := probs
+		for _, e := range errs {
+			// "admin.tokens[1] (ci): ..." is not repeated when the schema
+			// already named admin.tokens[1].
+			msg := e.Error()
+			key, _, _ := strings.Cut(msg, " ")
+			if !problemAt(known, key) {
+				probs = append(probs, msg)
+			}
+		}
+	}
+	if len(probs) > 0 {
+		return cfg, probs
 	}
 	return cfg, nil
+}
+
+// problemAt reports whether a problem about key (or a key below it) is
+// already in probs.
+func problemAt(probs config.Problems, key string) bool {
+	for _, p := range probs {
+		if strings.HasPrefix(p, key+":") || strings.HasPrefix(p, key+".") || strings.HasPrefix(p, key+" ") || strings.HasPrefix(p, key+"[") {
+			return true
+		}
+	}
+	return false
 }
 
 func checkConfig(args []string) int {

@@ -43,9 +43,11 @@ const groupLinear = 32
 //     (time.RFC3339Nano would drop trailing zeros), so every timestamp has the
 //     same width and the text is a function of the envelope.
 //   - route_params is an object in the envelope's order; {} when there are none.
-//   - headers is an object from each name, exactly as received (case kept, not
-//     canonicalised), to its values in the order received; names appear in the
-//     order of their first occurrence, so fields of different names that were
+//   - headers is an object from each name, as the envelope holds it (this
+//     function does not change case; the edge's HTTP server presents names in
+//     their canonical form, "x-github-event" as "X-Github-Event"), to its
+//     values in the order received; names appear in the order of their first
+//     occurrence, so fields of different names that were
 //     interleaved come out grouped. {} when there are none.
 //   - body is the body's text with body_encoding "utf8" when it is valid UTF-8
 //     (an empty body is "" and "utf8"), otherwise standard padded base64 with

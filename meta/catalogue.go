@@ -195,3 +195,30 @@ func (s *Store) Segments(fromSeq uint64, fn func(SegmentEntry) bool) error {
 	}
 	return it.Error()
 }
+
+// PutGap records, synced, that seqs first..last are not in the log (a
+// recovery cut them): they will never be in a segment.
+func (s *Store) PutGap(first, last uint64) error {
+	if err := s.db.Set(segGapKey(first), binary.BigEndian.AppendUint64(nil, last), pebble.Sync); err != nil {
+		return fmt.Errorf("cannot record missing seqs %d..%d: %w", first, last, err)
+	}
+	return nil
+}
+
+// GapAt returns the last seq of the recorded gap holding seq, if any.
+func (s *Store) GapAt(seq uint64) (uint64, bool, error) {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte(prefixSegGap), UpperBound: segGapKey(seq + 1)})
+	if err != nil {
+		return 0, false, fmt.Errorf("cannot read the catalogue: %w", err)
+	}
+	defer it.Close()
+	if !it.Last() {
+		return 0, false, it.Error()
+	}
+	v := it.Value()
+	if len(v) != 8 {
+		return 0, false, fmt.Errorf("cannot decode catalogue gap %q: %d bytes", it.Key(), len(v))
+	}
+	last := binary.BigEndian.Uint64(v)
+	return last, last >= seq, nil
+}

@@ -12,6 +12,9 @@
 //	                       the segment's last seq
 //	c:i:<last id 16 bytes> the same segment's last seq (u64 BE): the event-id
 //	                       index, written in the same synced batch
+//	c:g:<first seq u64 BE> last seq (u64 BE) of seqs the log does not hold
+//	                       (cut by -wal-recovery=truncate): Scan steps over
+//	                       them instead of calling them lost
 //
 // Later stages add their prefixes here (r/ delivery rows, dd/ dedupe keys,
 // m:erase:, m:erased:).
@@ -25,12 +28,17 @@ const (
 	prefixTenant     = "t:"
 	prefixSegSeq     = "c:s:"
 	prefixSegID      = "c:i:"
+	prefixSegGap     = "c:g:"
 )
 
 func tenantKey(name string) []byte { return []byte(prefixTenant + name) }
 
 func segSeqKey(lastSeq uint64) []byte {
 	return binary.BigEndian.AppendUint64([]byte(prefixSegSeq), lastSeq)
+}
+
+func segGapKey(first uint64) []byte {
+	return binary.BigEndian.AppendUint64([]byte(prefixSegGap), first)
 }
 
 func segIDKey(lastID []byte) []byte { return append([]byte(prefixSegID), lastID...) }

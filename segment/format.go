@@ -86,6 +86,8 @@ func checkHeader(b []byte) string {
 		return "bad file magic"
 	case binary.BigEndian.Uint32(b[8:12]) != version:
 		return fmt.Sprintf("unknown version %d", binary.BigEndian.Uint32(b[8:12]))
+	case binary.BigEndian.Uint32(b[12:16]) != 0:
+		return fmt.Sprintf("unknown flags %#x (reserved, zero in version 1)", binary.BigEndian.Uint32(b[12:16]))
 	}
 	return ""
 }

@@ -10,6 +10,7 @@ var (
 	adoptedTotal     = metrics.NewCounter("ankusa_segment_adopted_total")
 	discardedTotal   = metrics.NewCounter("ankusa_segment_partial_discarded_total")
 	corruptTotal     = metrics.NewCounter("ankusa_segment_corrupt_total")
+	gapsTotal        = metrics.NewCounter("ankusa_segment_wal_gaps_total")
 	removedTotal     = metrics.NewCounter("ankusa_segment_retention_removed_total")
 	walFilesDeleted  = metrics.NewCounter("ankusa_wal_files_deleted_total")
 	fetchTotal       = metrics.NewCounter("ankusa_segment_fetch_total")

@@ -134,7 +134,13 @@ func (s *Store) Fetch(id envelope.ID) (*envelope.Envelope, error) {
 }
 
 func (s *Store) fetch(id envelope.ID) (*envelope.Envelope, error) {
-	for attempt := 0; attempt < 2; attempt++ {
+	for attempt := 0; attempt < 3; attempt++ {
+		// Read the sealer's position before the catalogue: every segment up
+		// to it is catalogued (the entry is written before the position
+		// moves), so an id at or below it that the catalogue lacks is not
+		// on this node, and a seal that finishes after this point is seen
+		// by fetchOpen as a move.
+		before, last := s.sealedSeq.Load(), s.sealedID.Load()
 		ent, ok, err := s.o.Meta.SegmentByID(id)
 		if err != nil {
 			return nil, err
@@ -142,17 +148,17 @@ func (s *Store) fetch(id envelope.ID) (*envelope.Envelope, error) {
 		if ok {
 			return s.fetchSealed(&ent, id)
 		}
-		if last := s.sealedID.Load(); last != nil && bytes.Compare(id[:], last[:]) <= 0 {
+		if last != nil && bytes.Compare(id[:], last[:]) <= 0 {
 			return nil, ErrNotFound // between segments, or below the first
 		}
-		env, found, sealed, err := s.fetchOpen(id)
+		env, found, sealed, err := s.fetchOpen(id, before)
 		if err != nil || found {
 			return env, err
 		}
 		if !sealed {
 			return nil, ErrNotFound
 		}
-		// The open segment was sealed while we looked: the catalogue has it.
+		// A segment was sealed meanwhile: the catalogue may have it now.
 	}
 	return nil, ErrNotFound
 }
@@ -181,12 +187,11 @@ func (s *Store) fetchSealed(ent *meta.SegmentEntry, id envelope.ID) (*envelope.E
 }
 
 // fetchOpen looks for id in the open segment, after moving everything
-// durable into it. sealed reports that the sealer's position passed id
-// while it caught up (look in the catalogue again).
-func (s *Store) fetchOpen(id envelope.ID) (env *envelope.Envelope, found, sealed bool, err error) {
+// durable into it. sealed reports that the sealer's position moved since
+// before (look in the catalogue again).
+func (s *Store) fetchOpen(id envelope.ID, before uint64) (env *envelope.Envelope, found, sealed bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	before := s.sealedSeq.Load()
 	if err := s.catchUp(); err != nil {
 		return nil, false, false, err
 	}
@@ -226,6 +231,9 @@ func decodeEnvelope(path string, p []byte) (*envelope.Envelope, error) {
 func (s *Store) Scan(from, to uint64, fn func(*envelope.Envelope) error) error {
 	seq := max(from, 1)
 	for seq <= to {
+		// The sealer's position first (see fetch): what the catalogue
+		// lacks at or below it is a recorded gap or a fault.
+		sealed := s.sealedSeq.Load()
 		ent, ok, err := s.o.Meta.SegmentFromSeq(seq)
 		if err != nil {
 			return err
@@ -240,7 +248,15 @@ func (s *Store) Scan(from, to uint64, fn func(*envelope.Envelope) error) error {
 			seq = ent.LastSeq + 1
 			continue
 		}
-		if s.sealedSeq.Load() >= seq {
+		gapEnd, inGap, err := s.o.Meta.GapAt(seq)
+		if err != nil {
+			return err
+		}
+		if inGap {
+			seq = gapEnd + 1
+			continue
+		}
+		if sealed >= seq {
 			return fmt.Errorf("scan: seq %d is sealed but in no catalogued segment", seq)
 		}
 		next, more, err := s.scanOpen(seq, to, fn)

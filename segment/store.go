@@ -188,6 +188,7 @@ func Open(o Options) (*Store, error) {
 		s.sealedID.Store(&last.LastID)
 	}
 	s.tail = wal.NewTail(o.Log.FS(), o.Log.Dir(), 0, s.sealedSeq.Load())
+	s.tail.OnGap = s.onGap
 	// Catch up with what the log already holds before serving reads.
 	s.mu.Lock()
 	err = s.catchUp()
@@ -388,6 +389,25 @@ func (s *Store) appendRecord(r *wal.Record) error {
 	if int64(s.open.RawBytes()) >= s.o.MaxBytes {
 		return s.seal()
 	}
+	return nil
+}
+
+// onGap records seqs the log does not hold (cut by -wal-recovery=truncate,
+// numbering resumed above them): the open segment is sealed (seqs are
+// dense within a segment), the gap is written to the catalogue so Scan
+// steps over it, and the operator is told. Under s.mu.
+func (s *Store) onGap(first, last uint64) error {
+	if s.open != nil {
+		if err := s.seal(); err != nil {
+			return err
+		}
+	}
+	if err := s.o.Meta.PutGap(first, last); err != nil {
+		return err
+	}
+	gapsTotal.Inc()
+	s.o.Logger.Error("seqs are missing from the wal (cut by a recovery with -wal-recovery=truncate); they are recorded as a gap and sealing goes on after them",
+		zap.Uint64("first_seq", first), zap.Uint64("last_seq", last))
 	return nil
 }
 

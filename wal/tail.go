@@ -31,6 +31,11 @@ type Tail struct {
 	bufOff  int64
 	lastSeq uint64 // last hook passed on or skipped
 	rec     Record
+
+	// OnGap, when set, is told of seqs missing between two hooks (a
+	// recovery with -wal-recovery=truncate cut them, and numbering resumed
+	// above them) and reading goes on; unset, a gap is a *CorruptError.
+	OnGap func(first, last uint64) error
 }
 
 // NewTail returns a reader of the log in dir that starts at file fromFile
@@ -153,7 +158,12 @@ func (t *Tail) readTo(limit int64, fn func(*Record) error) error {
 				continue
 			}
 			if t.lastSeq != 0 && t.rec.Seq != t.lastSeq+1 {
-				return &CorruptError{File: path, Offset: t.off, Reason: fmt.Sprintf("seq %d follows seq %d: hooks are missing from the log", t.rec.Seq, t.lastSeq)}
+				if t.OnGap == nil || t.rec.Seq <= t.lastSeq {
+					return &CorruptError{File: path, Offset: t.off, Reason: fmt.Sprintf("seq %d follows seq %d: hooks are missing from the log", t.rec.Seq, t.lastSeq)}
+				}
+				if err := t.OnGap(t.lastSeq+1, t.rec.Seq-1); err != nil {
+					return err
+				}
 			}
 		}
 		if err := fn(&t.rec); err != nil {
