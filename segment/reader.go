@@ -160,9 +160,14 @@ func decodeBlock(path string, comp []byte, b *BlockInfo, dec *zstd.Decoder, dst 
 	if h.HasFCS && h.FrameContentSize != uint64(b.RawLen) {
 		return dst, corrupt(fmt.Sprintf("block declares %d raw bytes, the index %d", h.FrameContentSize, b.RawLen))
 	}
+	// Room up front for what the block usually decompresses to, never more
+	// than a few times its compressed size: a damaged index claiming a huge
+	// RawLen must not make a small file allocate it. DecodeAll grows dst
+	// as the frame really decodes (zstd bounds that by its input), and the
+	// length is checked after.
 	start := len(dst)
-	if cap(dst)-start < int(b.RawLen) {
-		dst = append(dst[:start:start], make([]byte, b.RawLen)...)[:start]
+	if want := min(int(b.RawLen), 8*len(comp)+64<<10); cap(dst)-start < want {
+		dst = append(dst[:start:start], make([]byte, want)...)[:start]
 	}
 	out, err := dec.DecodeAll(comp, dst)
 	if err != nil {
