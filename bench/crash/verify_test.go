@@ -55,16 +55,18 @@ func readAcked(path string) ([]acked, error) {
 	return out, sc.Err()
 }
 
-// stored is what the WAL holds under one event id.
+// stored is what the WAL holds under one event id (the first time, if more).
 type stored struct {
-	hash  [sha256.Size]byte
-	count int
+	hash   [sha256.Size]byte
+	seq    uint64
+	tenant string
+	count  int
 }
 
 // walHooks is the digest of a stopped node's WAL.
 type walHooks struct {
 	byID  map[envelope.ID]*stored
-	hooks int
+	hooks int // seqs 1..hooks
 	bytes int64
 }
 
@@ -96,7 +98,8 @@ func readWAL(dir string) (walHooks, error) {
 		w.bytes += int64(len(env.Body))
 		s := w.byID[env.ID]
 		if s == nil {
-			s = &stored{hash: sha256.Sum256(env.Body)} // Body aliases the reader's buffer: hash it now
+			// Body aliases the reader's buffer: hash it now.
+			s = &stored{hash: sha256.Sum256(env.Body), seq: env.Seq, tenant: env.TenantID}
 			w.byID[env.ID] = s
 		}
 		s.count++
