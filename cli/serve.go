@@ -362,7 +362,9 @@ type hookFetcher struct{ s *segment.Store }
 
 func (f hookFetcher) Fetch(_ context.Context, _ string, id envelope.ID) (*envelope.Envelope, error) {
 	e, err := f.s.Fetch(id)
-	if errors.Is(err, segment.ErrNotFound) {
+	// A hook whose segment retention removed from local disk is not on this
+	// node any more; reading it from the archive arrives with the archive.
+	if errors.Is(err, segment.ErrNotFound) || errors.Is(err, segment.ErrRemoved) {
 		return nil, fmt.Errorf("%w: %w", admin.ErrHookNotFound, err)
 	}
 	return e, err

@@ -3,7 +3,9 @@ package segment
 import (
 	"bytes"
 	"container/list"
+	"errors"
 	"fmt"
+	"os"
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -121,13 +123,28 @@ func (s *Store) block(f *File, i int) ([]byte, error) {
 	return raw, nil
 }
 
+// openSealed opens a catalogued segment, or says it was removed by
+// retention: marked before, or between the catalogue read and the open.
+func (s *Store) openSealed(ent *meta.SegmentEntry) (*File, error) {
+	if ent.Removed {
+		return nil, fmt.Errorf("%w (segment %s)", ErrRemoved, ent.Name)
+	}
+	f, err := s.files.get(s.o.Dir, ent)
+	if errors.Is(err, os.ErrNotExist) {
+		if now, ok, lerr := s.o.Meta.SegmentBySeq(ent.LastSeq); lerr == nil && ok && now.Removed {
+			return nil, fmt.Errorf("%w (segment %s)", ErrRemoved, ent.Name)
+		}
+	}
+	return f, err
+}
+
 // Fetch returns the hook with event id id: from the catalogue (one seek)
 // and one block of its segment, or from the part of the log not sealed
 // yet. Unknown ids are ErrNotFound; damage is a *CorruptError.
 func (s *Store) Fetch(id envelope.ID) (*envelope.Envelope, error) {
 	fetchTotal.Inc()
 	e, err := s.fetch(id)
-	if err != nil && (err == ErrNotFound || err == ErrRemoved) {
+	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrRemoved) {
 		fetchNotFound.Inc()
 	}
 	return e, err
@@ -164,10 +181,7 @@ func (s *Store) fetch(id envelope.ID) (*envelope.Envelope, error) {
 }
 
 func (s *Store) fetchSealed(ent *meta.SegmentEntry, id envelope.ID) (*envelope.Envelope, error) {
-	if ent.Removed {
-		return nil, ErrRemoved
-	}
-	f, err := s.files.get(s.o.Dir, ent)
+	f, err := s.openSealed(ent)
 	if err != nil {
 		return nil, err
 	}
@@ -239,9 +253,6 @@ func (s *Store) Scan(from, to uint64, fn func(*envelope.Envelope) error) error {
 			return err
 		}
 		if ok && ent.FirstSeq <= seq {
-			if ent.Removed {
-				return fmt.Errorf("scan seqs %d..%d: %w (segment %s)", seq, ent.LastSeq, ErrRemoved, ent.Name)
-			}
 			if err := s.scanSealed(&ent, seq, to, fn); err != nil {
 				return err
 			}
@@ -269,9 +280,9 @@ func (s *Store) Scan(from, to uint64, fn func(*envelope.Envelope) error) error {
 }
 
 func (s *Store) scanSealed(ent *meta.SegmentEntry, from, to uint64, fn func(*envelope.Envelope) error) error {
-	f, err := s.files.get(s.o.Dir, ent)
+	f, err := s.openSealed(ent)
 	if err != nil {
-		return err
+		return fmt.Errorf("scan seqs %d..%d: %w", from, ent.LastSeq, err)
 	}
 	defer s.files.release(f)
 	for i := f.BlockForSeq(from); i < len(f.Index) && f.Index[i].FirstSeq <= to; i++ {

@@ -87,6 +87,7 @@ type Store struct {
 	openedAt time.Time
 	walDone  []walFile
 	failed   error
+	running  bool // Open returned: failures go to OnFatal
 
 	sealedSeq atomic.Uint64
 	sealedID  atomic.Pointer[envelope.ID]
@@ -192,6 +193,7 @@ func Open(o Options) (*Store, error) {
 	// Catch up with what the log already holds before serving reads.
 	s.mu.Lock()
 	err = s.catchUp()
+	s.running = err == nil
 	s.mu.Unlock()
 	if err != nil {
 		s.abandon()
@@ -346,15 +348,8 @@ func (s *Store) loop() {
 // fatal stops the sealer for good and tells the node.
 func (s *Store) fatal(err error) {
 	s.mu.Lock()
-	first := s.failed == nil
-	if first {
-		s.failed = err
-	}
-	s.mu.Unlock()
-	if first {
-		s.o.Logger.Error("segment store failed; the node must stop", zap.Error(err))
-		s.o.OnFatal(err)
-	}
+	defer s.mu.Unlock()
+	s.failLocked(err)
 }
 
 // catchUp moves everything durable in the log into the open segment,
@@ -364,10 +359,30 @@ func (s *Store) catchUp() error {
 		return s.failed
 	}
 	end := s.o.Log.Durable()
-	return s.tail.Read(end, s.appendRecord, func(file, lastSeq uint64) error {
+	err := s.tail.Read(end, s.appendRecord, func(file, lastSeq uint64) error {
 		s.walDone = append(s.walDone, walFile{num: file, lastSeq: lastSeq})
 		return nil
 	})
+	if err != nil {
+		// Whoever caught up (the sealer, or a reader), a failed read, write
+		// or sync leaves the tail past records no segment holds: the store
+		// must not go on (DESIGN.md §6 item 8).
+		s.failLocked(err)
+	}
+	return err
+}
+
+// failLocked records the store's first failure and, once Open has
+// returned, tells the node. Under s.mu.
+func (s *Store) failLocked(err error) {
+	if s.failed != nil {
+		return
+	}
+	s.failed = err
+	if s.running {
+		s.o.Logger.Error("segment store failed; the node must stop", zap.Error(err))
+		s.o.OnFatal(err)
+	}
 }
 
 // appendRecord adds one log record to the open segment. Under s.mu.
