@@ -9,9 +9,9 @@ STATICCHECK := $(BIN)/staticcheck
 # Every package runs without the race detector (allocation guards and the
 # crash tests, which drive the built binary, need that), and the packages
 # with concurrency run again under it.
-RACE_PKGS := ./wal/... ./edge/... ./meta/... ./source/... ./verify/... ./internal/...
+RACE_PKGS := ./wal/... ./edge/... ./meta/... ./source/... ./verify/... ./internal/... ./segment/... ./admin/...
 
-.PHONY: build run test lint bench bench-quick bench-wrk bench-build tools clean
+.PHONY: build run test fuzz lint bench bench-quick bench-wrk bench-build tools clean
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ankusa ./cmd/ankusa
@@ -22,10 +22,30 @@ run: build
 	$(BIN)/ankusa serve
 
 # The whole suite: formatting, vet, staticcheck, unit tests, race tests,
-# crash tests against the built binary.
+# crash tests against the built binary, then a short run of every fuzz
+# target.
 test: lint build
 	$(GO) test -count=1 -timeout 20m ./...
 	$(GO) test -count=1 -race -timeout 20m $(RACE_PKGS)
+	$(MAKE) fuzz
+
+# Each fuzz target for FUZZTIME: 9 targets, 54 s of fuzzing, about two
+# minutes with their builds (the seed corpora in testdata/fuzz also run
+# with the unit tests). go test -fuzz takes one package and one target at
+# a time. A failing input is written to the package's
+# testdata/fuzz/<target>/ and replays with go test -run '<target>/<file>'.
+FUZZTIME ?= 6s
+
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./envelope
+	$(GO) test -run '^$$' -fuzz '^FuzzParseID$$' -fuzztime $(FUZZTIME) ./envelope
+	$(GO) test -run '^$$' -fuzz '^FuzzJSONString$$' -fuzztime $(FUZZTIME) ./envelope
+	$(GO) test -run '^$$' -fuzz '^FuzzJSONRoundTrip$$' -fuzztime $(FUZZTIME) ./envelope
+	$(GO) test -run '^$$' -fuzz '^FuzzStripeHeader$$' -fuzztime $(FUZZTIME) ./verify
+	$(GO) test -run '^$$' -fuzz '^FuzzStandardWebhooksHeader$$' -fuzztime $(FUZZTIME) ./verify
+	$(GO) test -run '^$$' -fuzz '^FuzzSegmentReader$$' -fuzztime $(FUZZTIME) ./segment
+	$(GO) test -run '^$$' -fuzz '^FuzzRecords$$' -fuzztime $(FUZZTIME) ./segment
+	$(GO) test -run '^$$' -fuzz '^FuzzWALReader$$' -fuzztime $(FUZZTIME) ./wal
 
 lint: $(STATICCHECK)
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -56,6 +76,7 @@ bench-build: build
 bench: bench-build
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./envelope ./edge ./wal ./verify
 	$(BIN)/bench-harness -bin $(BIN) -out $(BIN)/bench.md -json $(BIN)/bench.json $(BENCH_FLAGS)
+	$(MAKE) --no-print-directory bench-segment
 
 # The side by side in about 30 s (1 round at 256 connections, 3 s each, and
 # the open-loop run), for CI and for the before and after of a change. It
@@ -70,6 +91,18 @@ bench-quick: bench-build
 bench-wrk: bench-build
 	@command -v wrk >/dev/null || apt-get install -y wrk || sudo apt-get install -y wrk
 	$(BIN)/bench-harness -bin $(BIN) -vs-wrk -d 8s -warmup 1s -rounds 3 -out $(BIN)/bench-wrk.md -json $(BIN)/bench-wrk.json $(BENCH_FLAGS)
+
+# The segment format on a corpus of realistic webhook payloads
+# (bench/segment, corpus in bench/segment/testdata): compression ratio by
+# block size, zstd level and dictionary, beside the zstd command (Debian
+# package, installed here if missing); sealing rate with fsync; Store.Fetch
+# latency cold and warm; the WAL commit with and without sealing behind
+# it. One table, as markdown in $(BIN)/bench-segment.md; about 3 minutes.
+.PHONY: bench-segment
+bench-segment:
+	@command -v zstd >/dev/null || apt-get install -y zstd || sudo apt-get install -y zstd
+	$(GO) build -o $(BIN)/bench-segment ./bench/segment
+	$(BIN)/bench-segment -out $(BIN)/bench-segment.md
 
 clean:
 	rm -rf $(BIN)

@@ -32,6 +32,13 @@ type nodeOptions struct {
 	blockSize int
 	dispatch  func() uint64
 	walFile   int64
+	// now is the segment store's clock (nil: time.Now); retainLocal and
+	// canRemoveLocal drive retention (segment.retain_local).
+	now            func() time.Time
+	retainLocal    time.Duration
+	canRemoveLocal func(meta.SegmentEntry) bool
+	// log wraps the WAL as the segment store sees it (nil: the WAL).
+	log func(segment.Log) segment.Log
 }
 
 func openNode(t testing.TB, fs vfs.FS, o nodeOptions) *node {
@@ -71,11 +78,23 @@ func tryOpenNode(t testing.TB, fs vfs.FS, o nodeOptions) (*node, error) {
 		return nil, err
 	}
 	n.wal = w
+	var log segment.Log = w
+	if o.log != nil {
+		log = o.log(w)
+	}
 	s, err := segment.Open(segment.Options{
-		FS: fs, Dir: "data/segments", Log: w, Meta: m,
+		FS: fs, Dir: "data/segments", Log: log, Meta: m,
 		MaxBytes: o.maxBytes, MaxAge: o.maxAge, BlockSize: o.blockSize,
 		DispatchCheckpoint: o.dispatch,
-		OnFatal:            func(err error) { n.fatal <- err },
+		Now:                o.now,
+		RetainLocal:        o.retainLocal,
+		CanRemoveLocal:     o.canRemoveLocal,
+		OnFatal: func(err error) {
+			select {
+			case n.fatal <- err:
+			default:
+			}
+		},
 	})
 	if err != nil {
 		w.Close()
