@@ -369,23 +369,35 @@ func segmentSeeds(t testing.TB) map[string][]byte {
 	}
 }
 
-// TestWriteSegmentFuzzSeeds writes the seed corpus of the fuzz targets;
-// run it with ANKUSA_WRITE_FUZZ_SEEDS=1 after a format change.
-func TestWriteSegmentFuzzSeeds(t *testing.T) {
-	if os.Getenv("ANKUSA_WRITE_FUZZ_SEEDS") == "" {
-		t.Skip("set ANKUSA_WRITE_FUZZ_SEEDS=1 to rewrite testdata/fuzz")
-	}
-	for name, data := range segmentSeeds(t) {
-		writeCorpusFile(t, "FuzzSegmentReader", name, data)
-	}
+// TestSegmentFuzzSeedsGenerated keeps the checked-in seed corpus what the
+// generator makes of the current format; with ANKUSA_WRITE_FUZZ_SEEDS=1
+// it rewrites the files instead (after a format change). Seeds added by
+// hand (regressions found by fuzzing) are left alone.
+func TestSegmentFuzzSeedsGenerated(t *testing.T) {
+	seeds := segmentSeeds(t)
 	sf := openSeed(t, buildSegment(t, 12, 512, 200))
 	defer sf.Close()
 	raw, err := sf.ReadBlock(0, fuzzDec, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeCorpusFile(t, "FuzzRecords", "valid_block", raw)
-	writeCorpusFile(t, "FuzzRecords", "trunc_block", raw[:len(raw)-5])
+	files := map[[2]string][]byte{
+		{"FuzzRecords", "valid_block"}: raw,
+		{"FuzzRecords", "trunc_block"}: raw[:len(raw)-5],
+	}
+	for name, data := range seeds {
+		files[[2]string{"FuzzSegmentReader", name}] = data
+	}
+	write := os.Getenv("ANKUSA_WRITE_FUZZ_SEEDS") != ""
+	for k, data := range files {
+		if write {
+			writeCorpusFile(t, k[0], k[1], data)
+			continue
+		}
+		if got := readCorpusFile(t, filepath.Join("testdata", "fuzz", k[0], k[1])); !bytes.Equal(got, data) {
+			t.Errorf("testdata/fuzz/%s/%s differs from what the generator makes; rewrite with ANKUSA_WRITE_FUZZ_SEEDS=1 go test -run TestSegmentFuzzSeedsGenerated ./segment", k[0], k[1])
+		}
+	}
 }
 
 // TestSegmentFuzzSeeds keeps the checked-in seeds what their names say:

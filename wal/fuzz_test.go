@@ -327,19 +327,28 @@ func walSeeds(t *testing.T) map[string][]byte {
 	}
 }
 
-// TestWriteWALFuzzSeeds writes the seed corpus of FuzzWALReader; run it
-// with ANKUSA_WRITE_FUZZ_SEEDS=1 after a format change.
-func TestWriteWALFuzzSeeds(t *testing.T) {
-	if os.Getenv("ANKUSA_WRITE_FUZZ_SEEDS") == "" {
-		t.Skip("set ANKUSA_WRITE_FUZZ_SEEDS=1 to rewrite testdata/fuzz")
-	}
+// TestWALFuzzSeedsGenerated keeps the checked-in seed corpus of
+// FuzzWALReader what the generator makes of the current format; with
+// ANKUSA_WRITE_FUZZ_SEEDS=1 it rewrites the files instead (after a format
+// change).
+func TestWALFuzzSeedsGenerated(t *testing.T) {
 	target := filepath.Join("testdata", "fuzz", "FuzzWALReader")
-	if err := os.MkdirAll(target, 0o755); err != nil {
-		t.Fatal(err)
+	write := os.Getenv("ANKUSA_WRITE_FUZZ_SEEDS") != ""
+	if write {
+		if err := os.MkdirAll(target, 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for name, data := range walSeeds(t) {
+		path := filepath.Join(target, name)
+		if !write {
+			if got := readCorpusFile(t, path); !bytes.Equal(got, data) {
+				t.Errorf("%s differs from what the generator makes; rewrite with ANKUSA_WRITE_FUZZ_SEEDS=1 go test -run TestWALFuzzSeedsGenerated ./wal", path)
+			}
+			continue
+		}
 		text := "go test fuzz v1\n[]byte(" + strconv.Quote(string(data)) + ")\n"
-		if err := os.WriteFile(filepath.Join(target, name), []byte(text), 0o644); err != nil {
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
