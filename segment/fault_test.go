@@ -45,6 +45,16 @@ func (f *partialSyncFaultFile) Sync() error {
 	return f.File.Sync()
 }
 
+// SyncData fails too: the writer's syncing file makes its final sync an
+// fdatasync.
+func (f *partialSyncFaultFile) SyncData() error {
+	if f.fs.armed.CompareAndSwap(true, false) {
+		f.fs.hits.Add(1)
+		return errInjected
+	}
+	return f.File.SyncData()
+}
+
 // quietLog hides the WAL's commit signal from the sealer: it then wakes
 // only on its ticker (every second with max_age 1h), so the seals of a
 // test come from the catch-up that Fetch and Scan do.
