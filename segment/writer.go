@@ -14,10 +14,6 @@ import (
 // DefaultBlockSize is the raw size at which a block is cut.
 const DefaultBlockSize = 256 << 10
 
-// writebackBytes is how much a segment writer writes between two starts
-// of writeback.
-const writebackBytes = 1 << 20
-
 // NewEncoder returns the zstd encoder segments are written with. One
 // encoder serves every writer (EncodeAll is safe for concurrent use).
 func NewEncoder() *zstd.Encoder {
@@ -64,11 +60,6 @@ func Create(fs vfs.FS, path string, enc *zstd.Encoder, blockSize int) (*Writer, 
 	if err != nil {
 		return nil, fmt.Errorf("cannot create segment %q: %w", path, err)
 	}
-	// Start writeback every MiB written (sync_file_range, as pebble does for
-	// its tables) instead of leaving a whole segment dirty for the final
-	// fsync: a burst of tens of MiB in the disk's queue would stall the
-	// WAL's fdatasyncs behind it.
-	f = vfs.NewSyncingFile(f, vfs.SyncingFileOptions{BytesPerSync: writebackBytes})
 	w := &Writer{fs: fs, path: path, f: f, enc: enc, blockSize: blockSize, off: headerSize}
 	if _, err := f.Write(appendHeader(nil)); err != nil {
 		w.Abort()
