@@ -2,10 +2,10 @@ package main
 
 import (
 	"os"
-	"os/exec"
 	"runtime"
-	"strings"
 	"time"
+
+	"github.com/ankusa/ankusa/internal/hostinfo"
 )
 
 // unpinned is said in every report: the load generator and the servers run
@@ -30,45 +30,11 @@ func describeMachine(tmp string) machine {
 	}
 	return machine{
 		Date:     time.Now().UTC().Format("2006-01-02 15:04 UTC"),
-		Commit:   commit(),
+		Commit:   hostinfo.Commit(),
 		NProc:    runtime.NumCPU(),
-		CPUModel: cpuModel(),
-		Kernel:   readTrim("/proc/sys/kernel/osrelease"),
+		CPUModel: hostinfo.CPUModel(),
+		Kernel:   hostinfo.Kernel(),
 		DataDir:  tmp,
 		Note:     unpinned,
 	}
-}
-
-// commit is the short HEAD, marked when the tree has uncommitted changes.
-func commit() string {
-	out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
-	if err != nil {
-		return "unknown"
-	}
-	c := strings.TrimSpace(string(out))
-	if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(st) > 0 {
-		c += " (with uncommitted changes)"
-	}
-	return c
-}
-
-func cpuModel() string {
-	data, err := os.ReadFile("/proc/cpuinfo")
-	if err != nil {
-		return "unknown"
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
-			return strings.TrimSpace(v)
-		}
-	}
-	return "unknown"
-}
-
-func readTrim(path string) string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return "unknown"
-	}
-	return strings.TrimSpace(string(data))
 }

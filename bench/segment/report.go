@@ -3,10 +3,11 @@ package main
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/ankusa/ankusa/internal/hostinfo"
 )
 
 // spineMBs is the spine's ingest rate in raw MB/s: about 50,000 to 70,000
@@ -38,8 +39,8 @@ func newReport(h *hooks, evs []corpusEvent, corpus string) *report {
 	}
 	return &report{
 		date:    time.Now().UTC().Format("2006-01-02 15:04 UTC"),
-		machine: fmt.Sprintf("nproc %d, %s, Linux %s", runtime.NumCPU(), cpuModel(), readTrim("/proc/sys/kernel/osrelease")),
-		commit:  gitCommit(),
+		machine: fmt.Sprintf("nproc %d, %s, Linux %s", runtime.NumCPU(), hostinfo.CPUModel(), hostinfo.Kernel()),
+		commit:  hostinfo.Commit(),
 		command: "make bench-segment (" + strings.Join(os.Args, " ") + ")",
 		corpus: fmt.Sprintf("%s: %d events (%d Stripe-like, %d GitHub-like), bodies %.1f MB (mean %d B); "+
 			"as envelope records %.1f MB (mean %d B, headers and envelope fields included)",
@@ -133,37 +134,4 @@ func dur(d time.Duration) string {
 		return fmt.Sprintf("%.0f µs", float64(d)/1e3)
 	}
 	return fmt.Sprintf("%.1f ms", float64(d)/1e6)
-}
-
-func gitCommit() string {
-	out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
-	if err != nil {
-		return "unknown"
-	}
-	c := strings.TrimSpace(string(out))
-	if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(st) > 0 {
-		c += " (with uncommitted changes)"
-	}
-	return c
-}
-
-func cpuModel() string {
-	data, err := os.ReadFile("/proc/cpuinfo")
-	if err != nil {
-		return "unknown CPU"
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
-			return strings.TrimSpace(v)
-		}
-	}
-	return "unknown CPU"
-}
-
-func readTrim(path string) string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return "unknown"
-	}
-	return strings.TrimSpace(string(data))
 }
