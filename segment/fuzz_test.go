@@ -41,7 +41,7 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 // allocate in proportion to the input. Each input runs twice: as it is,
 // and with its checksums recomputed (fixSegmentChecksums) so that the
 // fuzzer gets past them to the checks behind. Seeds:
-// testdata/fuzz/FuzzSegmentReader (see TestWriteSegmentFuzzSeeds).
+// testdata/fuzz/FuzzSegmentReader (see TestSegmentFuzzSeedsGenerated).
 func FuzzSegmentReader(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte("ANKUSASG\x00\x00\x00\x01\x00\x00\x00\x00"))

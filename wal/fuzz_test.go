@@ -33,7 +33,7 @@ var walCRC = crc32.MakeTable(crc32.Castagnoli)
 // and opens again in strict mode. Each input runs twice: as it is, and
 // with its frame checksums recomputed (fixFrameChecksums) so that the
 // fuzzer gets past them to the checks behind. Seeds:
-// testdata/fuzz/FuzzWALReader (see TestWriteWALFuzzSeeds).
+// testdata/fuzz/FuzzWALReader (see TestWALFuzzSeedsGenerated).
 func FuzzWALReader(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte("ANKUSAWL\x00\x00\x00\x01\x00\x00\x00\x00"))
