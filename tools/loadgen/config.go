@@ -33,6 +33,7 @@ type Config struct {
 	AckedPath    string        // -acked
 	MaxErrors    int64         // -max-errors; 0 = never stop on errors
 	CPUProfile   string        // -cpuprofile
+	Spin         time.Duration // -spin
 
 	// PoolPerClass caps the bodies generated per size class (0: the default,
 	// up to defaultPoolPerClass and poolBytesPerClass). Tests lower it.
@@ -85,6 +86,7 @@ func parseFlags(args []string, stderr io.Writer) (*Config, error) {
 	fs.DurationVar(&c.Timeout, "timeout", 10*time.Second, "per-request timeout")
 	fs.BoolVar(&c.JSON, "json", false, "print the summary as one JSON object")
 	fs.StringVar(&c.AckedPath, "acked", "", "append \"<id> <sha256 of body>\" for every measured 201 to `FILE`")
+	fs.DurationVar(&c.Spin, "spin", 0, "after each send, poll for the answer this long before parking (removes the runtime's wake-up latency at low rates; costs a spinning core)")
 	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "write loadgen's own CPU profile (pprof) to `FILE`")
 	fs.Int64Var(&c.MaxErrors, "max-errors", 0, "exit 1 after `N` transport errors (0 = never)")
 	if err := fs.Parse(args); err != nil {
@@ -135,6 +137,8 @@ func (c *Config) validateLoad() error {
 		return fmt.Errorf("-warmup %v: must be 0 or positive", c.Warmup)
 	case c.Timeout <= 0:
 		return fmt.Errorf("-timeout %v: must be positive", c.Timeout)
+	case c.Spin < 0 || c.Spin >= c.Timeout:
+		return fmt.Errorf("-spin %v: must be 0 (park at once) or a positive duration below -timeout", c.Spin)
 	case c.MaxErrors < 0:
 		return fmt.Errorf("-max-errors %d: must be 0 (never) or positive", c.MaxErrors)
 	}

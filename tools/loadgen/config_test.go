@@ -57,6 +57,8 @@ func TestParseFlagsRejects(t *testing.T) {
 	f("-d 0s", u, "-d", "0")
 	f("-warmup -1s", u, "-warmup", "-1s")
 	f("-timeout 0s", u, "-timeout", "0")
+	f("-spin -1ms", u, "-spin", "-1ms")
+	f("-spin 10s: must be 0", u, "-spin", "10s")
 	f("-max-errors -1", u, "-max-errors", "-1")
 	f(`-size "12": size "12": smaller than 512 bytes`, u, "-size", "12")
 	f(`sum to 90, not 100`, u, "-size", "70%1KiB,20%8KiB")

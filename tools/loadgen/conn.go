@@ -28,6 +28,7 @@ type httpConn struct {
 	addr    string
 	tlsName string // server name for https, "" for http
 	timeout time.Duration
+	spin    time.Duration // -spin: busy-poll this long for the answer before parking
 
 	c         net.Conn
 	raw       syscall.Conn // the TCP connection under c (c itself for http)
@@ -38,8 +39,8 @@ type httpConn struct {
 	deadline  time.Time
 }
 
-func newHTTPConn(t *urlTemplate, timeout time.Duration) *httpConn {
-	hc := &httpConn{addr: t.probeAddr, timeout: timeout}
+func newHTTPConn(t *urlTemplate, timeout, spin time.Duration) *httpConn {
+	hc := &httpConn{addr: t.probeAddr, timeout: timeout, spin: spin}
 	if t.tls {
 		hc.tlsName, _, _ = net.SplitHostPort(t.probeAddr)
 	}
@@ -83,6 +84,9 @@ func (hc *httpConn) do(h *fasthttp.RequestHeader, body []byte, resp *fasthttp.Re
 		}
 		hc.close()
 		return err
+	}
+	if hc.spin > 0 {
+		spinUntilReadable(hc.raw, now.Add(hc.spin))
 	}
 	err = resp.Read(hc.br)
 	if err != nil || resp.ConnectionClose() {

@@ -333,7 +333,7 @@ func TestDeadlineBounds(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			hc := newHTTPConn(tmpl, timeout)
+			hc := newHTTPConn(tmpl, timeout, 0)
 			defer hc.close()
 			body := []byte(`{}`)
 			h := &fasthttp.RequestHeader{}
@@ -555,5 +555,26 @@ func TestIdleConnectionClosedByServer(t *testing.T) {
 	// about one connection per request.
 	if n := ts.connections(); n < 8 {
 		t.Fatalf("%d connections carried 12 requests; the server's idle timeout should have closed most", n)
+	}
+}
+
+// TestSpin: with -spin the worker polls for the answer before parking; an
+// answer that comes within the spin and one that comes after it (the
+// worker then parks as usual) are both read whole, and nothing is lost or
+// sent twice.
+func TestSpin(t *testing.T) {
+	var n atomic.Int64
+	ts := startServer(t, &testServer{before: func() {
+		if n.Add(1)%2 == 0 {
+			time.Sleep(5 * time.Millisecond) // past the 1 ms spin
+		}
+	}})
+	sum := mustRun(t, "-url", ts.url+"/x", "-c", "2", "-n", "40", "-warmup", "0", "-spin", "1ms")
+	if sum.Status["201"] != 40 || sum.Errors != 0 || n.Load() != 40 {
+		t.Fatalf("status %v, errors %d %v, server saw %d; want 40 answers 201 to 40 requests", sum.Status, sum.Errors, sum.ErrorKinds, n.Load())
+	}
+	sum = mustRun(t, "-url", ts.url+"/x", "-rate", "200", "-c", "1", "-n", "20", "-warmup", "0", "-spin", "2ms")
+	if sum.Status["201"] != 20 || sum.Errors != 0 {
+		t.Fatalf("open loop with -spin: status %v, errors %d %v", sum.Status, sum.Errors, sum.ErrorKinds)
 	}
 }

@@ -42,6 +42,11 @@
 // so that a target that is down or a certificate it does not trust stops
 // the run with the reason (SSL_CERT_FILE adds trusted certificates).
 //
+// With -spin D a worker polls its socket for the answer for up to D before
+// parking: at low rates the Go runtime's wake-up of a parked reader costs
+// tens of µs that the figures would charge to the server; spinning removes
+// it at the cost of a busy core (see bench/RESULTS.md).
+//
 // # Window
 //
 // The first -warmup of the run is sent but excluded from every figure and

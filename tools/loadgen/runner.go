@@ -101,7 +101,7 @@ func newRunner(cfg *Config) (*runner, error) {
 // handshake) so that "nothing listens" or "its certificate is not trusted"
 // is a clear fatal error rather than a run full of failed requests.
 func probe(t *urlTemplate, timeout time.Duration) error {
-	hc := newHTTPConn(t, timeout)
+	hc := newHTTPConn(t, timeout, 0)
 	if err := hc.dial(); err != nil {
 		return fmt.Errorf("cannot connect to %s: %w (is the server running? check -url)", t.probeAddr, err)
 	}

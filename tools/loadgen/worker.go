@@ -35,7 +35,7 @@ func (rn *runner) newWorker(id int) *worker {
 		r:      r,
 		picker: rn.targets.picker(r),
 		signer: newSigner(rn.cfg.Sign, rn.cfg.Secret),
-		conn:   newHTTPConn(rn.tmpl, rn.cfg.Timeout),
+		conn:   newHTTPConn(rn.tmpl, rn.cfg.Timeout, rn.cfg.Spin),
 		hdr:    &fasthttp.RequestHeader{},
 		resp:   &fasthttp.Response{},
 	}
