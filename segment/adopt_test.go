@@ -229,3 +229,63 @@ func TestPartialSegmentAtBoot(t *testing.T) {
 		})
 	}
 }
+
+// buildFromWAL writes a whole segment of the WAL's seqs first..last to the
+// segment directory under its final name, as a foreign or stale file would
+// be, and returns its name.
+func buildFromWAL(t *testing.T, fs vfs.FS, first, last uint64) string {
+	t.Helper()
+	name := segment.FileName(first, last)
+	w, err := segment.Create(fs, fs.PathJoin(segDir, name), segment.NewEncoder(), 1<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = wal.ReadDir(fs, walDir, func(r *wal.Record) error {
+		if r.Kind != envelope.KindEnvelope || r.Seq < first || r.Seq > last {
+			return nil
+		}
+		return w.Append(r.Payload)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+// TestOrphanNotNextIsSetAside: a whole, valid segment the catalogue lacks
+// is adopted only if it is the next one after the catalogue. One that
+// overlaps catalogued seqs (adopting it would seal seqs twice and
+// overwrite an entry) or leaves seqs before it unsealed (the sealer would
+// resume after it and never seal them) is set aside, and the node seals
+// from the WAL as usual. Removing the check in adopt fails both cases.
+func TestOrphanNotNextIsSetAside(t *testing.T) {
+	for _, tc := range []struct {
+		what        string
+		first, last uint64
+	}{
+		{"overlapping the catalogue", adoptSealed - 9, adoptSealed + 20},
+		{"leaving unsealed seqs before it", orphanFirst + 10, orphanLast},
+	} {
+		t.Run(tc.what, func(t *testing.T) {
+			fs, hooks, _ := adoptFixture(t)
+			name := buildFromWAL(t, fs, tc.first, tc.last)
+			adopted := counter("ankusa_segment_adopted_total")
+			n := openNode(t, fs, sealingOpts)
+			defer n.close()
+			if counter("ankusa_segment_adopted_total") != adopted {
+				t.Fatalf("%s was adopted", name)
+			}
+			if aside := namesWith(t, fs, segDir, ".corrupt"); !slices.Equal(aside, []string{name + ".corrupt"}) {
+				t.Fatalf("set aside: %v, want %s.corrupt", aside, name)
+			}
+			n.waitSealed(adoptTotal)
+			checkSealedOnce(t, n, fs, adoptTotal)
+			for i := range hooks {
+				checkFetch(t, n.store, &hooks[i])
+			}
+		})
+	}
+}

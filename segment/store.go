@@ -275,6 +275,15 @@ func (s *Store) adopt(path, name string, first, last uint64) error {
 	if f.Footer.FirstSeq != first || f.Footer.LastSeq != last {
 		return &CorruptError{File: path, Offset: f.Size - footerSize, Reason: fmt.Sprintf("footer says seqs %d..%d, the name %d..%d", f.Footer.FirstSeq, f.Footer.LastSeq, first, last)}
 	}
+	// Only the segment a crash left between its rename and its catalogue
+	// write is adopted: it follows the catalogue (or a recorded gap)
+	// directly. One that overlaps catalogued seqs or leaves unsealed seqs
+	// before it is not this node's next segment.
+	if reason, err := s.adoptable(first); err != nil {
+		return err
+	} else if reason != "" {
+		return &CorruptError{File: path, Offset: 0, Reason: reason}
+	}
 	if err := f.Verify(s.dec); err != nil {
 		return err
 	}
@@ -284,6 +293,38 @@ func (s *Store) adopt(path, name string, first, last uint64) error {
 	adoptedTotal.Inc()
 	s.o.Logger.Info("adopted a whole segment missing from the catalogue", zap.String("file", path))
 	return nil
+}
+
+// adoptable says why a segment starting at first cannot be the next one
+// after the catalogue ("" when it can).
+func (s *Store) adoptable(first uint64) (string, error) {
+	last, ok, err := s.o.Meta.LastSegment()
+	if err != nil {
+		return "", err
+	}
+	next := uint64(1)
+	if ok {
+		next = last.LastSeq + 1
+	}
+	if first < next {
+		return fmt.Sprintf("seqs from %d are already in catalogued segment(s) up to %d", first, next-1), nil
+	}
+	for next < first {
+		gapEnd, inGap, err := s.o.Meta.GapAt(next)
+		if err != nil {
+			return "", err
+		}
+		if !inGap {
+			// The WAL's first seqs may precede any segment only on a node
+			// whose log starts above 1; then the first segment starts there.
+			if !ok {
+				return "", nil
+			}
+			return fmt.Sprintf("seqs %d..%d before it are in no segment", next, first-1), nil
+		}
+		next = gapEnd + 1
+	}
+	return "", nil
 }
 
 func entryOf(name string, size int64, f *Footer, now time.Time) meta.SegmentEntry {
