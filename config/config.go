@@ -227,8 +227,13 @@ type Quarantine struct {
 	Burst int     `yaml:"burst" json:"burst"`
 }
 
-// Sink is one delivery target of a source.
+// Sink is one delivery target of a source (DESIGN.md §2.7). URL, the
+// header values, Secret and RoutingKey are templates over the envelope
+// (package dispatch/tmpl).
 type Sink struct {
+	// ID is the sink's stable id within its source: delivery rows are
+	// keyed by it, so editing the source does not remap them. Default:
+	// derived from type, url, exchange and routing_key (see SinkID).
 	ID           string            `yaml:"id" json:"id,omitempty"`
 	Type         string            `yaml:"type" json:"type"`
 	URL          string            `yaml:"url" json:"url,omitempty"`
@@ -236,12 +241,28 @@ type Sink struct {
 	Secret       Secret            `yaml:"secret" json:"-"`
 	Format       string            `yaml:"format" json:"format,omitempty"`
 	AllowPrivate bool              `yaml:"allow_private" json:"allow_private,omitempty"`
-	Timeout      Duration          `yaml:"timeout" json:"timeout,omitempty"`
-	MaxAttempts  int               `yaml:"max_attempts" json:"max_attempts,omitempty"`
-	MaxAge       Duration          `yaml:"max_age" json:"max_age,omitempty"`
-	Exchange     string            `yaml:"exchange" json:"exchange,omitempty"`
-	RoutingKey   string            `yaml:"routing_key" json:"routing_key,omitempty"`
-	Claim        *Claim            `yaml:"claim" json:"claim,omitempty"`
+	// ConnectTimeout bounds connecting (and DNS); Timeout bounds one
+	// whole attempt after that.
+	ConnectTimeout Duration `yaml:"connect_timeout" json:"connect_timeout,omitempty"`
+	Timeout        Duration `yaml:"timeout" json:"timeout,omitempty"`
+	// MaxAttempts and MaxAge end the retries: past either, the hook is a
+	// dead letter.
+	MaxAttempts int      `yaml:"max_attempts" json:"max_attempts,omitempty"`
+	MaxAge      Duration `yaml:"max_age" json:"max_age,omitempty"`
+	// RetryBase and RetryMax shape the backoff: attempt n waits a random
+	// time in [0, min(RetryMax, RetryBase * 2^(n-1))] (full jitter).
+	RetryBase Duration `yaml:"retry_base" json:"retry_base,omitempty"`
+	RetryMax  Duration `yaml:"retry_max" json:"retry_max,omitempty"`
+	// Concurrency bounds attempts in flight to this sink; TenantConcurrency
+	// bounds one tenant's share of them, so a tenant with a slow receiver
+	// cannot hold every slot.
+	Concurrency       int `yaml:"concurrency" json:"concurrency,omitempty"`
+	TenantConcurrency int `yaml:"tenant_concurrency" json:"tenant_concurrency,omitempty"`
+	// Exchange, RoutingKey and Channels are the RabbitMQ sink's.
+	Exchange   string `yaml:"exchange" json:"exchange,omitempty"`
+	RoutingKey string `yaml:"routing_key" json:"routing_key,omitempty"`
+	Channels   int    `yaml:"channels" json:"channels,omitempty"`
+	Claim      *Claim `yaml:"claim" json:"claim,omitempty"`
 }
 
 // Claim delivers large bodies by reference.

@@ -107,6 +107,7 @@ func (c *Config) ApplyDefaults() {
 		if s.OnVerifyFailure == "" {
 			s.OnVerifyFailure = "reject"
 		}
+		applySinkDefaults(s.Sinks)
 		c.Sources[name] = s
 	}
 }

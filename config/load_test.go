@@ -417,7 +417,7 @@ sources:
   s:
     tenant_id: acme
     verify: {type: hmac, secrets: [literal, env:ANKUSA_TEST_UNSET]}
-    sinks: [{type: http, url: u}, {type: http, url: u, secret: env:ANKUSA_TEST_UNSET}]
+    sinks: [{type: http, url: "http://r.example/in"}, {type: http, url: "http://r.example/in", secret: env:ANKUSA_TEST_UNSET}]
 `
 	probs := problemsOf(t, yaml, ValidateOptions{})
 	var keys []string

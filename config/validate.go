@@ -1,7 +1,6 @@
 package config
 
 import (
-	"fmt"
 	"math"
 	"net"
 	"regexp"
@@ -108,7 +107,6 @@ func Validate(c *Config, opts ValidateOptions) Problems {
 	switch c.WAL.Type {
 	case "disk":
 	case "none":
-		p.add("wal.type: none needs a durable sink for every source, and this build has no sinks yet; use wal.type: disk")
 	default:
 		p.add("wal.type: %q must be disk or none", c.WAL.Type)
 	}
@@ -285,20 +283,9 @@ func ValidateSource(name string, s *Source, ctx SourceContext) Problems {
 	if s.MaxBodyBytes < 0 {
 		p.add("%s.max_body_bytes: must not be negative", at)
 	}
-	for i, sk := range s.Sinks {
-		sp := fmt.Sprintf("%s.sinks[%d]", at, i)
-		switch sk.Type {
-		case "http":
-			if sk.URL == "" {
-				p.add("%s.url: required for an http sink", sp)
-			}
-		case "rabbitmq":
-			if sk.URL == "" {
-				p.add("%s.url: required for a rabbitmq sink", sp)
-			}
-		default:
-			p.add("%s.type: %q must be http or rabbitmq", sp, sk.Type)
-		}
+	validateSinks(&p, at, s.Sinks)
+	if ctx.WALType == "none" && !slices.ContainsFunc(s.Sinks, func(sk Sink) bool { return sk.Durable() }) {
+		p.add("%s.sinks: wal.type is none, so a hook is safe only once a durable sink (%v) has it, and this source has none; add one or use wal.type: disk", at, DurableSinkTypes)
 	}
 	if s.Dedupe != nil && s.Dedupe.Key == "" {
 		p.add("%s.dedupe.key: required when dedupe is set", at)
