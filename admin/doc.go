@@ -30,4 +30,29 @@
 //
 // A resource of another tenant, or an id that does not parse, is the same
 // 404 as one that does not exist, so a tenant learns nothing about others.
+//
+// # Deliveries
+//
+// Dead letters and attempt logs (Options.Deliveries, DESIGN.md §2.7), under
+// /v1/tenants/<t>/ with the tenant scopes; every change is a synced write:
+//
+//	GET    deliveries?state=dead[&source=S][&since=T][&until=T][&cursor=C][&limit=N]
+//	         200 {"deliveries":[...],"next_cursor":"..."}, in (seq, sink) order
+//	POST   deliveries/retry[?source=S&since=T&until=T]         200 {"retried":n}
+//	POST   deliveries/drop?[source=S&since=T&until=T][all=true] 200 {"dropped":n}
+//	POST   deliveries/<event_id>/<sink>/retry                  200 {"retried":1}
+//	DELETE deliveries/<event_id>/<sink>                        204
+//	GET    hooks/<event_id>/attempts                           200 {"attempts":[...]}
+//
+// state is required and only dead is listed; limit is 1 to 1000, 100 when
+// absent; since (inclusive) and until (exclusive) are RFC 3339 times and
+// select by when the node received the hook; next_cursor is absent on the
+// last page. A drop needs at least one filter or all=true. Times in answers
+// are RFC 3339 in UTC with nine fractional digits. Besides the errors above:
+//
+//	{"error":"invalid_request","message":"limit: ..."}  400, naming the parameter
+//	{"error":"delivery_not_dead","message":"..."}       409, the row is pending or in flight
+//
+// An unknown, malformed or other tenant's event id or sink is the same 404
+// as an unknown hook.
 package admin

@@ -31,6 +31,9 @@ type Options struct {
 	// Hooks serves GET /v1/tenants/{tenant}/hooks/{id}; nil leaves the
 	// route out.
 	Hooks HookFetcher
+	// Deliveries serves the dead-letter and attempt-log routes (see the
+	// package doc); nil leaves them out.
+	Deliveries Deliveries
 	// Logger logs what a client is not told (500s); nil: no logging.
 	Logger *zap.Logger
 }
@@ -51,6 +54,9 @@ func Register(mux *http.ServeMux, o Options) error {
 	}
 	if o.Hooks != nil {
 		mux.Handle("GET /v1/tenants/{tenant}/hooks/{id}", auth.TenantGuard(&hookHandler{fetch: o.Hooks, log: log}))
+	}
+	if o.Deliveries != nil {
+		registerDeliveries(mux, auth, o.Deliveries, log)
 	}
 	return nil
 }

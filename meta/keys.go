@@ -16,8 +16,21 @@
 //	                       (cut by -wal-recovery=truncate): Scan steps over
 //	                       them instead of calling them lost
 //
-// Later stages add their prefixes here (r/ delivery rows, dd/ dedupe keys,
-// m:erase:, m:erased:).
+//	m:dispatch:checkpoint  u64 BE: every hook at or below this seq has its
+//	                       delivery rows durable (DESIGN.md §6 items 3, 4)
+//	r/<ord u32><seq u64><sink id>
+//	                       delivery row (see Delivery), one per hook and sink;
+//	                       a tenant's rows are one prefix
+//	d/<ord u32><due u64 ns><seq u64><sink id>
+//	                       due index of pending rows, written in the row's batch
+//	x/<ord u32><seq u64><sink id>
+//	                       dead-letter index, written in the row's batch
+//	a/<ord u32><seq u64><sink id>\x00<n u16>
+//	                       attempt log entry n of a row (see AttemptRecord)
+//
+// Integers are big-endian so keys sort by them. Sink ids match the name
+// pattern, so they hold no 0x00. Later stages add their prefixes here (dd/
+// dedupe keys, m:erase:, m:erased:).
 package meta
 
 import "encoding/binary"
@@ -29,6 +42,12 @@ const (
 	prefixSegSeq     = "c:s:"
 	prefixSegID      = "c:i:"
 	prefixSegGap     = "c:g:"
+
+	keyDispatchCheckpoint = "m:dispatch:checkpoint"
+	PrefixRow             = "r/"
+	PrefixDue             = "d/"
+	PrefixDead            = "x/"
+	PrefixAttempt         = "a/"
 )
 
 func tenantKey(name string) []byte { return []byte(prefixTenant + name) }

@@ -47,6 +47,12 @@ type Options struct {
 	// ordinal the batch created; and by Open for each ordinal the log holds
 	// that Tenants lacks (a crash came before its OnTenant).
 	OnTenant func(name string, ordinal uint32)
+	// OnDurable, if set, is called by the commit loop after each batch is
+	// durable and before its waiters wake, with the batch's hook records
+	// in seq order. It runs on the loop: it must not block. A callee that
+	// keeps a request past the call must Retain it (and release it later);
+	// the slice itself is reused after the call.
+	OnDurable func(batch []*Request)
 	// Logf reports recovery actions.
 	Logf func(format string, args ...any)
 }
@@ -123,6 +129,7 @@ type Request struct {
 	Ordinal uint32
 	err     error
 	done    chan struct{}
+	refs    atomic.Int32
 }
 
 var requestPool = sync.Pool{New: func() any {
@@ -134,11 +141,24 @@ func AcquireRequest() *Request {
 	r := requestPool.Get().(*Request)
 	r.Buf = r.Buf[:FrameHeaderSize]
 	clear(r.Buf)
+	r.refs.Store(1)
 	return r
 }
 
-// ReleaseRequest returns r to the pool.
+// Retain adds a holder to r: it goes back to the pool only when every
+// holder has released it. The commit loop's OnDurable callee uses it to
+// hand a committed record to dispatch without copying it.
+func (r *Request) Retain() { r.refs.Add(1) }
+
+// ReleaseRequest drops one holder of r and returns r to the pool when it
+// was the last.
 func ReleaseRequest(r *Request) {
+	switch n := r.refs.Add(-1); {
+	case n > 0:
+		return
+	case n < 0:
+		panic("BUG: wal: request released more often than acquired and retained")
+	}
 	r.Seq, r.ID, r.Ordinal, r.err = 0, envelope.ID{}, 0, nil
 	requestPool.Put(r)
 }
@@ -401,6 +421,9 @@ func (w *WAL) commitBatch(batch []*Request) {
 	w.durMu.Lock()
 	w.durable = Position{File: w.fileNum, Size: w.fileSize, Seq: seq}
 	w.durMu.Unlock()
+	if w.opts.OnDurable != nil {
+		w.opts.OnDurable(batch)
+	}
 	select {
 	case w.committed <- struct{}{}:
 	default:

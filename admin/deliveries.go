@@ -1,0 +1,217 @@
+package admin
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"go.uber.org/zap"
+
+	"github.com/ankusa/ankusa/config"
+	"github.com/ankusa/ankusa/dispatch"
+	"github.com/ankusa/ankusa/envelope"
+)
+
+// Deliveries is the dispatch stage as the admin API sees it. Every change is a synced write.
+//
+// Implementations must be safe for concurrent use. Each method acts on the
+// rows of tenant only: another tenant's delivery is ErrDeliveryNotFound,
+// exactly as one that does not exist.
+type Deliveries interface {
+	// Dead lists the tenant's dead letters in (seq, sink) order after cursor ("" = from the start), at most limit, filtered; next is "" at the end.
+	Dead(ctx context.Context, tenant string, f dispatch.Filter, cursor string, limit int) (rows []dispatch.Row, next string, err error)
+	// Retry makes one dead letter pending again, due now, with its attempt count and max_age clock reset.
+	Retry(ctx context.Context, tenant string, id envelope.ID, sink string) error
+	// RetryAll does that for every dead letter of the tenant passing the filter; n is how many.
+	RetryAll(ctx context.Context, tenant string, f dispatch.Filter) (n int, err error)
+	// Drop deletes one dead letter.
+	Drop(ctx context.Context, tenant string, id envelope.ID, sink string) error
+	// DropAll deletes every dead letter of the tenant passing the filter.
+	DropAll(ctx context.Context, tenant string, f dispatch.Filter) (n int, err error)
+	// Attempts is a hook's attempt log, oldest first, every sink.
+	Attempts(ctx context.Context, tenant string, id envelope.ID) ([]dispatch.Attempt, error)
+}
+
+// Errors a Deliveries implementation returns (wrapped or not) for the
+// handlers to map; any other error is a 500.
+var (
+	// ErrDeliveryNotFound: no such (hook, sink) row, or for Attempts no
+	// such hook, for this tenant. The admin API's one 404.
+	ErrDeliveryNotFound = errors.New("admin: delivery not found")
+	// ErrNotDead: Retry or Drop of a row that is pending or in flight. 409.
+	ErrNotDead = errors.New("admin: delivery not dead")
+	// ErrBadCursor: Dead was given a cursor it did not issue. 400.
+	ErrBadCursor = errors.New("admin: bad deliveries cursor")
+)
+
+// Error codes of the deliveries endpoints.
+const (
+	codeInvalidRequest   = "invalid_request"
+	codeDeliveryNotDead  = "delivery_not_dead"
+	msgDeliveryNotDead   = "this delivery is pending or in flight; only a dead letter can be retried or dropped"
+	msgDeliveriesFailed  = "the deliveries could not be read or changed; the node's log says why"
+	defaultDeliveryLimit = 100
+	maxDeliveryLimit     = 1000
+)
+
+// registerDeliveries adds the routes of the dead-letter endpoints (see the
+// package doc), each behind auth's tenant guard.
+func registerDeliveries(mux *http.ServeMux, auth *Auth, d Deliveries, log *zap.Logger) {
+	h := &deliveryHandlers{d: d, log: log}
+	route := func(pattern string, f http.HandlerFunc) { mux.Handle(pattern, auth.TenantGuard(f)) }
+	route("GET /v1/tenants/{tenant}/deliveries", h.list)
+	route("POST /v1/tenants/{tenant}/deliveries/retry", h.retryAll)
+	route("POST /v1/tenants/{tenant}/deliveries/drop", h.dropAll)
+	route("POST /v1/tenants/{tenant}/deliveries/{event_id}/{sink}/retry", h.retryOne)
+	route("DELETE /v1/tenants/{tenant}/deliveries/{event_id}/{sink}", h.dropOne)
+	route("GET /v1/tenants/{tenant}/hooks/{id}/attempts", h.attempts)
+}
+
+// deliveryHandlers serves the deliveries endpoints from d; it logs to log
+// what a client is not told.
+type deliveryHandlers struct {
+	d   Deliveries
+	log *zap.Logger
+}
+
+func (h *deliveryHandlers) list(w http.ResponseWriter, r *http.Request) {
+	tenant, ok := pathTenant(w, r)
+	if !ok {
+		return
+	}
+	q, ok := parseListQuery(w, r)
+	if !ok {
+		return
+	}
+	rows, next, err := h.d.Dead(r.Context(), tenant, q.filter, q.cursor, q.limit)
+	if err == nil {
+		err = checkRowsTenant(rows, tenant)
+	}
+	if err != nil {
+		h.fail(w, r, "cannot list dead letters", err, zap.Any("filter", q.filter), zap.String("cursor", q.cursor))
+		return
+	}
+	writeValue(w, http.StatusOK, newDeliveryList(rows, next))
+}
+
+func (h *deliveryHandlers) retryAll(w http.ResponseWriter, r *http.Request) {
+	h.all(w, r, "retried", h.d.RetryAll, false)
+}
+
+func (h *deliveryHandlers) dropAll(w http.ResponseWriter, r *http.Request) {
+	h.all(w, r, "dropped", h.d.DropAll, true)
+}
+
+// all serves retry and drop of every dead letter passing the query's
+// filter: {"<verb>": n}. needFilter refuses an empty filter without all=true.
+func (h *deliveryHandlers) all(w http.ResponseWriter, r *http.Request, verb string,
+	do func(context.Context, string, dispatch.Filter) (int, error), needFilter bool) {
+	tenant, ok := pathTenant(w, r)
+	if !ok {
+		return
+	}
+	f, ok := parseBulkQuery(w, r, verb, needFilter)
+	if !ok {
+		return
+	}
+	n, err := do(r.Context(), tenant, f)
+	if err != nil {
+		h.fail(w, r, "cannot change dead letters", err, zap.String("action", verb), zap.Any("filter", f))
+		return
+	}
+	writeValue(w, http.StatusOK, map[string]int{verb: n})
+}
+
+func (h *deliveryHandlers) retryOne(w http.ResponseWriter, r *http.Request) {
+	tenant, id, sink, ok := pathDelivery(w, r)
+	if !ok {
+		return
+	}
+	if err := h.d.Retry(r.Context(), tenant, id, sink); err != nil {
+		h.fail(w, r, "cannot retry dead letter", err, zap.Stringer("id", id), zap.String("sink", sink))
+		return
+	}
+	writeValue(w, http.StatusOK, map[string]int{"retried": 1})
+}
+
+func (h *deliveryHandlers) dropOne(w http.ResponseWriter, r *http.Request) {
+	tenant, id, sink, ok := pathDelivery(w, r)
+	if !ok {
+		return
+	}
+	if err := h.d.Drop(r.Context(), tenant, id, sink); err != nil {
+		h.fail(w, r, "cannot drop dead letter", err, zap.Stringer("id", id), zap.String("sink", sink))
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (h *deliveryHandlers) attempts(w http.ResponseWriter, r *http.Request) {
+	tenant, ok := pathTenant(w, r)
+	if !ok {
+		return
+	}
+	id, err := envelope.ParseID([]byte(r.PathValue("id")))
+	if err != nil {
+		writeNotFound(w)
+		return
+	}
+	as, err := h.d.Attempts(r.Context(), tenant, id)
+	if err != nil {
+		h.fail(w, r, "cannot read attempt log", err, zap.Stringer("id", id))
+		return
+	}
+	writeValue(w, http.StatusOK, newAttemptList(as))
+}
+
+// fail answers err: the one 404, a 409, a 400 for a cursor, or a 500 whose
+// cause goes to the log with msg and fields, never to the client.
+func (h *deliveryHandlers) fail(w http.ResponseWriter, r *http.Request, msg string, err error, fields ...zap.Field) {
+	switch {
+	case errors.Is(err, ErrDeliveryNotFound):
+		writeNotFound(w)
+	case errors.Is(err, ErrNotDead):
+		writeError(w, http.StatusConflict, codeDeliveryNotDead, msgDeliveryNotDead)
+	case errors.Is(err, ErrBadCursor):
+		writeError(w, http.StatusBadRequest, codeInvalidRequest, "cursor: not a next_cursor this listing returned; start again without cursor")
+	default:
+		fields = append(fields, zap.String("tenant", r.PathValue("tenant")), zap.Error(err))
+		h.log.Error(msg, fields...)
+		writeError(w, http.StatusInternalServerError, codeInternal, msgDeliveriesFailed)
+	}
+}
+
+// writeNotFound is the admin API's one 404 (the hook fetch's): an unknown
+// id, one that does not parse, another tenant's and an invalid name all get
+// it, byte for byte.
+func writeNotFound(w http.ResponseWriter) {
+	writeError(w, http.StatusNotFound, codeNotFound, notFoundHook)
+}
+
+// pathTenant returns the {tenant} of r, or answers the one 404 when it is
+// not a valid tenant name (only a tenant:* token gets that far).
+func pathTenant(w http.ResponseWriter, r *http.Request) (string, bool) {
+	tenant := r.PathValue("tenant")
+	if !config.ValidName([]byte(tenant)) {
+		writeNotFound(w)
+		return "", false
+	}
+	return tenant, true
+}
+
+// pathDelivery returns the {tenant}, {event_id} and {sink} of r, or answers
+// the one 404 when one of them does not parse.
+func pathDelivery(w http.ResponseWriter, r *http.Request) (string, envelope.ID, string, bool) {
+	tenant, ok := pathTenant(w, r)
+	if !ok {
+		return "", envelope.ID{}, "", false
+	}
+	id, err := envelope.ParseID([]byte(r.PathValue("event_id")))
+	sink := r.PathValue("sink")
+	if err != nil || !config.ValidName([]byte(sink)) {
+		writeNotFound(w)
+		return "", envelope.ID{}, "", false
+	}
+	return tenant, id, sink, true
+}

@@ -1,0 +1,196 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"go.uber.org/zap"
+
+	"github.com/ankusa/ankusa/envelope"
+	"github.com/ankusa/ankusa/meta"
+	"github.com/ankusa/ankusa/segment"
+)
+
+// Attempt outcomes, as the attempt log and the metrics name them.
+const (
+	outDelivered   = "delivered"
+	outRetry       = "retry"
+	outDead        = "dead"
+	outCircuitOpen = "circuit_open"
+)
+
+// attempt runs one attempt of t and records its outcome in the row.
+func (d *Dispatcher) attempt(r *runner, t *task) {
+	defer d.finish(t)
+	now := d.o.Now()
+	env := t.env
+	if env == nil {
+		var err error
+		if env, err = d.o.Hooks.Fetch(t.row.EventID); err != nil {
+			d.unreadable(r, t, now, err)
+			return
+		}
+	}
+	target := r.source
+	if tg, ok := r.sink.(Targeter); ok {
+		target = tg.Target(env)
+	}
+	r.mu.Lock()
+	ok, until := r.breaker(target).allow(now)
+	r.mu.Unlock()
+	if !ok {
+		r.circuit.Inc()
+		why := fmt.Sprintf("circuit open for %s after repeated failures; next probe at %s", target, until.UTC().Format(time.RFC3339))
+		if now.Sub(time.Unix(0, t.row.StartedAt)) >= time.Duration(r.spec.MaxAge) {
+			d.record(r, t, env, now, 0, 0, &Error{Err: errors.New(why)})
+			return
+		}
+		d.reschedule(t, until.Add(jitter(time.Second)), why)
+		return
+	}
+	timeout := time.Duration(r.spec.ConnectTimeout + r.spec.Timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	dl := Delivery{Envelope: env, Attempt: int(t.row.Attempts) + 1, SinkID: t.sink}
+	err := r.sink.Deliver(ctx, &dl)
+	cancel()
+	end := d.o.Now()
+	latency := end.Sub(now)
+	var e *Error
+	status := dl.Status
+	if err != nil {
+		e = AsError(err)
+		if e.Status == 0 {
+			e.Status = status
+		}
+		status = e.Status
+	}
+	r.mu.Lock()
+	b := r.breaker(target)
+	// Only a target that does not answer opens the breaker: one that
+	// answers 5xx or 429 costs an answer, and backoff paces it.
+	if b.record(end, e != nil && !e.Permanent && e.Status == 0) {
+		d.o.Logger.Warn("circuit opened: deliveries to a failing target pause", zap.String("sink", r.name), zap.String("target", target), zap.Time("until", b.until))
+	}
+	if b.fails == 0 {
+		delete(r.breakers, target)
+	}
+	r.mu.Unlock()
+	d.record(r, t, env, end, latency, status, e)
+}
+
+// record writes an attempt's outcome: delivered rows are deleted, failed
+// ones rescheduled with backoff or dead-lettered.
+func (d *Dispatcher) record(r *runner, t *task, env *envelope.Envelope, now time.Time, latency time.Duration, status int, e *Error) {
+	row := t.row
+	n := row.Attempts + 1
+	row.Attempts, row.LastAt, row.LastStatus = n, now.UnixNano(), uint16(status)
+	outcome := outDelivered
+	b := d.db.NewBatch()
+	defer b.Close()
+	oldDue := meta.DueKey(nil, t.ord, row.Due, t.seq, t.sink)
+	switch {
+	case e == nil:
+		row.LastError = ""
+		_ = b.Delete(t.key, nil)
+		_ = b.Delete(oldDue, nil)
+	case e.Permanent || int(n) >= r.spec.MaxAttempts || now.Sub(time.Unix(0, row.StartedAt)) >= time.Duration(r.spec.MaxAge):
+		outcome = outDead
+		row.LastError = deadReason(e, int(n), r)
+		row.State = meta.RowDead
+		_ = b.Set(t.key, row.AppendTo(nil), nil)
+		_ = b.Delete(oldDue, nil)
+		_ = b.Set(meta.DeadKey(nil, t.ord, t.seq, t.sink), nil, nil)
+	default:
+		outcome = outRetry
+		row.LastError = e.Error()
+		row.Due = now.Add(backoff(r, int(n), e.RetryAfter)).UnixNano()
+		_ = b.Set(t.key, row.AppendTo(nil), nil)
+		_ = b.Delete(oldDue, nil)
+		_ = b.Set(meta.DueKey(nil, t.ord, row.Due, t.seq, t.sink), nil, nil)
+	}
+	a := meta.AttemptRecord{At: now.Add(-latency).UnixNano(), Latency: int64(latency), Status: uint16(status), Outcome: outcome, Error: row.LastError}
+	_ = b.Set(meta.AttemptKey(nil, t.ord, t.seq, t.sink, n), a.AppendTo(nil), nil)
+	if err := b.Commit(pebble.NoSync); err != nil {
+		d.fatal(fmt.Errorf("cannot record a delivery attempt: %w", err))
+		return
+	}
+	switch outcome {
+	case outDelivered:
+		r.delivered.Inc()
+		d.pending.Add(-1)
+		deliverySeconds.Update(now.Sub(time.Unix(0, env.ReceivedAt)).Seconds())
+	case outRetry:
+		r.retried.Inc()
+		d.markActive(t.ord)
+	case outDead:
+		r.deadened.Inc()
+		deadTotal.Inc()
+		d.pending.Add(-1)
+		d.dead.Add(1)
+		d.o.Logger.Warn("dead letter", zap.String("sink", r.name), zap.String("tenant", env.TenantID),
+			zap.Stringer("event_id", env.ID), zap.Int("attempts", int(n)), zap.String("error", row.LastError))
+	}
+	backlogGauges(d)
+}
+
+func deadReason(e *Error, n int, r *runner) string {
+	switch {
+	case e.Permanent:
+		return e.Error()
+	case n >= r.spec.MaxAttempts:
+		return fmt.Sprintf("%s (gave up after max_attempts=%d)", e.Error(), r.spec.MaxAttempts)
+	default:
+		return fmt.Sprintf("%s (gave up: older than max_age=%s)", e.Error(), time.Duration(r.spec.MaxAge))
+	}
+}
+
+// unreadable handles a hook that cannot be read back: gone from this node
+// or damaged is a dead letter (nothing will bring it back by waiting); any
+// other read error is retried.
+func (d *Dispatcher) unreadable(r *runner, t *task, now time.Time, err error) {
+	e := &Error{Err: fmt.Errorf("cannot read the hook back from the store: %w", err)}
+	var ce *segment.CorruptError
+	if errors.Is(err, segment.ErrNotFound) || errors.Is(err, segment.ErrRemoved) || errors.As(err, &ce) {
+		e.Permanent = true
+	}
+	d.o.Logger.Error("cannot read a hook for delivery", zap.String("sink", r.name), zap.Uint64("seq", t.seq), zap.Error(err))
+	d.record(r, t, &envelope.Envelope{ID: t.row.EventID, ReceivedAt: t.row.ReceivedAt}, now, 0, 0, e)
+}
+
+// reschedule moves a pending row to due without counting an attempt (the
+// circuit is open).
+func (d *Dispatcher) reschedule(t *task, due time.Time, why string) {
+	row := t.row
+	b := d.db.NewBatch()
+	defer b.Close()
+	_ = b.Delete(meta.DueKey(nil, t.ord, row.Due, t.seq, t.sink), nil)
+	row.Due, row.LastError = due.UnixNano(), why
+	_ = b.Set(t.key, row.AppendTo(nil), nil)
+	_ = b.Set(meta.DueKey(nil, t.ord, row.Due, t.seq, t.sink), nil, nil)
+	if err := b.Commit(pebble.NoSync); err != nil {
+		d.fatal(fmt.Errorf("cannot reschedule a delivery: %w", err))
+	}
+	d.markActive(t.ord)
+}
+
+// backoff is the wait before attempt n+1: full jitter over an exponential
+// ceiling, and never before the target's own Retry-After.
+func backoff(r *runner, n int, retryAfter time.Duration) time.Duration {
+	ceil := time.Duration(r.spec.RetryMax)
+	if base := time.Duration(r.spec.RetryBase); n-1 < 40 && base<<(n-1) < ceil && base<<(n-1) > 0 {
+		ceil = base << (n - 1)
+	}
+	return max(jitter(ceil), retryAfter)
+}
+
+// jitter is a uniformly random duration in [0, d].
+func jitter(d time.Duration) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	return time.Duration(rand.Int64N(int64(d) + 1))
+}

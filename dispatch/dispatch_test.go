@@ -1,0 +1,198 @@
+package dispatch_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/ankusa/ankusa/config"
+	"github.com/ankusa/ankusa/dispatch"
+)
+
+// Every committed hook reaches every sink of its source, once in a clean
+// run, and the checkpoint catches up with the log.
+func TestDeliversEveryHookToEverySink(t *testing.T) {
+	fk := newFakeSinks(nil)
+	n := openNode(t, vfs.NewMem(), fk, nodeOptions{sinks: twoSinks(nil)})
+	const count = 5000
+	hooks := n.commitMany(count, 16, func(i int) string { return fmt.Sprintf("t%d", i%20) })
+	waitFor(t, 20*time.Second, "every delivery", func() bool { return fk.ok.Load() == 2*count })
+	for _, e := range hooks {
+		for _, s := range []string{"a", "b"} {
+			if got := fk.delivered(s, e.ID); got != 1 {
+				t.Fatalf("hook %s (seq %d) reached sink %s %d times, want once", e.ID, e.Seq, s, got)
+			}
+		}
+	}
+	d := n.disp.Load()
+	waitFor(t, 5*time.Second, "the checkpoint", func() bool { return d.Checkpoint() == n.wal.LastSeq() })
+	live, err := d.HoldsLive(1, n.wal.LastSeq())
+	if err != nil || live {
+		t.Fatalf("HoldsLive after every delivery = %v, %v; want false (rows are deleted once delivered)", live, err)
+	}
+	n.close()
+}
+
+// A sink that fails retries with backoff and dead-letters after
+// max_attempts; retry-all delivers once it is fixed.
+func TestRetriesThenDeadLettersThenRetryAll(t *testing.T) {
+	var broken atomic.Bool
+	broken.Store(true)
+	fk := newFakeSinks(func(sink string, d *dispatch.Delivery) error {
+		if broken.Load() {
+			return &dispatch.Error{Status: 503, Err: errors.New("receiver down")}
+		}
+		return nil
+	})
+	n := openNode(t, vfs.NewMem(), fk, nodeOptions{sinks: twoSinks(func(s *config.Sink) { s.MaxAttempts = 4 })})
+	defer n.close()
+	hooks := n.commitMany(50, 4, func(i int) string { return "acme" })
+	d := n.disp.Load()
+	ctx := context.Background()
+	waitFor(t, 20*time.Second, "every row dead", func() bool {
+		rows, _, err := d.Dead(ctx, "acme", dispatch.Filter{}, "", 1000)
+		return err == nil && len(rows) == 100
+	})
+	for _, e := range hooks[:5] {
+		ts := fk.times("a", e.ID)
+		if len(ts) != 4 {
+			t.Fatalf("hook %s: %d attempts, want max_attempts = 4", e.ID, len(ts))
+		}
+		for i := 1; i < len(ts); i++ {
+			// Full jitter over min(retry_max 50ms, 10ms<<(i-1)), plus the
+			// scheduler's pass.
+			if gap := ts[i].Sub(ts[i-1]); gap > 50*time.Millisecond+1500*time.Millisecond {
+				t.Fatalf("hook %s: attempt %d came %v after the one before, past the backoff bound", e.ID, i+1, gap)
+			}
+		}
+		att, err := d.Attempts(ctx, "acme", e.ID)
+		if err != nil || len(att) != 8 {
+			t.Fatalf("attempt log of %s: %d entries, %v; want 4 per sink", e.ID, len(att), err)
+		}
+		if last := att[3]; last.Outcome != "dead" || last.Status != 503 || last.N != 4 {
+			t.Fatalf("last attempt of sink a: %+v; want outcome dead, status 503, n 4", last)
+		}
+	}
+	rows, next, err := d.Dead(ctx, "acme", dispatch.Filter{Source: "src"}, "", 30)
+	if err != nil || len(rows) != 30 || next == "" {
+		t.Fatalf("first page: %d rows, next %q, %v", len(rows), next, err)
+	}
+	if rows[0].State != dispatch.Dead || rows[0].Attempts != 4 || rows[0].LastStatus != 503 || rows[0].LastError == "" {
+		t.Fatalf("dead row: %+v", rows[0])
+	}
+	seen := len(rows)
+	for next != "" {
+		rows, next, err = d.Dead(ctx, "acme", dispatch.Filter{}, next, 30)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen += len(rows)
+	}
+	if seen != 100 {
+		t.Fatalf("paging saw %d dead letters, want 100", seen)
+	}
+	if err := d.Retry(ctx, "acme", hooks[0].ID, "nope"); !errors.Is(err, dispatch.ErrNoDelivery) {
+		t.Fatalf("retry of an unknown sink: %v, want ErrNoDelivery", err)
+	}
+	if err := d.Retry(ctx, "other", hooks[0].ID, "a"); !errors.Is(err, dispatch.ErrNoDelivery) {
+		t.Fatalf("retry from another tenant: %v, want ErrNoDelivery", err)
+	}
+	broken.Store(false)
+	if err := d.Drop(ctx, "acme", hooks[0].ID, "a"); err != nil {
+		t.Fatal(err)
+	}
+	retried, err := d.RetryAll(ctx, "acme", dispatch.Filter{})
+	if err != nil || retried != 99 {
+		t.Fatalf("retry-all: %d, %v; want 99 (one dropped)", retried, err)
+	}
+	waitFor(t, 10*time.Second, "the retried deliveries", func() bool { return fk.ok.Load() == 99 })
+	if got := fk.delivered("a", hooks[0].ID); got != 0 {
+		t.Fatalf("the dropped dead letter was delivered %d times", got)
+	}
+	if rows, _, _ := d.Dead(ctx, "acme", dispatch.Filter{}, "", 1000); len(rows) != 0 {
+		t.Fatalf("%d dead letters left after retry-all", len(rows))
+	}
+}
+
+// A 410 dead-letters at once; Retry-After is honoured.
+func TestPermanentAndRetryAfter(t *testing.T) {
+	fk := newFakeSinks(func(sink string, d *dispatch.Delivery) error {
+		if sink == "a" {
+			return &dispatch.Error{Status: 410, Permanent: true, Err: errors.New("gone")}
+		}
+		if d.Attempt == 1 {
+			return &dispatch.Error{Status: 429, RetryAfter: 700 * time.Millisecond, Err: errors.New("slow down")}
+		}
+		return nil
+	})
+	n := openNode(t, vfs.NewMem(), fk, nodeOptions{sinks: twoSinks(nil)})
+	defer n.close()
+	e := n.commit("acme", 1)
+	waitFor(t, 5*time.Second, "the second attempt to b", func() bool { return fk.delivered("b", e.ID) == 1 })
+	ts := fk.times("b", e.ID)
+	if gap := ts[1].Sub(ts[0]); gap < 700*time.Millisecond {
+		t.Fatalf("retry came %v after a Retry-After of 700ms", gap)
+	}
+	if got := fk.attemptsOf("a", e.ID); got != 1 {
+		t.Fatalf("a 410 was attempted %d times, want 1", got)
+	}
+	rows, _, err := n.disp.Load().Dead(context.Background(), "acme", dispatch.Filter{}, "", 10)
+	if err != nil || len(rows) != 1 || rows[0].Sink != "a" || rows[0].LastStatus != 410 {
+		t.Fatalf("dead letters: %+v, %v; want the 410 of sink a", rows, err)
+	}
+}
+
+// With the intake bound tiny, hooks past it get rows only and are read
+// back from the store: nothing is lost.
+func TestIntakeOverflowReadsBack(t *testing.T) {
+	fk := newFakeSinks(nil)
+	n := openNode(t, vfs.NewMem(), fk, nodeOptions{sinks: twoSinks(nil), intakeBytes: 1})
+	defer n.close()
+	hooks := n.commitMany(500, 8, func(i int) string { return fmt.Sprintf("t%d", i%3) })
+	for i := 0; i < 400 && fk.ok.Load() != 1000; i++ {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if fk.ok.Load() != 1000 {
+		dumpState(t, n)
+		t.Fatalf("stalled at %d of 1000 deliveries", fk.ok.Load())
+	}
+	for _, e := range hooks {
+		if fk.delivered("a", e.ID) != 1 || fk.delivered("b", e.ID) != 1 {
+			t.Fatalf("hook %s not delivered exactly once to each sink", e.ID)
+		}
+	}
+}
+
+// The breaker: a dead target costs little, and other targets of the same
+// sink are not held up.
+func TestCircuitBreakerPerTarget(t *testing.T) {
+	fk := newFakeSinks(func(sink string, d *dispatch.Delivery) error {
+		if d.Envelope.TenantID == "dead" {
+			return &dispatch.Error{Err: errors.New("connection refused")}
+		}
+		return nil
+	})
+	n := openNode(t, vfs.NewMem(), fk, nodeOptions{sinks: twoSinks(func(s *config.Sink) {
+		s.RetryBase, s.RetryMax = config.Duration(time.Millisecond), config.Duration(2*time.Millisecond)
+		s.MaxAttempts = 1000
+	})})
+	defer n.close()
+	n.commitMany(200, 8, func(i int) string { return "dead" })
+	time.Sleep(1500 * time.Millisecond)
+	calls := fk.calls.Load()
+	// Without a breaker, 400 rows retried every ~2ms for 1.5 s would be
+	// tens of thousands of calls; with it, each sink's target sees its 5
+	// failures, then a probe per cooldown (1 s, then 2 s).
+	if calls > 400+40 {
+		t.Fatalf("%d attempts reached a dead target in 1.5 s; the breaker should have stopped them", calls)
+	}
+	good := n.commit("alive", 1)
+	waitFor(t, 3*time.Second, "a healthy tenant's delivery", func() bool {
+		return fk.delivered("a", good.ID) == 1 && fk.delivered("b", good.ID) == 1
+	})
+}

@@ -1,0 +1,305 @@
+package dispatch
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"go.uber.org/zap"
+
+	"github.com/ankusa/ankusa/config"
+	"github.com/ankusa/ankusa/envelope"
+	"github.com/ankusa/ankusa/meta"
+	"github.com/ankusa/ankusa/source"
+)
+
+// HookStore reads committed hooks back: the segment store, which reads
+// sealed segments and the WAL alike.
+type HookStore interface {
+	Fetch(id envelope.ID) (*envelope.Envelope, error)
+	Scan(from, to uint64, fn func(*envelope.Envelope) error) error
+}
+
+// Options configure a Dispatcher.
+type Options struct {
+	Meta  *meta.Store
+	Hooks HookStore
+	// Sources is the current source snapshot (sinks are read from it).
+	Sources source.Store
+	// NewSink builds the sink of one source's sink spec.
+	NewSink func(source string, spec config.Sink) (Sink, error)
+	// Ordinal maps a tenant name to its ordinal (the WAL's table), for
+	// the operator's calls.
+	Ordinal func(tenant string) (uint32, bool)
+	// LastSeq is the seq of the last durable hook at Open: rows are
+	// rebuilt up to it.
+	LastSeq uint64
+	// IntakeBytes bounds the hooks held in memory for first attempts
+	// (default 64 MiB); past it, hooks get rows only and are read back
+	// from the store when their turn comes.
+	IntakeBytes int64
+	// CheckpointEvery is how often the checkpoint moves (default 100ms).
+	CheckpointEvery time.Duration
+	// AttemptLogTTL is how long attempt log entries are kept (default 72h).
+	AttemptLogTTL time.Duration
+	Logger        *zap.Logger
+	Now           func() time.Time
+	// OnFatal is called once when the meta store fails: the node stops.
+	OnFatal func(error)
+}
+
+// EnsureDefaults fills unset options.
+func (o *Options) EnsureDefaults() {
+	if o.IntakeBytes == 0 {
+		o.IntakeBytes = 64 << 20
+	}
+	if o.CheckpointEvery == 0 {
+		o.CheckpointEvery = 100 * time.Millisecond
+	}
+	if o.AttemptLogTTL == 0 {
+		o.AttemptLogTTL = 72 * time.Hour
+	}
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.OnFatal == nil {
+		o.OnFatal = func(err error) { panic("BUG: dispatch: no OnFatal for " + err.Error()) }
+	}
+}
+
+// Dispatcher is the dispatch stage. It is safe for concurrent use.
+type Dispatcher struct {
+	o  Options
+	db *pebble.DB
+
+	in       intake
+	written  uint64        // last seq with rows written (writer goroutine)
+	ckpt     atomic.Uint64 // last seq whose rows are durable
+	lastCkpt time.Time
+
+	hmu  sync.Mutex
+	held map[string]struct{} // row keys an attempt holds (the in-memory lease)
+
+	rmu     sync.Mutex
+	runners map[string]*runner // by source + "/" + sink id
+
+	tmu      sync.Mutex
+	// active holds the tenants that may have pending rows; the value is
+	// set by markActive and cleared when a pass looks at the tenant, so a
+	// pass that finds none removes it only when no row came meanwhile.
+	active   map[uint32]bool
+	inflight map[uint32]int      // attempts running, by tenant ordinal
+
+	pending, dead atomic.Int64 // rows by state, for the backlog gauges
+
+	schedWake chan struct{}
+	stop      chan struct{}
+	wg        sync.WaitGroup
+	fatalOnce sync.Once
+	closed    atomic.Bool
+}
+
+// Open rebuilds the rows of every hook past the checkpoint up to
+// o.LastSeq (creating only absent rows), then starts the writer, the
+// scheduler and the sweeper. Hand it committed hooks with Handoff.
+func Open(o Options) (*Dispatcher, error) {
+	o.EnsureDefaults()
+	d := &Dispatcher{
+		o:         o,
+		db:        o.Meta.DB(),
+		held:      map[string]struct{}{},
+		runners:   map[string]*runner{},
+		active:    map[uint32]bool{},
+		inflight:  map[uint32]int{},
+		schedWake: make(chan struct{}, 1),
+		stop:      make(chan struct{}),
+	}
+	d.in.init(o.IntakeBytes)
+	ckpt, err := o.Meta.DispatchCheckpoint()
+	if err != nil {
+		return nil, err
+	}
+	if err := d.countRows(); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	n, err := d.rebuild(ckpt, o.LastSeq)
+	if err != nil {
+		return nil, err
+	}
+	d.written = max(ckpt, o.LastSeq)
+	if d.written > ckpt {
+		if err := o.Meta.SetDispatchCheckpoint(d.written); err != nil {
+			return nil, err
+		}
+	}
+	d.ckpt.Store(d.written)
+	checkpointSeq.Set(float64(d.written))
+	d.lastCkpt = o.Now()
+	if ckpt < o.LastSeq {
+		o.Logger.Info("dispatch rows rebuilt past the checkpoint",
+			zap.Uint64("from_seq", ckpt+1), zap.Uint64("to_seq", o.LastSeq), zap.Int("rows_created", n), zap.Duration("took", time.Since(start)))
+	}
+	d.wg.Add(3)
+	go d.writeLoop()
+	go d.scheduleLoop()
+	go d.sweepLoop()
+	return d, nil
+}
+
+// Checkpoint is the seq up to which every hook's rows are durable: the
+// WAL and segments below it are not needed to rebuild anything.
+func (d *Dispatcher) Checkpoint() uint64 { return d.ckpt.Load() }
+
+// InFlight is the number of attempts running for the tenant with ordinal
+// ord (the erase job waits for 0).
+func (d *Dispatcher) InFlight(ord uint32) int {
+	d.tmu.Lock()
+	defer d.tmu.Unlock()
+	return d.inflight[ord]
+}
+
+// Close stops claiming and starting attempts, waits for running attempts
+// to record their outcome, writes the last checkpoint and closes the
+// sinks. Hooks handed off and not yet written keep their rows through the
+// rebuild at the next boot.
+func (d *Dispatcher) Close() error {
+	if d.closed.Swap(true) {
+		return nil
+	}
+	close(d.stop)
+	d.wg.Wait()
+	d.rmu.Lock()
+	runners := d.runners
+	d.rmu.Unlock()
+	for _, r := range runners {
+		r.wait()
+	}
+	var errs []error
+	for _, r := range runners {
+		if err := r.sink.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("cannot close sink %s: %w", r.name, err))
+		}
+	}
+	d.in.drain()
+	return errors.Join(errs...)
+}
+
+func (d *Dispatcher) fatal(err error) {
+	d.fatalOnce.Do(func() {
+		d.o.Logger.Error("dispatch: meta store failure", zap.Error(err))
+		d.o.OnFatal(err)
+	})
+}
+
+// stopping reports whether Close has begun.
+func (d *Dispatcher) stopping() bool {
+	select {
+	case <-d.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+func (d *Dispatcher) hold(key []byte) bool {
+	d.hmu.Lock()
+	defer d.hmu.Unlock()
+	if _, ok := d.held[string(key)]; ok {
+		return false
+	}
+	d.held[string(key)] = struct{}{}
+	inFlightRows.Set(float64(len(d.held)))
+	return true
+}
+
+func (d *Dispatcher) isHeld(key []byte) bool {
+	d.hmu.Lock()
+	defer d.hmu.Unlock()
+	_, ok := d.held[string(key)]
+	return ok
+}
+
+func (d *Dispatcher) unhold(key []byte) {
+	d.hmu.Lock()
+	delete(d.held, string(key))
+	inFlightRows.Set(float64(len(d.held)))
+	d.hmu.Unlock()
+}
+
+// markActive says the tenant has pending rows; call it after they are
+// committed.
+func (d *Dispatcher) markActive(ord uint32) {
+	d.tmu.Lock()
+	d.active[ord] = true
+	d.tmu.Unlock()
+}
+
+func (d *Dispatcher) wakeScheduler() {
+	select {
+	case d.schedWake <- struct{}{}:
+	default:
+	}
+}
+
+// runnerFor returns the runner of a source's sink, building it from the
+// current snapshot; nil when the source or the sink is gone.
+func (d *Dispatcher) runnerFor(src *source.Source, sourceName, sinkID string) (*runner, error) {
+	key := sourceName + "/" + sinkID
+	d.rmu.Lock()
+	defer d.rmu.Unlock()
+	if r, ok := d.runners[key]; ok {
+		return r, nil
+	}
+	if src == nil {
+		src = d.o.Sources.Snapshot().Lookup([]byte(sourceName))
+	}
+	if src == nil {
+		return nil, nil
+	}
+	for _, spec := range src.Spec.Sinks {
+		if spec.ID != sinkID {
+			continue
+		}
+		sk, err := d.o.NewSink(sourceName, spec)
+		if err != nil {
+			return nil, fmt.Errorf("cannot build sink %s of source %q: %w", sinkID, sourceName, err)
+		}
+		r := newRunner(d, sourceName, spec, sk)
+		d.runners[key] = r
+		return r, nil
+	}
+	return nil, nil
+}
+
+// countRows sets the backlog gauges from the store.
+func (d *Dispatcher) countRows() error {
+	var rows, dead int64
+	for p, n := range map[string]*int64{meta.PrefixRow: &rows, meta.PrefixDead: &dead} {
+		it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: []byte(p), UpperBound: meta.PrefixEnd([]byte(p))})
+		if err != nil {
+			return fmt.Errorf("cannot count delivery rows: %w", err)
+		}
+		for ok := it.First(); ok; ok = it.Next() {
+			*n++
+			if p == meta.PrefixRow {
+				if ord, _, _, ok := meta.ParseRowKey(it.Key()); ok {
+					d.active[ord] = true
+				}
+			}
+		}
+		if err := it.Close(); err != nil {
+			return fmt.Errorf("cannot count delivery rows: %w", err)
+		}
+	}
+	d.pending.Store(rows - dead)
+	d.dead.Store(dead)
+	backlogGauges(d)
+	return nil
+}

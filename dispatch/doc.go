@@ -1,0 +1,29 @@
+// Package dispatch delivers every committed hook to every sink of its
+// source at least once (DESIGN.md §2.7), across crashes and sink outages,
+// without letting one tenant's backlog starve another's.
+//
+// A hook's path:
+//
+//	WAL commit loop ──OnDurable──> intake (bounded, in memory, seq order)
+//	  ──> row writer: one pending row per sink (meta store, unsynced batch)
+//	        ├─> first attempt straight from memory (DESIGN.md §6 item 10)
+//	        └─> checkpoint: a synced write every CheckpointEvery; it covers
+//	            every row written before it
+//	scheduler: claims due rows round-robin across tenants, reads the hook
+//	  back with segment.Store.Fetch (retries, and every hook after a restart)
+//	runner per sink: per-tenant queues served round-robin, bounded
+//	  concurrency per sink and per tenant, a circuit breaker per target
+//
+// Rows are keyed under the tenant's ordinal (package meta: r/, d/, x/, a/).
+// A row is pending (with a due time), in flight (an attempt holds it: a
+// lease kept in memory, which a crash ends for every row at once, so the
+// stored state stays pending), or dead. A delivered row is deleted; its
+// attempt log stays for AttemptLogTTL.
+//
+// Crash safety: rows are written without fsync; the checkpoint only moves
+// after a synced write that follows them, and at boot every hook past it
+// is scanned again from the WAL and segments, creating only rows that are
+// absent (DESIGN.md §6 item 4). No WAL file or local segment holding a
+// hook past the checkpoint is deleted (item 3): the segment store asks
+// Checkpoint and HoldsLive.
+package dispatch

@@ -1,0 +1,22 @@
+package dispatch
+
+import "fmt"
+
+// DebugState describes the dispatcher's memory, for test failures.
+func DebugState(d *Dispatcher) string {
+	d.hmu.Lock()
+	held := len(d.held)
+	d.hmu.Unlock()
+	d.tmu.Lock()
+	active := fmt.Sprint(d.active)
+	d.tmu.Unlock()
+	s := fmt.Sprintf("held %d active %s mem %d written %d", held, active, d.in.mem, d.written)
+	d.rmu.Lock()
+	for k, r := range d.runners {
+		r.mu.Lock()
+		s += fmt.Sprintf("; runner %s queued %d inflight %d ring %d", k, r.queued, r.inflight, len(r.ring))
+		r.mu.Unlock()
+	}
+	d.rmu.Unlock()
+	return s
+}

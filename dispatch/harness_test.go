@@ -1,0 +1,283 @@
+package dispatch_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/ankusa/ankusa/config"
+	"github.com/ankusa/ankusa/dispatch"
+	"github.com/ankusa/ankusa/envelope"
+	"github.com/ankusa/ankusa/meta"
+	"github.com/ankusa/ankusa/segment"
+	"github.com/ankusa/ankusa/source"
+	"github.com/ankusa/ankusa/wal"
+)
+
+// node is a WAL, meta store, segment store and dispatcher on one file
+// system, wired as `ankusa serve` wires them.
+type node struct {
+	t     testing.TB
+	fs    vfs.FS
+	wal   *wal.WAL
+	meta  *meta.Store
+	store *segment.Store
+	disp  atomic.Pointer[dispatch.Dispatcher]
+	sinks *fakeSinks
+	fatal chan error
+}
+
+type nodeOptions struct {
+	sinks       []config.Sink // the sinks of source "src" (defaults applied here)
+	intakeBytes int64
+	now         func() time.Time
+	noDispatch  bool // open storage only
+}
+
+func openNode(t testing.TB, fs vfs.FS, fk *fakeSinks, o nodeOptions) *node {
+	t.Helper()
+	n := &node{t: t, fs: fs, sinks: fk, fatal: make(chan error, 4)}
+	onFatal := func(err error) {
+		t.Errorf("a stage failed: %v", err)
+		select {
+		case n.fatal <- err:
+		default:
+		}
+	}
+	if err := wal.MkdirAllSynced(fs, "data"); err != nil {
+		t.Fatal(err)
+	}
+	m, err := meta.Open(meta.Options{Dir: "data/meta", FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.meta = m
+	tenants, err := m.Tenants()
+	if err != nil {
+		t.Fatal(err)
+	}
+	floorSeq, floorID, err := segment.Floor(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ck, err := m.DispatchCheckpoint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := wal.Open(wal.Options{
+		FS: fs, Dir: "data/wal", Node: 3, MaxFileBytes: 1 << 20,
+		FloorSeq: max(floorSeq, ck), FloorID: floorID, Tenants: tenants,
+		OnTenant: func(name string, ord uint32) { _ = m.SetTenant(name, ord) },
+		OnDurable: func(b []*wal.Request) {
+			if d := n.disp.Load(); d != nil {
+				d.Handoff(b)
+			}
+		},
+		OnFatal: onFatal,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.wal = w
+	s, err := segment.Open(segment.Options{
+		FS: fs, Dir: "data/segments", Log: w, Meta: m, MaxBytes: 256 << 10, MaxAge: 50 * time.Millisecond,
+		DispatchCheckpoint: func() uint64 {
+			if d := n.disp.Load(); d != nil {
+				return d.Checkpoint()
+			}
+			return 0
+		},
+		OnFatal: onFatal,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.store = s
+	if o.noDispatch {
+		return n
+	}
+	cfg := &config.Config{Sources: map[string]config.Source{"src": {TenantID: config.DefaultTenant, Verify: config.Verify{Type: "none"}, Sinks: o.sinks}}}
+	cfg.ApplyDefaults()
+	d, err := dispatch.Open(dispatch.Options{
+		Meta: m, Hooks: s, Sources: source.NewStatic(cfg),
+		NewSink:         fk.newSink,
+		Ordinal:         w.Ordinal,
+		LastSeq:         w.LastSeq(),
+		IntakeBytes:     o.intakeBytes,
+		CheckpointEvery: 10 * time.Millisecond,
+		Logger:          zaptest.NewLogger(t),
+		Now:             o.now,
+		OnFatal:         onFatal,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.disp.Store(d)
+	return n
+}
+
+func (n *node) close() {
+	n.t.Helper()
+	if d := n.disp.Load(); d != nil {
+		if err := d.Close(); err != nil {
+			n.t.Fatal(err)
+		}
+	}
+	if err := n.store.Close(); err != nil {
+		n.t.Fatal(err)
+	}
+	if err := n.wal.Close(); err != nil {
+		n.t.Fatal(err)
+	}
+	if err := n.meta.Close(); err != nil {
+		n.t.Fatal(err)
+	}
+	select {
+	case err := <-n.fatal:
+		n.t.Fatalf("a stage failed: %v", err)
+	default:
+	}
+}
+
+// commit commits one hook of tenant and returns its envelope.
+func (n *node) commit(tenant string, i int) envelope.Envelope {
+	n.t.Helper()
+	e := envelope.Envelope{
+		TenantID: tenant, SourceID: "src", ReceivedAt: time.Now().UnixNano(),
+		Headers:      []envelope.Header{{Name: "Content-Type", Value: "application/json"}},
+		Body:         fmt.Appendf(nil, `{"i":%d,"tenant":%q}`, i, tenant),
+		Verification: envelope.Verification{Verifier: "none"},
+	}
+	req := wal.AcquireRequest()
+	defer wal.ReleaseRequest(req)
+	req.Buf = e.AppendTo(req.Buf)
+	wal.SealPayload(req.Buf)
+	if err := n.wal.Commit(req); err != nil {
+		n.t.Fatal(err)
+	}
+	e.Seq, e.ID, e.TenantOrdinal = req.Seq, req.ID, req.Ordinal
+	return e
+}
+
+// commitMany commits count hooks over tenants from workers goroutines.
+func (n *node) commitMany(count, workers int, tenant func(i int) string) []envelope.Envelope {
+	out := make([]envelope.Envelope, count)
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= count {
+					return
+				}
+				out[i] = n.commit(tenant(i), i)
+			}
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// fakeSinks records every attempt; behave decides each outcome.
+type fakeSinks struct {
+	mu       sync.Mutex
+	got      map[string]int // "<sink>/<event id>" -> successful deliveries
+	attempts map[string]int // "<sink>/<event id>" -> attempts
+	at       map[string][]time.Time
+	behave   func(sink string, d *dispatch.Delivery) error
+	ok       atomic.Int64
+	calls    atomic.Int64
+}
+
+func newFakeSinks(behave func(sink string, d *dispatch.Delivery) error) *fakeSinks {
+	return &fakeSinks{got: map[string]int{}, attempts: map[string]int{}, at: map[string][]time.Time{}, behave: behave}
+}
+
+func (f *fakeSinks) newSink(src string, spec config.Sink) (dispatch.Sink, error) {
+	return &fakeSink{f: f, id: spec.ID}, nil
+}
+
+func (f *fakeSinks) delivered(sink string, id envelope.ID) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.got[sink+"/"+id.String()]
+}
+
+func (f *fakeSinks) attemptsOf(sink string, id envelope.ID) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.attempts[sink+"/"+id.String()]
+}
+
+func (f *fakeSinks) times(sink string, id envelope.ID) []time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]time.Time(nil), f.at[sink+"/"+id.String()]...)
+}
+
+type fakeSink struct {
+	f  *fakeSinks
+	id string
+}
+
+func (s *fakeSink) Deliver(ctx context.Context, d *dispatch.Delivery) error {
+	s.f.calls.Add(1)
+	k := s.id + "/" + d.Envelope.ID.String()
+	s.f.mu.Lock()
+	s.f.attempts[k]++
+	s.f.at[k] = append(s.f.at[k], time.Now())
+	s.f.mu.Unlock()
+	var err error
+	if s.f.behave != nil {
+		err = s.f.behave(s.id, d)
+	}
+	if err == nil {
+		s.f.mu.Lock()
+		s.f.got[k]++
+		s.f.mu.Unlock()
+		s.f.ok.Add(1)
+	}
+	return err
+}
+
+func (s *fakeSink) Durable() bool { return false }
+func (s *fakeSink) Close() error  { return nil }
+
+// Target makes the tenant the breaker's target, as a URL template over
+// the tenant would.
+func (s *fakeSink) Target(e *envelope.Envelope) string { return e.TenantID }
+
+// twoSinks are the sinks of most tests.
+func twoSinks(mod func(*config.Sink)) []config.Sink {
+	out := []config.Sink{
+		{ID: "a", Type: "http", URL: "http://a.example/in", RetryBase: config.Duration(10 * time.Millisecond), RetryMax: config.Duration(50 * time.Millisecond)},
+		{ID: "b", Type: "http", URL: "http://b.example/in", RetryBase: config.Duration(10 * time.Millisecond), RetryMax: config.Duration(50 * time.Millisecond)},
+	}
+	for i := range out {
+		if mod != nil {
+			mod(&out[i])
+		}
+	}
+	return out
+}
+
+// waitFor polls cond until it holds or d passes.
+func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

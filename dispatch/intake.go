@@ -1,0 +1,95 @@
+package dispatch
+
+import (
+	"sync"
+
+	"github.com/ankusa/ankusa/wal"
+)
+
+// intake carries committed records from the commit loop to the row
+// writer, in seq order, without copying them. It holds at most max bytes
+// of records (counted until their first attempts end); a record past that
+// is passed on as its seq alone and read back from the store.
+type intake struct {
+	mu     sync.Mutex
+	items  []item
+	spare  []item
+	max    int64
+	mem    int64 // bytes held: queued records and the hooks of first attempts
+	signal chan struct{}
+}
+
+// item is a retained record, or (req nil) a range of seqs to read back.
+type item struct {
+	req      *wal.Request
+	from, to uint64
+}
+
+func (in *intake) init(max int64) {
+	in.max = max
+	in.signal = make(chan struct{}, 1)
+}
+
+// Handoff is the WAL's OnDurable: it takes a durable batch's records in
+// seq order. It runs on the commit loop and never blocks.
+func (d *Dispatcher) Handoff(batch []*wal.Request) {
+	in := &d.in
+	in.mu.Lock()
+	for _, r := range batch {
+		n := int64(len(r.Buf))
+		if in.mem+n <= in.max && !d.closed.Load() {
+			r.Retain()
+			in.mem += n
+			in.items = append(in.items, item{req: r})
+			continue
+		}
+		intakeOverflow.Inc()
+		if k := len(in.items) - 1; k >= 0 && in.items[k].req == nil && in.items[k].to+1 == r.Seq {
+			in.items[k].to = r.Seq
+		} else {
+			in.items = append(in.items, item{from: r.Seq, to: r.Seq})
+		}
+	}
+	in.mu.Unlock()
+	select {
+	case in.signal <- struct{}{}:
+	default:
+	}
+}
+
+// take returns everything queued; the caller gives the slice back with
+// giveBack.
+func (in *intake) take() []item {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	items := in.items
+	in.items = in.spare[:0]
+	in.spare = nil
+	return items
+}
+
+func (in *intake) giveBack(items []item) {
+	clear(items)
+	in.mu.Lock()
+	if in.spare == nil {
+		in.spare = items[:0]
+	}
+	in.mu.Unlock()
+}
+
+// release returns n bytes of the memory bound.
+func (in *intake) release(n int64) {
+	in.mu.Lock()
+	in.mem -= n
+	in.mu.Unlock()
+}
+
+// drain releases every record still queued (at Close: their rows come
+// from the rebuild at the next boot).
+func (in *intake) drain() {
+	for _, it := range in.take() {
+		if it.req != nil {
+			wal.ReleaseRequest(it.req)
+		}
+	}
+}

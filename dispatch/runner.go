@@ -1,0 +1,228 @@
+package dispatch
+
+import (
+	"sync"
+
+	"github.com/VictoriaMetrics/metrics"
+
+	"github.com/ankusa/ankusa/config"
+	"github.com/ankusa/ankusa/envelope"
+	"github.com/ankusa/ankusa/meta"
+	"github.com/ankusa/ankusa/source"
+)
+
+// task is one claimed row on its way to an attempt.
+type task struct {
+	key   []byte // row key
+	ord   uint32
+	seq   uint64
+	sink  string
+	row   meta.Delivery
+	env   *envelope.Envelope // nil: read back from the store first
+	sh    *shared            // the hook in memory (first attempts)
+	src   *source.Source     // the source when the task was made, or nil
+	first bool
+}
+
+// runner runs the attempts of one sink: a FIFO per tenant, served
+// round-robin, at most spec.Concurrency attempts in flight and at most
+// spec.TenantConcurrency of them for one tenant, so a tenant whose
+// receiver is slow holds a bounded share of the slots.
+type runner struct {
+	d      *Dispatcher
+	source string
+	spec   config.Sink
+	sink   Sink
+	name   string // source/sink id, the metric label
+
+	mu        sync.Mutex
+	tenants   map[uint32]*tenantQueue
+	ring      []*tenantQueue // tenants with queued tasks, in turn order
+	rr        int
+	queued    int
+	inflight  int
+	queueCap  int
+	tenantCap int // queued tasks per tenant
+	breakers  map[string]*breaker
+	idle      *sync.Cond
+
+	kick chan struct{}
+
+	delivered, retried, deadened, circuit *metrics.Counter
+}
+
+type tenantQueue struct {
+	ord      uint32
+	tasks    []*task
+	inflight int
+	inRing   bool
+}
+
+func newRunner(d *Dispatcher, src string, spec config.Sink, sk Sink) *runner {
+	r := &runner{
+		d: d, source: src, spec: spec, sink: sk, name: src + "/" + spec.ID,
+		tenants:  map[uint32]*tenantQueue{},
+		breakers: map[string]*breaker{},
+		queueCap: max(256, 8*spec.Concurrency),
+		kick:     make(chan struct{}, 1),
+	}
+	r.tenantCap = max(16, r.queueCap/4)
+	r.idle = sync.NewCond(&r.mu)
+	r.delivered = attemptCounter(r.name, "delivered")
+	r.retried = attemptCounter(r.name, "retry")
+	r.deadened = attemptCounter(r.name, "dead")
+	r.circuit = attemptCounter(r.name, "circuit_open")
+	d.wg.Add(1)
+	go r.loop()
+	return r
+}
+
+// hasRoom reports whether the runner would take a task of tenant ord.
+func (r *runner) hasRoom(ord uint32) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	q := r.tenants[ord]
+	return r.queued < r.queueCap && (q == nil || len(q.tasks) < r.tenantCap)
+}
+
+// offer queues t; false when the runner or the tenant's queue is full.
+func (r *runner) offer(t *task) bool {
+	r.mu.Lock()
+	q := r.tenants[t.ord]
+	if r.queued >= r.queueCap || (q != nil && len(q.tasks) >= r.tenantCap) || r.d.stopping() {
+		r.mu.Unlock()
+		return false
+	}
+	if q == nil {
+		q = &tenantQueue{ord: t.ord}
+		r.tenants[t.ord] = q
+	}
+	q.tasks = append(q.tasks, t)
+	if !q.inRing {
+		q.inRing = true
+		r.ring = append(r.ring, q)
+	}
+	r.queued++
+	r.mu.Unlock()
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// loop starts attempts while there are slots and tasks.
+func (r *runner) loop() {
+	defer r.d.wg.Done()
+	for {
+		r.mu.Lock()
+		for r.inflight < r.spec.Concurrency {
+			t, q := r.pickLocked()
+			if t == nil {
+				break
+			}
+			r.inflight++
+			q.inflight++
+			r.d.tenantInFlight(t.ord, 1)
+			go r.run(t, q)
+		}
+		r.mu.Unlock()
+		select {
+		case <-r.kick:
+		case <-r.d.stop:
+			r.dropQueued()
+			return
+		}
+	}
+}
+
+// pickLocked takes the next task round-robin across tenants under their
+// share.
+func (r *runner) pickLocked() (*task, *tenantQueue) {
+	for n := len(r.ring); n > 0; n-- {
+		if r.rr >= len(r.ring) {
+			r.rr = 0
+		}
+		q := r.ring[r.rr]
+		if len(q.tasks) == 0 {
+			q.inRing = false
+			r.ring = append(r.ring[:r.rr], r.ring[r.rr+1:]...)
+			continue
+		}
+		r.rr++
+		if q.inflight >= r.spec.TenantConcurrency {
+			continue
+		}
+		t := q.tasks[0]
+		q.tasks[0] = nil
+		q.tasks = q.tasks[1:]
+		r.queued--
+		return t, q
+	}
+	return nil, nil
+}
+
+func (r *runner) run(t *task, q *tenantQueue) {
+	r.d.attempt(r, t)
+	r.d.tenantInFlight(t.ord, -1)
+	r.mu.Lock()
+	r.inflight--
+	q.inflight--
+	if q.inflight == 0 && len(q.tasks) == 0 && !q.inRing {
+		delete(r.tenants, q.ord)
+	}
+	if r.inflight == 0 {
+		r.idle.Broadcast()
+	}
+	r.mu.Unlock()
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
+	r.d.wakeScheduler()
+}
+
+// dropQueued gives back the tasks not started (at Close): their rows stay
+// pending.
+func (r *runner) dropQueued() {
+	r.mu.Lock()
+	var ts []*task
+	for _, q := range r.ring {
+		ts = append(ts, q.tasks...)
+		q.tasks = nil
+	}
+	r.queued = 0
+	r.mu.Unlock()
+	for _, t := range ts {
+		r.d.finish(t)
+	}
+}
+
+// wait blocks until no attempt is running.
+func (r *runner) wait() {
+	r.mu.Lock()
+	for r.inflight > 0 {
+		r.idle.Wait()
+	}
+	r.mu.Unlock()
+}
+
+func (d *Dispatcher) tenantInFlight(ord uint32, delta int) {
+	d.tmu.Lock()
+	if n := d.inflight[ord] + delta; n > 0 {
+		d.inflight[ord] = n
+	} else {
+		delete(d.inflight, ord)
+	}
+	d.tmu.Unlock()
+}
+
+// finish ends a task's hold: the row is free for the scheduler again and
+// the hook's memory is returned.
+func (d *Dispatcher) finish(t *task) {
+	d.unhold(t.key)
+	if t.sh != nil {
+		d.doneWith(t.sh)
+		t.sh = nil
+	}
+}

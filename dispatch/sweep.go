@@ -1,0 +1,114 @@
+package dispatch
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"go.uber.org/zap"
+
+	"github.com/ankusa/ankusa/meta"
+)
+
+// sweepEvery is how often the attempt log is swept.
+const sweepEvery = 10 * time.Minute
+
+func (d *Dispatcher) sweepLoop() {
+	defer d.wg.Done()
+	t := time.NewTicker(sweepEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-d.stop:
+			return
+		case <-t.C:
+			if n, err := d.sweepAttempts(); err != nil {
+				d.o.Logger.Error("cannot sweep the attempt log", zap.Error(err))
+			} else if n > 0 {
+				d.o.Logger.Info("swept the attempt log", zap.Int("entries", n), zap.Duration("older_than", d.o.AttemptLogTTL))
+			}
+		}
+	}
+}
+
+// sweepAttempts deletes attempt log entries older than AttemptLogTTL.
+// Entries are in seq order per tenant, and seqs follow receipt, so for
+// each tenant it deletes from the start up to the first entry still young
+// (a later retry of an old hook waits for the sweep after it ages).
+func (d *Dispatcher) sweepAttempts() (int, error) {
+	cutoff := d.o.Now().Add(-d.o.AttemptLogTTL).UnixNano()
+	lo := []byte(meta.PrefixAttempt)
+	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: meta.PrefixEnd(lo)})
+	if err != nil {
+		return 0, err
+	}
+	defer it.Close()
+	b := d.db.NewBatch()
+	defer b.Close()
+	n := 0
+	for ok := it.First(); ok; {
+		ord, _, _, _, kok := meta.ParseAttemptKey(it.Key())
+		var a meta.AttemptRecord
+		if kok && meta.DecodeAttempt(it.Value(), &a) == nil && a.At >= cutoff {
+			// The tenant's young part starts here: go to the next tenant.
+			ok = it.SeekGE(meta.TenantPrefix(meta.PrefixAttempt, ord+1))
+			if ord == ^uint32(0) {
+				break
+			}
+			continue
+		}
+		_ = b.Delete(append([]byte(nil), it.Key()...), nil)
+		n++
+		if b.Count() >= 4096 {
+			if err := b.Commit(pebble.NoSync); err != nil {
+				return n, err
+			}
+			b.Reset()
+		}
+		ok = it.Next()
+	}
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return n, err
+	}
+	sweptAttempts.Add(n)
+	return n, it.Error()
+}
+
+// HoldsLive reports whether any hook with first <= seq <= last still has a
+// row that is not dead: retention keeps a local segment while it does
+// (DESIGN.md §6 item 3).
+func (d *Dispatcher) HoldsLive(first, last uint64) (bool, error) {
+	lo := []byte(meta.PrefixRow)
+	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: meta.PrefixEnd(lo)})
+	if err != nil {
+		return true, err
+	}
+	defer it.Close()
+	var ord uint32
+	for ok := it.SeekGE(meta.HookPrefix(meta.PrefixRow, 0, first)); ok; {
+		k := it.Key()
+		o, seq, _, kok := meta.ParseRowKey(k)
+		if !kok {
+			return true, fmt.Errorf("malformed delivery row key %x", k)
+		}
+		if o != ord {
+			// A new tenant: jump to its first seq of the range.
+			ord = o
+			ok = it.SeekGE(meta.HookPrefix(meta.PrefixRow, ord, first))
+			continue
+		}
+		if seq > last {
+			if ord == ^uint32(0) {
+				break
+			}
+			ord++
+			ok = it.SeekGE(meta.HookPrefix(meta.PrefixRow, ord, first))
+			continue
+		}
+		if meta.RowState(it.Value()) != meta.RowDead {
+			return true, nil
+		}
+		ok = it.Next()
+	}
+	return false, it.Error()
+}

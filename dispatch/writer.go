@@ -1,0 +1,267 @@
+package dispatch
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"go.uber.org/zap"
+
+	"github.com/ankusa/ankusa/envelope"
+	"github.com/ankusa/ankusa/meta"
+	"github.com/ankusa/ankusa/wal"
+)
+
+// rowBatchHooks caps the hooks of one row batch.
+const rowBatchHooks = 512
+
+// shared is a hook held in memory for its first attempts; the last task
+// to finish returns its bytes to the intake bound.
+type shared struct {
+	env  *envelope.Envelope
+	size int64
+	refs atomic.Int32
+}
+
+// rowWriter collects one batch of rows and the first attempts that follow
+// it.
+type rowWriter struct {
+	d       *Dispatcher
+	b       *pebble.Batch
+	tasks   []*task
+	hooks   int
+	rebuild bool // only create absent rows
+	ords    map[uint32]struct{} // tenants with rows in the batch
+	created int
+	key     []byte
+	val     []byte
+}
+
+func (d *Dispatcher) newRowWriter(rebuild bool) *rowWriter {
+	return &rowWriter{d: d, b: d.db.NewBatch(), rebuild: rebuild, ords: map[uint32]struct{}{}}
+}
+
+// writeLoop is the row writer: it turns the intake into rows, starts first
+// attempts and moves the checkpoint.
+func (d *Dispatcher) writeLoop() {
+	defer d.wg.Done()
+	tick := time.NewTicker(d.o.CheckpointEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-d.stop:
+			d.checkpoint(true)
+			return
+		case <-d.in.signal:
+			if err := d.writeIntake(); err != nil {
+				d.fatal(err)
+				return
+			}
+			d.checkpoint(false)
+		case <-tick.C:
+			d.checkpoint(false)
+		}
+	}
+}
+
+// writeIntake writes the rows of everything queued.
+func (d *Dispatcher) writeIntake() error {
+	items := d.in.take()
+	defer d.in.giveBack(items)
+	w := d.newRowWriter(false)
+	for i, it := range items {
+		if it.req == nil {
+			err := d.o.Hooks.Scan(it.from, it.to, func(e *envelope.Envelope) error {
+				return w.addHook(e, nil)
+			})
+			if err != nil {
+				d.releaseItems(items[i+1:])
+				return fmt.Errorf("cannot read hooks %d..%d back for their delivery rows: %w", it.from, it.to, err)
+			}
+			continue
+		}
+		e := new(envelope.Envelope)
+		_, err := envelope.Decode(it.req.Buf[wal.FrameHeaderSize:], e)
+		size := int64(len(it.req.Buf))
+		wal.ReleaseRequest(it.req)
+		if err != nil {
+			d.in.release(size)
+			d.releaseItems(items[i+1:])
+			return fmt.Errorf("BUG: a committed record does not decode: %w", err)
+		}
+		sh := &shared{env: e, size: size}
+		if err := w.addHook(e, sh); err != nil {
+			d.releaseItems(items[i+1:])
+			return err
+		}
+	}
+	return w.flush()
+}
+
+func (d *Dispatcher) releaseItems(items []item) {
+	for _, it := range items {
+		if it.req != nil {
+			d.in.release(int64(len(it.req.Buf)))
+			wal.ReleaseRequest(it.req)
+		}
+	}
+}
+
+// addHook adds the rows of one hook; sh (nil for hooks read back) is the
+// hook in memory for first attempts.
+func (w *rowWriter) addHook(e *envelope.Envelope, sh *shared) error {
+	d := w.d
+	if e.Seq > w.d.written {
+		w.d.written = e.Seq
+	}
+	release := func() {
+		if sh != nil {
+			d.in.release(sh.size)
+		}
+	}
+	if e.Verification.Quarantined {
+		release() // held in the quarantine pen, not dispatched
+		return nil
+	}
+	src := d.o.Sources.Snapshot().Lookup([]byte(e.SourceID))
+	if src == nil || len(src.Spec.Sinks) == 0 {
+		release()
+		if src == nil {
+			unknownSource.Inc()
+		}
+		return nil
+	}
+	now := d.o.Now().UnixNano()
+	if sh != nil {
+		sh.refs.Store(1) // the writer's own reference, dropped below
+	}
+	for _, spec := range src.Spec.Sinks {
+		w.key = meta.RowKey(w.key[:0], e.TenantOrdinal, e.Seq, spec.ID)
+		if w.rebuild {
+			exists, err := w.exists(w.key)
+			if err != nil {
+				return err
+			}
+			if exists {
+				continue
+			}
+		}
+		row := meta.Delivery{State: meta.RowPending, ReceivedAt: e.ReceivedAt, StartedAt: e.ReceivedAt, Due: now, EventID: e.ID, Source: e.SourceID}
+		w.val = row.AppendTo(w.val[:0])
+		if err := w.b.Set(w.key, w.val, nil); err != nil {
+			return err
+		}
+		due := meta.DueKey(nil, e.TenantOrdinal, now, e.Seq, spec.ID)
+		if err := w.b.Set(due, nil, nil); err != nil {
+			return err
+		}
+		w.created++
+		d.pending.Add(1)
+		w.ords[e.TenantOrdinal] = struct{}{}
+		if sh == nil || !d.hold(w.key) {
+			continue
+		}
+		sh.refs.Add(1)
+		w.tasks = append(w.tasks, &task{key: append([]byte(nil), w.key...), ord: e.TenantOrdinal, seq: e.Seq, sink: spec.ID, row: row, env: e, sh: sh, src: src, first: true})
+	}
+	if sh != nil {
+		d.doneWith(sh)
+	}
+	w.hooks++
+	if w.hooks >= rowBatchHooks {
+		return w.flush()
+	}
+	return nil
+}
+
+func (w *rowWriter) exists(key []byte) (bool, error) {
+	_, closer, err := w.d.db.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("cannot read delivery row: %w", err)
+	}
+	closer.Close()
+	return true, nil
+}
+
+// flush commits the batch (unsynced: the checkpoint's sync covers it),
+// then offers the first attempts to their sinks.
+func (w *rowWriter) flush() error {
+	if !w.b.Empty() {
+		if err := w.b.Commit(pebble.NoSync); err != nil {
+			return fmt.Errorf("cannot write delivery rows: %w", err)
+		}
+		w.b.Reset()
+	}
+	for o := range w.ords {
+		w.d.markActive(o)
+	}
+	clear(w.ords)
+	for _, t := range w.tasks {
+		w.d.offerFirst(t)
+	}
+	clear(w.tasks)
+	w.tasks = w.tasks[:0]
+	w.hooks = 0
+	return nil
+}
+
+// offerFirst hands a first attempt to its sink; when the sink's queue is
+// full the row stays pending and the scheduler claims it later.
+func (d *Dispatcher) offerFirst(t *task) {
+	r, err := d.runnerFor(t.src, t.row.Source, t.sink)
+	if err != nil || r == nil || !r.offer(t) {
+		if err != nil {
+			d.o.Logger.Error("cannot start deliveries to a sink", zap.Error(err))
+		}
+		d.finish(t)
+		d.wakeScheduler()
+	}
+}
+
+// doneWith drops one reference to a hook in memory.
+func (d *Dispatcher) doneWith(sh *shared) {
+	if sh.refs.Add(-1) == 0 {
+		d.in.release(sh.size)
+	}
+}
+
+// checkpoint moves the checkpoint to the last seq with rows written, with
+// a synced write, at most every CheckpointEvery unless now.
+func (d *Dispatcher) checkpoint(now bool) {
+	if d.written <= d.ckpt.Load() {
+		return
+	}
+	if !now && d.o.Now().Sub(d.lastCkpt) < d.o.CheckpointEvery {
+		return
+	}
+	if err := d.o.Meta.SetDispatchCheckpoint(d.written); err != nil {
+		d.fatal(err)
+		return
+	}
+	d.lastCkpt = d.o.Now()
+	d.ckpt.Store(d.written)
+	checkpointSeq.Set(float64(d.written))
+}
+
+// rebuild creates the absent rows of hooks from+1..to, read back from the
+// store (boot, after a crash).
+func (d *Dispatcher) rebuild(from, to uint64) (int, error) {
+	if to <= from {
+		return 0, nil
+	}
+	w := d.newRowWriter(true)
+	err := d.o.Hooks.Scan(from+1, to, func(e *envelope.Envelope) error { return w.addHook(e, nil) })
+	if err != nil {
+		return 0, fmt.Errorf("cannot rebuild delivery rows of seqs %d..%d: %w", from+1, to, err)
+	}
+	if err := w.flush(); err != nil {
+		return 0, err
+	}
+	rebuiltRows.Add(w.created)
+	return w.created, nil
+}
