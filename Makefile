@@ -11,7 +11,7 @@ STATICCHECK := $(BIN)/staticcheck
 # with concurrency run again under it.
 RACE_PKGS := ./wal/... ./edge/... ./meta/... ./source/... ./verify/... ./internal/... ./segment/... ./admin/...
 
-.PHONY: build run test fuzz lint bench bench-quick bench-wrk bench-build tools clean
+.PHONY: build run test services fuzz lint bench bench-quick bench-wrk bench-build tools clean
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ankusa ./cmd/ankusa
@@ -24,10 +24,15 @@ run: build
 # The whole suite: formatting, vet, staticcheck, unit tests, race tests,
 # crash tests against the built binary, then a short run of every fuzz
 # target.
-test: lint build
+test: lint build services
 	$(GO) test -count=1 -timeout 20m ./...
 	$(GO) test -count=1 -race -timeout 20m $(RACE_PKGS)
 	$(MAKE) fuzz
+
+# The real services the tests use: RabbitMQ on 127.0.0.1:5672 (started,
+# and installed if missing, when nothing answers there).
+services:
+	@scripts/ensure-rabbitmq.sh
 
 # Each fuzz target for FUZZTIME: 9 targets, 54 s of fuzzing, about two
 # minutes with their builds (the seed corpora in testdata/fuzz also run
