@@ -89,12 +89,12 @@ type Dispatcher struct {
 	rmu     sync.Mutex
 	runners map[string]*runner // by source + "/" + sink id
 
-	tmu      sync.Mutex
+	tmu sync.Mutex
 	// active holds the tenants that may have pending rows; the value is
 	// set by markActive and cleared when a pass looks at the tenant, so a
 	// pass that finds none removes it only when no row came meanwhile.
 	active   map[uint32]bool
-	inflight map[uint32]int      // attempts running, by tenant ordinal
+	inflight map[uint32]int // attempts running, by tenant ordinal
 
 	pending, dead atomic.Int64 // rows by state, for the backlog gauges
 

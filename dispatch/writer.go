@@ -32,7 +32,7 @@ type rowWriter struct {
 	b       *pebble.Batch
 	tasks   []*task
 	hooks   int
-	rebuild bool // only create absent rows
+	rebuild bool                // only create absent rows
 	ords    map[uint32]struct{} // tenants with rows in the batch
 	created int
 	key     []byte
