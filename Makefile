@@ -9,7 +9,7 @@ STATICCHECK := $(BIN)/staticcheck
 # Every package runs without the race detector (allocation guards and the
 # crash tests, which drive the built binary, need that), and the packages
 # with concurrency run again under it.
-RACE_PKGS := ./wal/... ./edge/... ./meta/... ./source/... ./verify/... ./internal/... ./segment/... ./admin/...
+RACE_PKGS := ./wal/... ./edge/... ./meta/... ./source/... ./verify/... ./internal/... ./segment/... ./admin/... ./dispatch/...
 
 .PHONY: build run test services fuzz lint bench bench-quick bench-wrk bench-build tools clean
 
@@ -34,7 +34,7 @@ test: lint build services
 services:
 	@scripts/ensure-rabbitmq.sh
 
-# Each fuzz target for FUZZTIME: 9 targets, 54 s of fuzzing, about two
+# Each fuzz target for FUZZTIME: 10 targets, 60 s of fuzzing, about two
 # minutes with their builds (the seed corpora in testdata/fuzz also run
 # with the unit tests). go test -fuzz takes one package and one target at
 # a time. A failing input is written to the package's
@@ -51,6 +51,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzSegmentReader$$' -fuzztime $(FUZZTIME) ./segment
 	$(GO) test -run '^$$' -fuzz '^FuzzRecords$$' -fuzztime $(FUZZTIME) ./segment
 	$(GO) test -run '^$$' -fuzz '^FuzzWALReader$$' -fuzztime $(FUZZTIME) ./wal
+	$(GO) test -run '^$$' -fuzz '^FuzzURLCheck$$' -fuzztime $(FUZZTIME) ./dispatch/sink/httpsink
 
 lint: $(STATICCHECK)
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

@@ -23,6 +23,7 @@ import (
 
 	"github.com/ankusa/ankusa/admin"
 	"github.com/ankusa/ankusa/config"
+	"github.com/ankusa/ankusa/dispatch"
 	"github.com/ankusa/ankusa/edge"
 	"github.com/ankusa/ankusa/envelope"
 	"github.com/ankusa/ankusa/meta"
@@ -81,6 +82,8 @@ type node struct {
 	meta       *meta.Store
 	wal        *wal.WAL
 	segments   *segment.Store
+	dispatch   atomic.Pointer[dispatch.Dispatcher]
+	direct     *dispatch.Direct // wal.type: none
 	router     *edge.Router
 	public     interface{ ShutdownWithContext(context.Context) error }
 	admin      *http.Server
@@ -92,11 +95,6 @@ type node struct {
 func start(cfg *config.Config, recovery string, log *zap.Logger) (*node, error) {
 	if cfg.Archive.Type != "none" {
 		log.Warn("archive is configured but this build does not archive yet; hooks stay in the local WAL", zap.String("archive.type", cfg.Archive.Type))
-	}
-	for _, name := range cfg.SourceNames() {
-		if len(cfg.Sources[name].Sinks) > 0 {
-			log.Warn("source has sinks but this build does not dispatch yet; its hooks are stored in the WAL and not delivered", zap.String("source", name))
-		}
 	}
 	dataDir := cfg.Node.DataDir
 	if err := wal.MkdirAllSynced(vfs.Default, dataDir); err != nil {
@@ -118,68 +116,16 @@ func start(cfg *config.Config, recovery string, log *zap.Logger) (*node, error) 
 		ms.Close()
 		return nil, err
 	}
-	floorSeq, floorID, err := ms.WALCheckpoint()
-	if err != nil {
-		ms.Close()
-		return nil, err
+	sources := source.NewStatic(cfg)
+	var commit edge.Committer
+	if cfg.WAL.Type == "none" {
+		commit, err = n.openDirect(cfg, ordinal, sources, log)
+	} else {
+		commit, err = n.openDisk(cfg, recovery, ordinal, sources, log)
 	}
-	// The catalogue outlives the WAL files behind it (DESIGN.md §6 item 1).
-	catSeq, catID, err := segment.Floor(ms)
-	if err != nil {
-		ms.Close()
-		return nil, err
-	}
-	if catSeq > floorSeq {
-		floorSeq, floorID = catSeq, catID
-	}
-	tenants, err := ms.Tenants()
-	if err != nil {
-		ms.Close()
-		return nil, err
-	}
-	w, err := wal.Open(wal.Options{
-		FS:            vfs.Default,
-		Dir:           filepath.Join(dataDir, "wal"),
-		MaxFileBytes:  int64(cfg.WAL.MaxFileBytes),
-		MaxBatchBytes: int64(cfg.WAL.MaxBatchBytes),
-		Node:          ordinal,
-		FloorSeq:      floorSeq,
-		FloorID:       floorID,
-		Tenants:       tenants,
-		Recovery:      recovery,
-		Logf:          func(f string, a ...any) { sugar.Warnf(f, a...) },
-		OnFatal:       fatalStorage(log),
-		OnTenant: func(name string, ord uint32) {
-			if err := ms.SetTenant(name, ord); err != nil {
-				log.Error("cannot mirror tenant ordinal", zap.String("tenant", name), zap.Error(err))
-			}
-		},
-	})
-	if err != nil {
-		ms.Close()
-		return nil, err
-	}
-	n.wal = w
-	log.Info("wal recovered", zap.Uint64("last_seq", w.LastSeq()), zap.Stringer("last_id", w.LastID()), zap.Int("tenants", w.TenantCount()))
-	n.segments, err = segment.Open(segment.Options{
-		FS:          vfs.Default,
-		Dir:         filepath.Join(dataDir, "segments"),
-		Log:         w,
-		Meta:        ms,
-		MaxBytes:    int64(cfg.Segment.MaxBytes),
-		MaxAge:      time.Duration(cfg.Segment.MaxAge),
-		RetainLocal: time.Duration(cfg.Segment.RetainLocal),
-		// No dispatch stage yet: DispatchCheckpoint stays nil, so no WAL
-		// file is deleted (DESIGN.md §6 item 3: keep it rather than guess).
-		Logger:  log,
-		OnFatal: fatalStorage(log),
-	})
 	if err != nil {
 		n.closeStorage(log)
 		return nil, err
-	}
-	if last, ok, err := ms.LastSegment(); err == nil && ok {
-		log.Info("segments recovered", zap.Uint64("last_sealed_seq", last.LastSeq))
 	}
 
 	resolver, err := edge.NewResolver(cfg.RouteResolver)
@@ -189,9 +135,9 @@ func start(cfg *config.Config, recovery string, log *zap.Logger) (*node, error) 
 	}
 	n.router = edge.NewRouter(edge.Options{
 		Resolver:      resolver,
-		Sources:       source.NewStatic(cfg),
+		Sources:       sources,
 		RoutesEnabled: cfg.Routes.Enabled,
-		WAL:           w,
+		WAL:           commit,
 		Limits:        cfg.Limits,
 		Logger:        log,
 	})
@@ -217,6 +163,129 @@ func start(cfg *config.Config, recovery string, log *zap.Logger) (*node, error) 
 	log.Info("serving", zap.String("listen", n.publicAddr), zap.String("admin", cfg.Admin.Listen),
 		zap.String("node", cfg.Node.Name), zap.String("resolver", cfg.RouteResolver.Type), zap.Int("sources", len(cfg.Sources)))
 	return n, nil
+}
+
+// openDisk opens the WAL, the segment store and dispatch (wal.type: disk)
+// and returns the WAL as the edge's commit step.
+func (n *node) openDisk(cfg *config.Config, recovery string, ordinal uint16, sources *source.Static, log *zap.Logger) (edge.Committer, error) {
+	ms := n.meta
+	dataDir := cfg.Node.DataDir
+	sugar := log.Sugar()
+	floorSeq, floorID, err := ms.WALCheckpoint()
+	if err != nil {
+		return nil, err
+	}
+	// The catalogue outlives the WAL files behind it (DESIGN.md §6 item 1).
+	catSeq, catID, err := segment.Floor(ms)
+	if err != nil {
+		return nil, err
+	}
+	if catSeq > floorSeq {
+		floorSeq, floorID = catSeq, catID
+	}
+	// Rows are keyed by seq: a seq at or below the dispatch checkpoint is
+	// never given again, even after -wal-recovery=truncate cut the log.
+	dispSeq, err := ms.DispatchCheckpoint()
+	if err != nil {
+		return nil, err
+	}
+	floorSeq = max(floorSeq, dispSeq)
+	tenants, err := ms.Tenants()
+	if err != nil {
+		return nil, err
+	}
+	w, err := wal.Open(wal.Options{
+		FS:            vfs.Default,
+		Dir:           filepath.Join(dataDir, "wal"),
+		MaxFileBytes:  int64(cfg.WAL.MaxFileBytes),
+		MaxBatchBytes: int64(cfg.WAL.MaxBatchBytes),
+		Node:          ordinal,
+		FloorSeq:      floorSeq,
+		FloorID:       floorID,
+		Tenants:       tenants,
+		Recovery:      recovery,
+		Logf:          func(f string, a ...any) { sugar.Warnf(f, a...) },
+		OnFatal:       fatalStorage(log),
+		OnDurable: func(b []*wal.Request) {
+			if d := n.dispatch.Load(); d != nil {
+				d.Handoff(b)
+			}
+		},
+		OnTenant: func(name string, ord uint32) {
+			if err := ms.SetTenant(name, ord); err != nil {
+				log.Error("cannot mirror tenant ordinal", zap.String("tenant", name), zap.Error(err))
+			}
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	n.wal = w
+	log.Info("wal recovered", zap.Uint64("last_seq", w.LastSeq()), zap.Stringer("last_id", w.LastID()), zap.Int("tenants", w.TenantCount()))
+	n.segments, err = segment.Open(segment.Options{
+		FS:          vfs.Default,
+		Dir:         filepath.Join(dataDir, "segments"),
+		Log:         w,
+		Meta:        ms,
+		MaxBytes:    int64(cfg.Segment.MaxBytes),
+		MaxAge:      time.Duration(cfg.Segment.MaxAge),
+		RetainLocal: time.Duration(cfg.Segment.RetainLocal),
+		// Until dispatch has opened, nothing is deleted (DESIGN.md §6
+		// item 3: keep it rather than guess).
+		DispatchCheckpoint: func() uint64 {
+			if d := n.dispatch.Load(); d != nil {
+				return d.Checkpoint()
+			}
+			return 0
+		},
+		CanRemoveLocal: func(e meta.SegmentEntry) bool {
+			d := n.dispatch.Load()
+			if d == nil {
+				return false
+			}
+			live, err := d.HoldsLive(e.FirstSeq, e.LastSeq)
+			if err != nil {
+				log.Error("cannot tell whether a segment still holds undelivered hooks; keeping it", zap.String("segment", e.Name), zap.Error(err))
+			}
+			return err == nil && !live
+		},
+		Logger:  log,
+		OnFatal: fatalStorage(log),
+	})
+	if err != nil {
+		return nil, err
+	}
+	if last, ok, err := ms.LastSegment(); err == nil && ok {
+		log.Info("segments recovered", zap.Uint64("last_sealed_seq", last.LastSeq))
+	}
+
+	d, err := dispatch.Open(dispatch.Options{
+		Meta:    ms,
+		Hooks:   n.segments,
+		Sources: sources,
+		NewSink: newSink(cfg, log),
+		Ordinal: w.Ordinal,
+		LastSeq: w.LastSeq(),
+		Logger:  log,
+		OnFatal: fatalStorage(log),
+	})
+	if err != nil {
+		return nil, err
+	}
+	n.dispatch.Store(d)
+
+	return w, nil
+}
+
+// openDirect is wal.type: none: hooks go to their sinks before the 201.
+func (n *node) openDirect(cfg *config.Config, ordinal uint16, sources *source.Static, log *zap.Logger) (edge.Committer, error) {
+	log.Warn("wal.type is none: a hook is acknowledged only once every sink of its source has taken it; nothing is stored on this node, so there are no retries, segments or hook fetches")
+	d, err := dispatch.OpenDirect(dispatch.DirectOptions{Meta: n.meta, Sources: sources, NewSink: newSink(cfg, log), Node: ordinal, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	n.direct = d
+	return d, nil
 }
 
 // nodeIdentity checks the data directory belongs to this node and returns
@@ -255,14 +324,14 @@ func (n *node) startAdmin(cfg *config.Config, log *zap.Logger) error {
 		metrics.WritePrometheus(w, true)
 	})
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		if n.wal.Failed() {
+		if n.wal != nil && n.wal.Failed() {
 			http.Error(w, "wal failed", http.StatusServiceUnavailable)
 			return
 		}
 		fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if !n.ready.Load() || n.wal.Failed() {
+		if !n.ready.Load() || (n.wal != nil && n.wal.Failed()) {
 			http.Error(w, "not ready", http.StatusServiceUnavailable)
 			return
 		}
@@ -270,7 +339,14 @@ func (n *node) startAdmin(cfg *config.Config, log *zap.Logger) error {
 	})
 	// Profiles, for measuring before optimising; the admin listener is
 	// loopback by default.
-	if err := admin.Register(mux, admin.Options{Tokens: cfg.Admin.Tokens, Hooks: hookFetcher{n.segments}, Logger: log}); err != nil {
+	opts := admin.Options{Tokens: cfg.Admin.Tokens, Logger: log}
+	if n.segments != nil {
+		opts.Hooks = hookFetcher{n.segments}
+	}
+	if d := n.dispatch.Load(); d != nil {
+		opts.Deliveries = deliveries{d}
+	}
+	if err := admin.Register(mux, opts); err != nil {
 		return err
 	}
 	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
@@ -322,13 +398,27 @@ func fatalStorage(log *zap.Logger) func(error) {
 
 func (n *node) closeStorage(log *zap.Logger) bool {
 	good := true
+	if d := n.dispatch.Load(); d != nil {
+		if err := d.Close(); err != nil {
+			log.Error("cannot close dispatch", zap.Error(err))
+			good = false
+		}
+	}
 	if n.segments != nil {
 		if err := n.segments.Close(); err != nil {
 			log.Error("cannot close the segment store", zap.Error(err))
 			good = false
 		}
 	}
-	if err := n.wal.Close(); err != nil {
+	if n.direct != nil {
+		if err := n.direct.Close(); err != nil {
+			log.Error("cannot close the direct delivery stage", zap.Error(err))
+			good = false
+		}
+	}
+	if n.wal == nil {
+		// wal.type: none, or a start that failed before the WAL opened.
+	} else if err := n.wal.Close(); err != nil {
 		log.Error("cannot close wal", zap.Error(err))
 		good = false
 	} else if err := n.meta.SetWALCheckpoint(n.wal.LastSeq(), n.wal.LastID()); err != nil {

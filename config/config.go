@@ -242,7 +242,7 @@ type Sink struct {
 	Format       string            `yaml:"format" json:"format,omitempty"`
 	AllowPrivate bool              `yaml:"allow_private" json:"allow_private,omitempty"`
 	// ConnectTimeout bounds connecting (and DNS); Timeout bounds one
-	// whole attempt after that.
+	// whole attempt, connecting included.
 	ConnectTimeout Duration `yaml:"connect_timeout" json:"connect_timeout,omitempty"`
 	Timeout        Duration `yaml:"timeout" json:"timeout,omitempty"`
 	// MaxAttempts and MaxAge end the retries: past either, the hook is a

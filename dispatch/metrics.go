@@ -15,6 +15,7 @@ var (
 	pendingRows     = metrics.NewGauge(`ankusa_dispatch_backlog{state="pending"}`, nil)
 	deadRows        = metrics.NewGauge(`ankusa_dispatch_backlog{state="dead"}`, nil)
 	sweptAttempts   = metrics.NewCounter("ankusa_dispatch_attempt_log_swept_total")
+	directFailures  = metrics.NewCounter("ankusa_dispatch_direct_refused_total")
 )
 
 // attemptCounter is the counter of one sink's attempts with one outcome;

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ankusa/ankusa/envelope"
+	"github.com/ankusa/ankusa/source"
 	"github.com/ankusa/ankusa/wal"
 )
 
@@ -63,6 +64,10 @@ func (r *Router) ingest(ctx *fasthttp.RequestCtx, a *admitted) {
 		}
 		if errors.Is(err, wal.ErrTooLarge) {
 			reply(ctx, vTooLarge, false)
+			return
+		}
+		if errors.Is(err, source.ErrNoDurableSink) {
+			reply(ctx, vNoDurable, false)
 			return
 		}
 		reply(ctx, vUnavailable, true)

@@ -19,6 +19,7 @@ const (
 	codeUnavailable      = "unavailable"
 	codeSignature        = "signature_invalid"
 	codeRequestTimeout   = "request_timeout"
+	codeNoDurableSink    = "no_durable_sink"
 )
 
 // verdict is an answer decided before the body is read.
@@ -36,6 +37,7 @@ const (
 	vSignature
 	vHeaderTooBig // past the transport's read buffer (fasthttp's 431)
 	vTimeout      // the request did not arrive within limits.read_timeout
+	vNoDurable    // wal.type none and the source has no durable sink
 	numVerdicts
 )
 
@@ -56,13 +58,14 @@ var answers = [numVerdicts]answer{
 	vSignature:     {fasthttp.StatusUnauthorized, errBody(codeSignature, "the webhook signature does not verify"), false},
 	vHeaderTooBig:  {fasthttp.StatusRequestHeaderFieldsTooLarge, errBody(codeInvalidHeader, "the request headers are too large, too many or malformed"), false},
 	vTimeout:       {fasthttp.StatusRequestTimeout, errBody(codeRequestTimeout, "the request did not arrive in time"), false},
+	vNoDurable:     {fasthttp.StatusServiceUnavailable, errBody(codeNoDurableSink, "this node runs without a WAL and this source has no durable sink; its owner must add one"), true},
 }
 
 // verdictHeader carries a verdict from HeaderReceived to the handler. It is
 // deleted from every incoming request first, so a sender cannot set it.
 const verdictHeader = "X-Ankusa-Internal-Verdict"
 
-var verdictValues = [numVerdicts]string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9", ":"}
+var verdictValues = [numVerdicts]string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9", ":", ";"}
 
 func errBody(code, msg string) []byte {
 	return []byte(`{"error":"` + code + `","message":"` + msg + `"}`)

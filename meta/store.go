@@ -140,6 +140,17 @@ func (s *Store) SetTenant(name string, ordinal uint32) error {
 	return nil
 }
 
+// SetTenantSynced records a tenant ordinal with a synced write: with
+// wal.type: none there is no WAL record behind it.
+func (s *Store) SetTenantSynced(name string, ordinal uint32) error {
+	var v [4]byte
+	binary.BigEndian.PutUint32(v[:], ordinal)
+	if err := s.db.Set(tenantKey(name), v[:], pebble.Sync); err != nil {
+		return fmt.Errorf("cannot write tenant %q: %w", name, err)
+	}
+	return nil
+}
+
 // Tenants returns every mirrored tenant ordinal.
 func (s *Store) Tenants() (map[string]uint32, error) {
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte(prefixTenant), UpperBound: []byte(prefixTenant[:1] + string(rune(prefixTenant[1]+1)))})

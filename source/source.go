@@ -5,6 +5,7 @@
 package source
 
 import (
+	"errors"
 	"sync/atomic"
 
 	"github.com/ankusa/ankusa/config"
@@ -92,3 +93,8 @@ func NewStatic(cfg *config.Config) *Static {
 
 // Snapshot returns the store's snapshot.
 func (s *Static) Snapshot() *Snapshot { return s.snap.Load() }
+
+// ErrNoDurableSink: with wal.type: none, a hook's source has no sink whose
+// ok means durable, so it cannot be acknowledged (503 until the source is
+// updated).
+var ErrNoDurableSink = errors.New("source has no durable sink and the node runs without a WAL")

@@ -1,0 +1,76 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.uber.org/zap"
+
+	"github.com/ankusa/ankusa/admin"
+	"github.com/ankusa/ankusa/config"
+	"github.com/ankusa/ankusa/dispatch"
+	"github.com/ankusa/ankusa/dispatch/sink/amqpsink"
+	"github.com/ankusa/ankusa/dispatch/sink/httpsink"
+	"github.com/ankusa/ankusa/envelope"
+)
+
+// newSink builds the sink of a source's sink spec.
+func newSink(cfg *config.Config, log *zap.Logger) func(string, config.Sink) (dispatch.Sink, error) {
+	return func(src string, spec config.Sink) (dispatch.Sink, error) {
+		l := log.With(zap.String("source", src), zap.String("sink", spec.ID))
+		switch spec.Type {
+		case "http":
+			return httpsink.New(httpsink.Options{Spec: spec, Source: src, Logger: l})
+		case "rabbitmq":
+			return amqpsink.New(amqpsink.Options{Spec: spec, Source: src, Node: cfg.Node.Name, Logger: l})
+		}
+		return nil, fmt.Errorf("unknown sink type %q", spec.Type)
+	}
+}
+
+// deliveries serves the admin API's delivery routes from dispatch.
+type deliveries struct{ d *dispatch.Dispatcher }
+
+func (a deliveries) Dead(ctx context.Context, tenant string, f dispatch.Filter, cursor string, limit int) ([]dispatch.Row, string, error) {
+	rows, next, err := a.d.Dead(ctx, tenant, f, cursor, limit)
+	return rows, next, adminErr(err)
+}
+
+func (a deliveries) Retry(ctx context.Context, tenant string, id envelope.ID, sink string) error {
+	return adminErr(a.d.Retry(ctx, tenant, id, sink))
+}
+
+func (a deliveries) RetryAll(ctx context.Context, tenant string, f dispatch.Filter) (int, error) {
+	n, err := a.d.RetryAll(ctx, tenant, f)
+	return n, adminErr(err)
+}
+
+func (a deliveries) Drop(ctx context.Context, tenant string, id envelope.ID, sink string) error {
+	return adminErr(a.d.Drop(ctx, tenant, id, sink))
+}
+
+func (a deliveries) DropAll(ctx context.Context, tenant string, f dispatch.Filter) (int, error) {
+	n, err := a.d.DropAll(ctx, tenant, f)
+	return n, adminErr(err)
+}
+
+func (a deliveries) Attempts(ctx context.Context, tenant string, id envelope.ID) ([]dispatch.Attempt, error) {
+	out, err := a.d.Attempts(ctx, tenant, id)
+	return out, adminErr(err)
+}
+
+// adminErr maps dispatch's errors onto the admin API's.
+func adminErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, dispatch.ErrNoDelivery):
+		return fmt.Errorf("%w: %w", admin.ErrDeliveryNotFound, err)
+	case errors.Is(err, dispatch.ErrBadCursor):
+		return fmt.Errorf("%w: %w", admin.ErrBadCursor, err)
+	case errors.Is(err, dispatch.ErrNotDead):
+		return fmt.Errorf("%w: %w", admin.ErrNotDead, err)
+	}
+	return err
+}

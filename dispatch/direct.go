@@ -1,0 +1,183 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/ankusa/ankusa/config"
+	"github.com/ankusa/ankusa/envelope"
+	"github.com/ankusa/ankusa/meta"
+	"github.com/ankusa/ankusa/source"
+	"github.com/ankusa/ankusa/wal"
+)
+
+// Direct is the commit step of wal.type: none (DESIGN.md §2.4): there is no
+// log to retry from, so a hook is acknowledged only once every sink of its
+// source has taken it, and at least one of them is durable (its ok means
+// the hook is safe there). Any failure answers 503 and the provider's own
+// retry is the retry. A source without a durable sink is refused at boot;
+// one that arrives anyway (a stored source) is ErrNoDurableSink, a 503,
+// until it is updated.
+type Direct struct {
+	o    DirectOptions
+	mu   sync.Mutex
+	seq  uint64
+	ids  *envelope.IDGen
+	ords map[string]uint32
+	next uint32
+
+	rmu   sync.Mutex
+	sinks map[string]Sink // by source/sink id
+}
+
+// DirectOptions configure Direct.
+type DirectOptions struct {
+	Meta    *meta.Store
+	Sources source.Store
+	NewSink func(source string, spec config.Sink) (Sink, error)
+	Node    uint16
+	Logger  *zap.Logger
+	Now     func() time.Time
+}
+
+// OpenDirect starts numbering above what the meta store recorded.
+func OpenDirect(o DirectOptions) (*Direct, error) {
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	seq, id, err := o.Meta.WALCheckpoint()
+	if err != nil {
+		return nil, err
+	}
+	ords, err := o.Meta.Tenants()
+	if err != nil {
+		return nil, err
+	}
+	c := &Direct{o: o, seq: seq, ids: envelope.NewIDGen(o.Node, id), ords: ords, sinks: map[string]Sink{}}
+	for _, ord := range ords {
+		c.next = max(c.next, ord+1)
+	}
+	return c, nil
+}
+
+// Commit delivers the record in r to every sink of its source, then fills
+// in r's Seq, ID and Ordinal. It implements the edge's commit step.
+func (c *Direct) Commit(r *wal.Request) error {
+	payload := r.Buf[wal.FrameHeaderSize:]
+	var e envelope.Envelope
+	c.mu.Lock()
+	if _, err := envelope.Decode(payload, &e); err != nil {
+		c.mu.Unlock()
+		return fmt.Errorf("BUG: an edge record does not decode: %w", err)
+	}
+	ord, err := c.ordinal(e.TenantID)
+	if err != nil {
+		c.mu.Unlock()
+		return err
+	}
+	c.seq++
+	e.Seq, e.TenantOrdinal = c.seq, ord
+	e.ID = c.ids.Next(uint64(c.o.Now().UnixMilli()), e.Seq)
+	c.mu.Unlock()
+	src := c.o.Sources.Snapshot().Lookup([]byte(e.SourceID))
+	if src == nil || !hasDurable(src.Spec.Sinks) {
+		return source.ErrNoDurableSink
+	}
+	if err := c.deliverAll(src, &e); err != nil {
+		return err
+	}
+	r.Seq, r.ID, r.Ordinal = e.Seq, e.ID, e.TenantOrdinal
+	return nil
+}
+
+func hasDurable(sinks []config.Sink) bool {
+	for i := range sinks {
+		if sinks[i].Durable() {
+			return true
+		}
+	}
+	return false
+}
+
+// deliverAll attempts every sink at once and waits for all of them.
+func (c *Direct) deliverAll(src *source.Source, e *envelope.Envelope) error {
+	errs := make([]error, len(src.Spec.Sinks))
+	var wg sync.WaitGroup
+	for i, spec := range src.Spec.Sinks {
+		sk, err := c.sink(src.Name, spec)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Duration(spec.ConnectTimeout+spec.Timeout))
+			defer cancel()
+			if err := sk.Deliver(ctx, &Delivery{Envelope: e, Attempt: 1, SinkID: spec.ID}); err != nil {
+				errs[i] = fmt.Errorf("sink %s of source %q: %w", spec.ID, src.Name, err)
+			}
+		}()
+	}
+	wg.Wait()
+	err := errors.Join(errs...)
+	if err != nil {
+		directFailures.Inc()
+		c.o.Logger.Warn("a hook was refused (503): a sink did not take it and there is no WAL to retry from", zap.String("source", src.Name), zap.Error(err))
+	}
+	return err
+}
+
+func (c *Direct) sink(src string, spec config.Sink) (Sink, error) {
+	key := src + "/" + spec.ID
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	if s, ok := c.sinks[key]; ok {
+		return s, nil
+	}
+	s, err := c.o.NewSink(src, spec)
+	if err != nil {
+		return nil, fmt.Errorf("cannot build sink %s of source %q: %w", spec.ID, src, err)
+	}
+	c.sinks[key] = s
+	return s, nil
+}
+
+// ordinal returns the tenant's ordinal, recording a new one with a synced
+// write (ordinals are never reused). Under c.mu.
+func (c *Direct) ordinal(tenant string) (uint32, error) {
+	if o, ok := c.ords[tenant]; ok {
+		return o, nil
+	}
+	o := c.next
+	if err := c.o.Meta.SetTenantSynced(tenant, o); err != nil {
+		return 0, err
+	}
+	c.next++
+	c.ords[tenant] = o
+	return o, nil
+}
+
+// Close records the numbering floor and closes the sinks.
+func (c *Direct) Close() error {
+	c.mu.Lock()
+	seq, last := c.seq, c.ids.Next(uint64(c.o.Now().UnixMilli()), c.seq)
+	c.mu.Unlock()
+	errs := []error{c.o.Meta.SetWALCheckpoint(seq, last)}
+	c.rmu.Lock()
+	for k, s := range c.sinks {
+		if err := s.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("cannot close sink %s: %w", k, err))
+		}
+	}
+	c.rmu.Unlock()
+	return errors.Join(errs...)
+}
