@@ -1,6 +1,11 @@
 package dispatch
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+
+	"github.com/ankusa/ankusa/config"
+)
 
 // DebugState describes the dispatcher's memory, for test failures.
 func DebugState(d *Dispatcher) string {
@@ -19,4 +24,9 @@ func DebugState(d *Dispatcher) string {
 	}
 	d.rmu.Unlock()
 	return s
+}
+
+// Backoff exposes the wait before attempt n+1 of a sink.
+func Backoff(spec config.Sink, n int, retryAfter time.Duration) time.Duration {
+	return backoff(&runner{spec: spec}, n, retryAfter)
 }

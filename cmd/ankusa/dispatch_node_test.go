@@ -30,8 +30,9 @@ const (
 )
 
 // dispatchNodeYAML: tenant routing over a shared source with two HTTP
-// sinks to one receiver, each sink's path and tenant in the URL template.
-// %[5]s is extra sink keys for both.
+// sinks, a to the receiver at %[4]s and b to the one at %[7]s, each sink's
+// path and tenant in the URL template; %[5]s and %[8]s are extra keys of
+// sinks a and b.
 const dispatchNodeYAML = `node: {name: edge-dispatch-test, data_dir: %[1]s}
 listen: %[2]s
 admin:
@@ -51,15 +52,22 @@ sources:
     trust_url_tenant: true
     sinks:
       - {id: a, type: http, url: "http://%[4]s/a/{tenant_id}", secret: "` + secretA + `", allow_private: true, format: raw%[5]s}
-      - {id: b, type: http, url: "http://%[4]s/b/{tenant_id}", secret: "` + secretB + `", allow_private: true, format: envelope%[5]s}
+      - {id: b, type: http, url: "http://%[7]s/b/{tenant_id}", secret: "` + secretB + `", allow_private: true, format: envelope%[8]s}
 `
 
 // newDispatchNode writes a config whose sinks deliver to recv.
 func newDispatchNode(t *testing.T, recv *receiver, sinkKeys string) *testNode {
 	t.Helper()
+	return newDispatchNode2(t, recv, sinkKeys, recv, sinkKeys)
+}
+
+// newDispatchNode2 writes a config whose sink a delivers to recvA and sink
+// b to recvB, with their own extra keys.
+func newDispatchNode2(t *testing.T, recvA *receiver, keysA string, recvB *receiver, keysB string) *testNode {
+	t.Helper()
 	dir := t.TempDir()
 	n := &testNode{dir: dir, config: filepath.Join(dir, "ankusa.yaml"), dataDir: filepath.Join(dir, "data"), listen: freeAddr(t), admin: freeAddr(t)}
-	yaml := fmt.Sprintf(dispatchNodeYAML, n.dataDir, n.listen, n.admin, recv.addr, sinkKeys, sha256Hex(opsToken))
+	yaml := fmt.Sprintf(dispatchNodeYAML, n.dataDir, n.listen, n.admin, recvA.addr, keysA, sha256Hex(opsToken), recvB.addr, keysB)
 	if err := os.WriteFile(n.config, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -103,6 +111,28 @@ func newReceiver(t *testing.T) *receiver {
 	go r.srv.Serve(ln)
 	t.Cleanup(func() { r.srv.Close() })
 	return r
+}
+
+// down closes the receiver's listener and connections: the receiver is
+// gone (connection refused).
+func (r *receiver) down() {
+	r.t.Helper()
+	if err := r.srv.Close(); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// up listens again on the same address.
+func (r *receiver) up() {
+	r.t.Helper()
+	ln, err := net.Listen("tcp", r.addr)
+	if err != nil {
+		r.t.Fatalf("cannot listen on %s again: %v", r.addr, err)
+	}
+	r.srv = &http.Server{Handler: r, ReadHeaderTimeout: 5 * time.Second}
+	go r.srv.Serve(ln)
+	srv := r.srv
+	r.t.Cleanup(func() { srv.Close() })
 }
 
 func (r *receiver) setStatus(f func(sink, tenant string) int) { r.status.Store(&f) }
