@@ -266,8 +266,11 @@ func (n *node) openDisk(cfg *config.Config, recovery string, ordinal uint16, sou
 		NewSink: newSink(cfg, log),
 		Ordinal: w.Ordinal,
 		LastSeq: w.LastSeq(),
-		Logger:  log,
-		OnFatal: fatalStorage(log),
+		// The attempt log costs disk per delivery; its TTL is the knob.
+		IntakeBytes:   int64(cfg.Dispatch.IntakeBytes),
+		AttemptLogTTL: time.Duration(cfg.Dispatch.AttemptLogTTL),
+		Logger:        log,
+		OnFatal:       fatalStorage(log),
 	})
 	if err != nil {
 		return nil, err

@@ -22,6 +22,7 @@ type Config struct {
 	WAL           WAL               `yaml:"wal"`
 	Segment       Segment           `yaml:"segment"`
 	Archive       Archive           `yaml:"archive"`
+	Dispatch      Dispatch          `yaml:"dispatch"`
 	SourceStore   SourceStore       `yaml:"source_store"`
 	Redis         Redis             `yaml:"redis"`
 	Dedupe        Dedupe            `yaml:"dedupe"`
@@ -148,6 +149,16 @@ type Archive struct {
 	AccessKey Secret `yaml:"access_key"`
 	SecretKey Secret `yaml:"secret_key"`
 	TLS       bool   `yaml:"tls"`
+}
+
+// Dispatch tunes the delivery stage (sinks carry their own retry keys).
+type Dispatch struct {
+	// IntakeBytes bounds the hooks held in memory for first attempts;
+	// past it, hooks are read back from the WAL and segments.
+	IntakeBytes Size `yaml:"intake_bytes"`
+	// AttemptLogTTL is how long a hook's attempt log is kept (one entry
+	// per attempt, about 80 bytes).
+	AttemptLogTTL Duration `yaml:"attempt_log_ttl"`
 }
 
 // SourceStore selects where sources live.

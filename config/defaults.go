@@ -79,6 +79,8 @@ func (c *Config) ApplyDefaults() {
 	setSize(&c.Segment.MaxBytes, 64<<20)
 	setDur(&c.Segment.MaxAge, 10*time.Second)
 	setDur(&c.Segment.RetainLocal, 24*time.Hour)
+	setSize(&c.Dispatch.IntakeBytes, 64<<20)
+	setDur(&c.Dispatch.AttemptLogTTL, 24*time.Hour)
 	if c.Archive.Type == "" {
 		c.Archive.Type = "none"
 	}

@@ -122,6 +122,12 @@ func Validate(c *Config, opts ValidateOptions) Problems {
 	if c.Segment.MaxAge < Duration(10*time.Millisecond) {
 		p.add("segment.max_age: %v must be at least 10ms", time.Duration(c.Segment.MaxAge))
 	}
+	if c.Dispatch.IntakeBytes < 1<<20 {
+		p.add("dispatch.intake_bytes: %d is below the minimum of 1MiB", c.Dispatch.IntakeBytes)
+	}
+	if c.Dispatch.AttemptLogTTL < Duration(time.Minute) {
+		p.add("dispatch.attempt_log_ttl: %v must be at least 1m", time.Duration(c.Dispatch.AttemptLogTTL))
+	}
 	if !slices.Contains([]string{"none", "dir", "s3"}, c.Archive.Type) {
 		p.add("archive.type: %q must be s3, dir or none", c.Archive.Type)
 	}

@@ -43,7 +43,7 @@ type Options struct {
 	IntakeBytes int64
 	// CheckpointEvery is how often the checkpoint moves (default 100ms).
 	CheckpointEvery time.Duration
-	// AttemptLogTTL is how long attempt log entries are kept (default 72h).
+	// AttemptLogTTL is how long attempt log entries are kept (default 24h).
 	AttemptLogTTL time.Duration
 	Logger        *zap.Logger
 	Now           func() time.Time
@@ -60,7 +60,7 @@ func (o *Options) EnsureDefaults() {
 		o.CheckpointEvery = 100 * time.Millisecond
 	}
 	if o.AttemptLogTTL == 0 {
-		o.AttemptLogTTL = 72 * time.Hour
+		o.AttemptLogTTL = 24 * time.Hour
 	}
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()

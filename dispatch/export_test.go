@@ -30,3 +30,6 @@ func DebugState(d *Dispatcher) string {
 func Backoff(spec config.Sink, n int, retryAfter time.Duration) time.Duration {
 	return backoff(&runner{spec: spec}, n, retryAfter)
 }
+
+// SweepAttempts runs one sweep of the attempt log now.
+func SweepAttempts(d *Dispatcher) (int, error) { return d.sweepAttempts() }

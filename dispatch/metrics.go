@@ -16,6 +16,7 @@ var (
 	deadRows        = metrics.NewGauge(`ankusa_dispatch_backlog{state="dead"}`, nil)
 	sweptAttempts   = metrics.NewCounter("ankusa_dispatch_attempt_log_swept_total")
 	directFailures  = metrics.NewCounter("ankusa_dispatch_direct_refused_total")
+	damagedRows     = metrics.NewCounter("ankusa_dispatch_damaged_rows_total")
 )
 
 // attemptCounter is the counter of one sink's attempts with one outcome;

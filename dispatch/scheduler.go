@@ -147,8 +147,12 @@ func (d *Dispatcher) claim(ord uint32, seq uint64, sink string, key []byte) (ful
 	derr := meta.DecodeDelivery(v, &row)
 	closer.Close()
 	if derr != nil {
-		d.o.Logger.Error("a delivery row does not decode; leaving it for an operator", zap.Uint64("seq", seq), zap.Error(derr))
-		return false, nil
+		// Take it out of the due index (logged once, not every pass); the
+		// row stays for an operator, and keeps its segment on disk.
+		d.o.Logger.Error("a delivery row does not decode; it is no longer scheduled and is left in the store for an operator",
+			zap.Uint32("tenant_ordinal", ord), zap.Uint64("seq", seq), zap.String("sink", sink), zap.Binary("key", key), zap.Error(derr))
+		damagedRows.Inc()
+		return false, d.dropDueEntries(ord, seq, sink)
 	}
 	r, err := d.runnerFor(nil, row.Source, sink)
 	if err != nil || r == nil {

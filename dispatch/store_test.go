@@ -1,0 +1,137 @@
+package dispatch_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/ankusa/ankusa/dispatch"
+	"github.com/ankusa/ankusa/meta"
+)
+
+// A stored row that does not decode, and a due entry without a row, are
+// logged and left for an operator or dropped; the tenant's other rows are
+// delivered and the node keeps running.
+func TestDamagedRowsDoNotStopDelivery(t *testing.T) {
+	fs := vfs.NewMem()
+	n := openNode(t, fs, nil, nodeOptions{noDispatch: true})
+	first := n.commit("acme", 0) // gives acme its ordinal
+	db := n.meta.DB()
+	bad := meta.RowKey(nil, first.TenantOrdinal, 1<<40, "a")
+	for _, kv := range [][2][]byte{
+		{bad, []byte("not a row")},
+		{meta.DueKey(nil, first.TenantOrdinal, 1, 1<<40, "a"), nil},
+		{meta.DueKey(nil, first.TenantOrdinal, 2, 1<<41, "a"), nil}, // no row at all
+	} {
+		if err := db.Set(kv[0], kv[1], pebble.Sync); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n.close()
+	fk := newFakeSinks(nil)
+	n = openNode(t, fs, fk, nodeOptions{sinks: twoSinks(nil)[:1]})
+	defer n.close()
+	db = n.meta.DB()
+	hooks := n.commitMany(50, 4, func(int) string { return "acme" })
+	waitFor(t, 5*time.Second, "the good rows' deliveries", func() bool { return fk.ok.Load() >= 51 })
+	for _, e := range append(hooks, first) {
+		if fk.delivered("a", e.ID) != 1 {
+			t.Fatalf("hook %d not delivered beside the damaged row", e.Seq)
+		}
+	}
+	if v, closer, err := db.Get(bad); err != nil || string(v) != "not a row" {
+		t.Fatalf("the damaged row was changed or removed: %q %v", v, err)
+	} else {
+		closer.Close()
+	}
+	for _, k := range [][]byte{meta.DueKey(nil, first.TenantOrdinal, 1, 1<<40, "a"), meta.DueKey(nil, first.TenantOrdinal, 2, 1<<41, "a")} {
+		waitFor(t, 3*time.Second, "the due entries of the damaged and the missing row to be dropped", func() bool {
+			_, closer, err := db.Get(k)
+			if err == nil {
+				closer.Close()
+			}
+			return errors.Is(err, pebble.ErrNotFound)
+		})
+	}
+}
+
+// A segment holds live rows until every hook in it is delivered or dead:
+// retention asks HoldsLive before it removes one.
+func TestHoldsLiveUntilDeliveredOrDead(t *testing.T) {
+	var failing atomic.Bool
+	failing.Store(true)
+	fk := newFakeSinks(func(sink string, d *dispatch.Delivery) error {
+		if failing.Load() && d.Envelope.TenantID != "dead" {
+			return &dispatch.Error{Status: 503, Err: errors.New("down")}
+		}
+		if d.Envelope.TenantID == "dead" {
+			return &dispatch.Error{Status: 410, Permanent: true, Err: errors.New("gone")}
+		}
+		return nil
+	})
+	n := openNode(t, vfs.NewMem(), fk, nodeOptions{sinks: twoSinks(nil)})
+	defer n.close()
+	d := n.disp.Load()
+	live := n.commitMany(20, 2, func(int) string { return "live" })
+	dead := n.commitMany(20, 2, func(int) string { return "dead" })
+	waitFor(t, 5*time.Second, "the dead letters", func() bool {
+		rows, _, _ := d.Dead(context.Background(), "dead", dispatch.Filter{}, "", 100)
+		return len(rows) == 40
+	})
+	holds := func(first, last uint64) bool {
+		h, err := d.HoldsLive(first, last)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	if !holds(live[0].Seq, live[0].Seq) || !holds(1, n.wal.LastSeq()) {
+		t.Fatal("HoldsLive is false while hooks wait for a retry")
+	}
+	lo, hi := dead[0].Seq, dead[0].Seq
+	for _, e := range dead {
+		lo, hi = min(lo, e.Seq), max(hi, e.Seq)
+	}
+	for _, e := range live {
+		if e.Seq >= lo && e.Seq <= hi {
+			hi = lo - 1 // interleaved: use only the dead hooks' own range below
+		}
+	}
+	if hi >= lo && holds(lo, hi) {
+		t.Fatal("HoldsLive is true over hooks that are only dead letters")
+	}
+	failing.Store(false)
+	waitFor(t, 10*time.Second, "the retries", func() bool { return fk.ok.Load() == 40 })
+	waitFor(t, 2*time.Second, "the rows to go", func() bool { return !holds(1, n.wal.LastSeq()) })
+}
+
+// The attempt log is swept past its TTL.
+func TestAttemptLogSwept(t *testing.T) {
+	var offset atomic.Int64
+	now := func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
+	fk := newFakeSinks(nil)
+	n := openNode(t, vfs.NewMem(), fk, nodeOptions{sinks: twoSinks(nil), now: now})
+	defer n.close()
+	d := n.disp.Load()
+	hooks := n.commitMany(30, 3, func(int) string { return "acme" })
+	waitFor(t, 5*time.Second, "the deliveries", func() bool { return fk.ok.Load() == 60 })
+	att, err := d.Attempts(context.Background(), "acme", hooks[0].ID)
+	if err != nil || len(att) != 2 || att[0].Outcome != "delivered" {
+		t.Fatalf("attempt log before the sweep: %+v, %v", att, err)
+	}
+	if n, err := dispatch.SweepAttempts(d); err != nil || n != 0 {
+		t.Fatalf("a sweep before the TTL removed %d entries (%v)", n, err)
+	}
+	offset.Store(int64(25 * time.Hour))
+	if n, err := dispatch.SweepAttempts(d); err != nil || n != 60 {
+		t.Fatalf("a sweep past the TTL removed %d entries (%v), want 60", n, err)
+	}
+	if att, _ := d.Attempts(context.Background(), "acme", hooks[0].ID); len(att) != 0 {
+		t.Fatalf("attempt log after the sweep: %+v", att)
+	}
+}

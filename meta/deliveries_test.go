@@ -1,0 +1,124 @@
+package meta
+
+import (
+	"bytes"
+	"encoding/hex"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/ankusa/ankusa/envelope"
+)
+
+func testRow() Delivery {
+	return Delivery{State: RowDead, Attempts: 3, ReceivedAt: 1_764_445_200_000_000_001, StartedAt: 1_764_445_200_000_000_002,
+		Due: 1_764_445_200_500_000_000, LastAt: 1_764_445_201_000_000_000, LastStatus: 503,
+		EventID: envelope.MakeID(1_764_445_200_000, 7, 42), Source: "stripe", LastError: "status 503: receiver down"}
+}
+
+// The stored row format is frozen: these bytes are what a node wrote.
+func TestDeliveryEncodingPinned(t *testing.T) {
+	r := testRow()
+	got := hex.EncodeToString(r.AppendTo(nil))
+	// version 1, state dead, 3 attempts, received, started, due, last
+	// attempt, status 503, event id, "stripe", the last error.
+	const want = "01 03 0003 187c918f9ba4a001 187c918f9ba4a002 187c918fb9720500 187c918fd73f6a00 01f7 " +
+		"019ad1211e800007000000000000002a 06 737472697065 19 737461747573203530333a20726563656976657220646f776e"
+	if got != strings.ReplaceAll(want, " ", "") {
+		t.Fatalf("encoding changed:\n got %s\nwant %s", got, want)
+	}
+	var back Delivery
+	if err := DecodeDelivery(r.AppendTo(nil), &back); err != nil || back != r {
+		t.Fatalf("round trip: %+v, %v", back, err)
+	}
+	if RowState(r.AppendTo(nil)) != RowDead {
+		t.Fatal("RowState disagrees with the encoding")
+	}
+}
+
+// A stored row that does not decode is an error naming what is wrong,
+// never a panic or a zero row taken for a real one.
+func TestDeliveryDecodeRejectsDamage(t *testing.T) {
+	r := testRow()
+	good := r.AppendTo(nil)
+	cases := map[string][]byte{
+		"empty":         nil,
+		"short":         good[:20],
+		"version":       append([]byte{9}, good[1:]...),
+		"state":         append([]byte{1, 7}, good[2:]...),
+		"source cut":    good[:55],
+		"error cut":     good[:len(good)-3],
+		"length varint": append(append([]byte(nil), good[:54]...), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01),
+	}
+	for name, b := range cases {
+		var d Delivery
+		if err := DecodeDelivery(b, &d); !errors.Is(err, ErrBadRecord) {
+			t.Errorf("%s: %v, want ErrBadRecord", name, err)
+		}
+	}
+	if RowState([]byte{9, RowPending}) != 0 || RowState(nil) != 0 {
+		t.Fatal("RowState of a value that is not a row must be 0")
+	}
+	long := r
+	long.LastError = strings.Repeat("x", 2000)
+	var back Delivery
+	if err := DecodeDelivery(long.AppendTo(nil), &back); err != nil || len(back.LastError) != maxErrorBytes {
+		t.Fatalf("a long error is cut to %d bytes: got %d, %v", maxErrorBytes, len(back.LastError), err)
+	}
+}
+
+func TestAttemptRecordRoundTripAndDamage(t *testing.T) {
+	a := AttemptRecord{At: 1_764_445_200_000_000_000, Latency: 1_500_000, Status: 429, Outcome: "retry", Error: "slow down"}
+	var back AttemptRecord
+	if err := DecodeAttempt(a.AppendTo(nil), &back); err != nil || back != a {
+		t.Fatalf("round trip: %+v, %v", back, err)
+	}
+	b := a.AppendTo(nil)
+	for _, bad := range [][]byte{nil, b[:17], b[:19], b[:len(b)-1]} {
+		if err := DecodeAttempt(bad, &back); !errors.Is(err, ErrBadRecord) {
+			t.Errorf("%x: %v, want ErrBadRecord", bad, err)
+		}
+	}
+}
+
+// Keys sort by tenant, then seq (rows) or due time (the due index), and
+// parse back; short keys are refused.
+func TestDeliveryKeys(t *testing.T) {
+	k1 := RowKey(nil, 1, 300, "a")
+	k2 := RowKey(nil, 1, 2000, "a")
+	k3 := RowKey(nil, 2, 1, "a")
+	if !(bytes.Compare(k1, k2) < 0 && bytes.Compare(k2, k3) < 0) {
+		t.Fatal("row keys do not sort by (tenant, seq)")
+	}
+	if !bytes.HasPrefix(k1, TenantPrefix(PrefixRow, 1)) || !bytes.HasPrefix(k1, HookPrefix(PrefixRow, 1, 300)) {
+		t.Fatal("row key outside its tenant's and hook's prefix")
+	}
+	if o, s, sink, ok := ParseRowKey(k2); !ok || o != 1 || s != 2000 || sink != "a" {
+		t.Fatalf("ParseRowKey: %d %d %q %v", o, s, sink, ok)
+	}
+	d1, d2 := DueKey(nil, 1, 5, 900, "b"), DueKey(nil, 1, 6, 1, "b")
+	if bytes.Compare(d1, d2) >= 0 {
+		t.Fatal("due keys do not sort by due time within a tenant")
+	}
+	if o, due, s, sink, ok := ParseDueKey(d1); !ok || o != 1 || due != 5 || s != 900 || sink != "b" {
+		t.Fatalf("ParseDueKey: %d %d %d %q %v", o, due, s, sink, ok)
+	}
+	ak := AttemptKey(nil, 3, 7, "sink-1", 12)
+	if o, s, sink, n, ok := ParseAttemptKey(ak); !ok || o != 3 || s != 7 || sink != "sink-1" || n != 12 {
+		t.Fatalf("ParseAttemptKey: %d %d %q %d %v", o, s, sink, n, ok)
+	}
+	for _, short := range [][]byte{nil, []byte("r/"), k1[:14]} {
+		if _, _, _, ok := ParseRowKey(short); ok {
+			t.Fatalf("ParseRowKey accepted %x", short)
+		}
+		if _, _, _, _, ok := ParseDueKey(short); ok {
+			t.Fatalf("ParseDueKey accepted %x", short)
+		}
+		if _, _, _, _, ok := ParseAttemptKey(short); ok {
+			t.Fatalf("ParseAttemptKey accepted %x", short)
+		}
+	}
+	if !bytes.Equal(PrefixEnd([]byte{1, 0xff}), []byte{2}) || PrefixEnd([]byte{0xff}) != nil {
+		t.Fatal("PrefixEnd")
+	}
+}
