@@ -52,11 +52,11 @@ func (d *Dispatcher) attempt(r *runner, t *task) {
 		d.reschedule(t, until.Add(jitter(time.Second)), why)
 		return
 	}
-	timeout := time.Duration(r.spec.ConnectTimeout + r.spec.Timeout)
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	// The sinks bound an attempt by the spec's timeout themselves; a
+	// context that is never cancelled lets the HTTP sink run the request
+	// on this goroutine instead of a watcher's.
 	dl := Delivery{Envelope: env, Attempt: int(t.row.Attempts) + 1, SinkID: t.sink}
-	err := r.sink.Deliver(ctx, &dl)
-	cancel()
+	err := r.sink.Deliver(context.Background(), &dl)
 	end := d.o.Now()
 	latency := end.Sub(now)
 	var e *Error
