@@ -76,19 +76,9 @@ func (d *Dispatcher) Dead(_ context.Context, tenant string, f Filter, cursor str
 // Retry makes one dead letter pending again, due now, with its attempt
 // count and max_age clock reset (a synced write).
 func (d *Dispatcher) Retry(ctx context.Context, tenant string, id envelope.ID, sink string) error {
-	ord, seq, err := d.locate(tenant, id)
+	ord, seq, row, err := d.deadRow(tenant, id, sink)
 	if err != nil {
 		return err
-	}
-	row, found, err := d.readRow(ord, seq, sink)
-	if err != nil {
-		return err
-	}
-	if !found {
-		return ErrNoDelivery
-	}
-	if row.State != meta.RowDead {
-		return ErrNotDead
 	}
 	b := d.db.NewBatch()
 	defer b.Close()
@@ -110,19 +100,9 @@ func (d *Dispatcher) RetryAll(ctx context.Context, tenant string, f Filter) (int
 // Drop deletes one dead letter (a synced write); its attempt log stays
 // until it ages out.
 func (d *Dispatcher) Drop(ctx context.Context, tenant string, id envelope.ID, sink string) error {
-	ord, seq, err := d.locate(tenant, id)
+	ord, seq, _, err := d.deadRow(tenant, id, sink)
 	if err != nil {
 		return err
-	}
-	row, found, err := d.readRow(ord, seq, sink)
-	if err != nil {
-		return err
-	}
-	if !found {
-		return ErrNoDelivery
-	}
-	if row.State != meta.RowDead {
-		return ErrNotDead
 	}
 	b := d.db.NewBatch()
 	defer b.Close()
@@ -167,6 +147,24 @@ func (d *Dispatcher) Attempts(ctx context.Context, tenant string, id envelope.ID
 			Latency: time.Duration(a.Latency), Outcome: a.Outcome, Error: a.Error})
 	}
 	return out, it.Error()
+}
+
+// deadRow finds a tenant's dead letter by event id and sink.
+func (d *Dispatcher) deadRow(tenant string, id envelope.ID, sink string) (uint32, uint64, meta.Delivery, error) {
+	ord, seq, err := d.locate(tenant, id)
+	if err != nil {
+		return 0, 0, meta.Delivery{}, err
+	}
+	row, found, err := d.readRow(ord, seq, sink)
+	switch {
+	case err != nil:
+		return 0, 0, row, err
+	case !found:
+		return 0, 0, row, ErrNoDelivery
+	case row.State != meta.RowDead:
+		return 0, 0, row, ErrNotDead
+	}
+	return ord, seq, row, nil
 }
 
 // eachDead applies fn to every dead letter of the tenant passing the

@@ -132,20 +132,19 @@ func (s *Store) SetWALCheckpoint(seq uint64, id envelope.ID) error {
 // SetTenant mirrors a tenant ordinal. It is not synced: the WAL's tenant
 // record is the durable one and recovery replays it.
 func (s *Store) SetTenant(name string, ordinal uint32) error {
-	var v [4]byte
-	binary.BigEndian.PutUint32(v[:], ordinal)
-	if err := s.db.Set(tenantKey(name), v[:], pebble.NoSync); err != nil {
-		return fmt.Errorf("cannot write tenant %q: %w", name, err)
-	}
-	return nil
+	return s.setTenant(name, ordinal, pebble.NoSync)
 }
 
 // SetTenantSynced records a tenant ordinal with a synced write: with
 // wal.type: none there is no WAL record behind it.
 func (s *Store) SetTenantSynced(name string, ordinal uint32) error {
+	return s.setTenant(name, ordinal, pebble.Sync)
+}
+
+func (s *Store) setTenant(name string, ordinal uint32, o *pebble.WriteOptions) error {
 	var v [4]byte
 	binary.BigEndian.PutUint32(v[:], ordinal)
-	if err := s.db.Set(tenantKey(name), v[:], pebble.Sync); err != nil {
+	if err := s.db.Set(tenantKey(name), v[:], o); err != nil {
 		return fmt.Errorf("cannot write tenant %q: %w", name, err)
 	}
 	return nil
