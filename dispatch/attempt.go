@@ -40,7 +40,7 @@ func (d *Dispatcher) attempt(r *runner, t *task) {
 		target = tg.Target(env)
 	}
 	r.mu.Lock()
-	ok, until := r.breaker(target).allow(now)
+	ok, probe, until := r.breaker(target).allow(now)
 	r.mu.Unlock()
 	if !ok {
 		r.circuit.Inc()
@@ -72,10 +72,10 @@ func (d *Dispatcher) attempt(r *runner, t *task) {
 	b := r.breaker(target)
 	// Only a target that does not answer opens the breaker: one that
 	// answers 5xx or 429 costs an answer, and backoff paces it.
-	if b.record(end, e != nil && !e.Permanent && e.Status == 0) {
-		d.o.Logger.Warn("circuit opened: deliveries to a failing target pause", zap.String("sink", r.name), zap.String("target", target), zap.Time("until", b.until))
+	if b.record(end, e != nil && !e.Permanent && e.Status == 0, probe) {
+		d.o.Logger.Warn("circuit opened: deliveries to a target that does not answer pause", zap.String("sink", r.name), zap.String("target", target), zap.Time("until", b.until))
 	}
-	if b.fails == 0 {
+	if b.idle() {
 		delete(r.breakers, target)
 	}
 	r.mu.Unlock()

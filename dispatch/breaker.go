@@ -3,8 +3,9 @@ package dispatch
 import "time"
 
 // Circuit breaker settings: after breakerFailures failures in a row to one
-// target, attempts to it fail fast for a cooldown that doubles with each
-// reopening (breakerMinOpen..breakerMaxOpen); then one probe goes through.
+// target, attempts to it fail fast for a cooldown; then one probe goes
+// through. Each failed probe doubles the cooldown (breakerMinOpen ..
+// breakerMaxOpen); a success closes the breaker.
 const (
 	breakerFailures = 5
 	breakerMinOpen  = time.Second
@@ -14,42 +15,57 @@ const (
 // breaker is one target's circuit breaker; the runner's mutex guards it.
 type breaker struct {
 	fails   int
-	opens   int
+	open    bool
+	opens   int       // cooldowns in a row: the next one is breakerMinOpen << opens
 	until   time.Time // open until
-	probing bool      // a half-open probe is running
+	probing bool      // the half-open probe is running
 }
 
-// allow reports whether an attempt may go to the target now; when it may
-// not, until is when to try again.
-func (b *breaker) allow(now time.Time) (ok bool, until time.Time) {
-	if b.fails < breakerFailures {
-		return true, time.Time{}
+// allow reports whether an attempt may go to the target now, and whether
+// it is the probe of an open breaker; when it may not, until is when to
+// try again.
+func (b *breaker) allow(now time.Time) (ok, probe bool, until time.Time) {
+	if !b.open {
+		return true, false, time.Time{}
 	}
 	if now.Before(b.until) || b.probing {
-		return false, b.until
+		return false, false, b.until
 	}
 	b.probing = true
-	return true, time.Time{}
+	return true, true, time.Time{}
 }
 
-// record takes an attempt's outcome; failure means the target did not
+// record takes an attempt's outcome. failure means the target did not
 // answer at all (connection refused, timeout), not that it refused the
-// hook or asked to slow down.
-func (b *breaker) record(now time.Time, failure bool) (opened bool) {
-	b.probing = false
+// hook or asked to slow down. Only the probe's failure (or reaching the
+// threshold while closed) opens the breaker: attempts that were already
+// in flight when it opened do not extend the cooldown. opened reports a
+// new cooldown.
+func (b *breaker) record(now time.Time, failure, probe bool) (opened bool) {
+	if probe {
+		b.probing = false
+	}
 	if !failure {
-		b.fails, b.opens = 0, 0
+		*b = breaker{}
 		return false
 	}
-	b.fails++
-	if b.fails < breakerFailures {
+	switch {
+	case b.open && !probe:
 		return false
+	case b.open:
+		b.opens++
+	default:
+		if b.fails++; b.fails < breakerFailures {
+			return false
+		}
+		b.open, b.opens = true, 0
 	}
-	open := breakerMinOpen << min(b.opens, 10)
-	b.opens++
-	b.until = now.Add(min(open, breakerMaxOpen))
+	b.until = now.Add(min(breakerMinOpen<<min(b.opens, 10), breakerMaxOpen))
 	return true
 }
+
+// idle reports whether the breaker holds nothing worth keeping.
+func (b *breaker) idle() bool { return !b.open && b.fails == 0 }
 
 func (r *runner) breaker(target string) *breaker {
 	b := r.breakers[target]

@@ -30,6 +30,9 @@ type Direct struct {
 	ids  *envelope.IDGen
 	ords map[string]uint32
 	next uint32
+	// resSeq and resMs are the reserved floor: numbers up to them may be
+	// given without another synced write.
+	resSeq, resMs uint64
 
 	rmu   sync.Mutex
 	sinks map[string]Sink // by source/sink id
@@ -45,7 +48,8 @@ type DirectOptions struct {
 	Now     func() time.Time
 }
 
-// OpenDirect starts numbering above what the meta store recorded.
+// OpenDirect starts numbering above what the meta store recorded (the
+// reserved floor after a crash, the last numbers after a clean stop).
 func OpenDirect(o DirectOptions) (*Direct, error) {
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
@@ -68,33 +72,56 @@ func OpenDirect(o DirectOptions) (*Direct, error) {
 	return c, nil
 }
 
+// Numbers are reserved ahead in the meta store so that none is given twice
+// after a crash: a synced floor every reserveSeqs hooks or reserveTime.
+const (
+	reserveSeqs = 4096
+	reserveTime = time.Second
+)
+
 // Commit delivers the record in r to every sink of its source, then fills
 // in r's Seq, ID and Ordinal. It implements the edge's commit step.
 func (c *Direct) Commit(r *wal.Request) error {
 	payload := r.Buf[wal.FrameHeaderSize:]
 	var e envelope.Envelope
-	c.mu.Lock()
 	if _, err := envelope.Decode(payload, &e); err != nil {
-		c.mu.Unlock()
 		return fmt.Errorf("BUG: an edge record does not decode: %w", err)
 	}
-	ord, err := c.ordinal(e.TenantID)
-	if err != nil {
-		c.mu.Unlock()
-		return err
-	}
-	c.seq++
-	e.Seq, e.TenantOrdinal = c.seq, ord
-	e.ID = c.ids.Next(uint64(c.o.Now().UnixMilli()), e.Seq)
-	c.mu.Unlock()
 	src := c.o.Sources.Snapshot().Lookup([]byte(e.SourceID))
 	if src == nil || !hasDurable(src.Spec.Sinks) {
 		return source.ErrNoDurableSink
+	}
+	if err := c.number(&e); err != nil {
+		return err
 	}
 	if err := c.deliverAll(src, &e); err != nil {
 		return err
 	}
 	r.Seq, r.ID, r.Ordinal = e.Seq, e.ID, e.TenantOrdinal
+	return nil
+}
+
+// number gives e its seq, event id and tenant ordinal.
+func (c *Direct) number(e *envelope.Envelope) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ord, err := c.ordinal(e.TenantID)
+	if err != nil {
+		return err
+	}
+	nowMs := uint64(c.o.Now().UnixMilli())
+	if c.seq+1 > c.resSeq || nowMs >= c.resMs {
+		// The floor is past every number given before the next
+		// reservation: its id is a second ahead of the clock.
+		resSeq, resMs := c.seq+reserveSeqs, nowMs+uint64(reserveTime.Milliseconds())
+		if err := c.o.Meta.SetWALCheckpoint(resSeq, envelope.MakeID(resMs, c.o.Node, resSeq)); err != nil {
+			return err
+		}
+		c.resSeq, c.resMs = resSeq, resMs
+	}
+	c.seq++
+	e.Seq, e.TenantOrdinal = c.seq, ord
+	e.ID = c.ids.Next(nowMs, e.Seq)
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -120,7 +121,7 @@ func (d *Dispatcher) claimTenant(ord uint32) (nextDue int64, empty bool, err err
 		if d.isHeld(key) {
 			continue
 		}
-		full, err := d.claim(ord, seq, sink, key)
+		full, err := d.claim(ord, seq, sink, key, due, it.Key())
 		if err != nil {
 			return 0, false, err
 		}
@@ -133,14 +134,15 @@ func (d *Dispatcher) claimTenant(ord uint32) (nextDue int64, empty bool, err err
 }
 
 // claim offers one due row to its sink; full means the sink takes no more
-// of this tenant now.
-func (d *Dispatcher) claim(ord uint32, seq uint64, sink string, key []byte) (full bool, err error) {
+// of this tenant now. due and dueKey are the index entry as the pass's
+// iterator saw it: its snapshot may be older than an attempt that has
+// since finished, so the row is read again and must agree.
+func (d *Dispatcher) claim(ord uint32, seq uint64, sink string, key []byte, due int64, dueKey []byte) (full bool, err error) {
 	v, closer, err := d.db.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return false, d.dropOrphanDue(dueKey, ord, seq, sink)
+	}
 	if err != nil {
-		if err == pebble.ErrNotFound {
-			d.o.Logger.Error("a due index entry has no row; dropping it", zap.Uint32("tenant_ordinal", ord), zap.Uint64("seq", seq), zap.String("sink", sink))
-			return false, d.dropDueEntries(ord, seq, sink)
-		}
 		return false, fmt.Errorf("cannot read a delivery row: %w", err)
 	}
 	var row meta.Delivery
@@ -152,7 +154,10 @@ func (d *Dispatcher) claim(ord uint32, seq uint64, sink string, key []byte) (ful
 		d.o.Logger.Error("a delivery row does not decode; it is no longer scheduled and is left in the store for an operator",
 			zap.Uint32("tenant_ordinal", ord), zap.Uint64("seq", seq), zap.String("sink", sink), zap.Binary("key", key), zap.Error(derr))
 		damagedRows.Inc()
-		return false, d.dropDueEntries(ord, seq, sink)
+		return false, d.db.Delete(dueKey, pebble.NoSync)
+	}
+	if row.State != meta.RowPending || row.Due != due {
+		return false, nil // moved or finished since the pass began
 	}
 	r, err := d.runnerFor(nil, row.Source, sink)
 	if err != nil || r == nil {
@@ -176,22 +181,21 @@ func (d *Dispatcher) claim(ord uint32, seq uint64, sink string, key []byte) (ful
 	return false, nil
 }
 
-// dropDueEntries removes due index entries of a row that does not exist.
-func (d *Dispatcher) dropDueEntries(ord uint32, seq uint64, sink string) error {
-	lo := meta.TenantPrefix(meta.PrefixDue, ord)
-	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: meta.PrefixEnd(lo)})
+// dropOrphanDue removes a due entry whose row is gone. Usually the entry
+// went with it (the pass's snapshot is older than the delivery); one that
+// is still there is an orphan, which no write of this package leaves.
+func (d *Dispatcher) dropOrphanDue(dueKey []byte, ord uint32, seq uint64, sink string) error {
+	_, closer, err := d.db.Get(dueKey)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil
+	}
 	if err != nil {
-		return err
+		return fmt.Errorf("cannot read the due index: %w", err)
 	}
-	defer it.Close()
-	b := d.db.NewBatch()
-	defer b.Close()
-	for ok := it.First(); ok; ok = it.Next() {
-		if _, _, s, k, ok := meta.ParseDueKey(it.Key()); ok && s == seq && k == sink {
-			_ = b.Delete(append([]byte(nil), it.Key()...), nil)
-		}
-	}
-	return b.Commit(pebble.NoSync)
+	closer.Close()
+	d.o.Logger.Error("a due index entry has no delivery row; dropping the entry", zap.Uint32("tenant_ordinal", ord), zap.Uint64("seq", seq), zap.String("sink", sink))
+	damagedRows.Inc()
+	return d.db.Delete(dueKey, pebble.NoSync)
 }
 
 // deadLetter turns a pending row that cannot be attempted into a dead
