@@ -1,0 +1,432 @@
+package dispatch_test
+
+// wal.type: none (DESIGN.md §2.4): Direct is the edge's commit step, so a
+// hook is acknowledged only once its source's sinks took it and one of
+// them is durable. The ingest answer 503 no_durable_sink cannot be reached
+// through a config file (boot refuses such a source), so it is covered
+// here, on Direct itself.
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/ankusa/ankusa/config"
+	"github.com/ankusa/ankusa/dispatch"
+	"github.com/ankusa/ankusa/envelope"
+	"github.com/ankusa/ankusa/meta"
+	"github.com/ankusa/ankusa/source"
+	"github.com/ankusa/ankusa/wal"
+)
+
+// directNode is the node ordinal the Direct tests run as.
+const directNode = 7
+
+// Sink specs of the Direct tests. mqSink is durable by its type (what
+// config validation and Direct both read); httpSink is not.
+var (
+	mqSink = config.Sink{ID: "mq", Type: "rabbitmq", URL: "amqp://guest:guest@127.0.0.1:5672/", Exchange: "hooks",
+		ConnectTimeout: config.Duration(50 * time.Millisecond), Timeout: config.Duration(150 * time.Millisecond)}
+	httpSink = config.Sink{ID: "h", Type: "http", URL: "http://receiver.example/in",
+		ConnectTimeout: config.Duration(50 * time.Millisecond), Timeout: config.Duration(150 * time.Millisecond)}
+)
+
+// directSources is a static store of shared sources with the given sinks.
+func directSources(sinks map[string][]config.Sink) *source.Static {
+	cfg := &config.Config{Sources: map[string]config.Source{}}
+	for name, s := range sinks {
+		cfg.Sources[name] = config.Source{TenantID: config.DefaultTenant, Verify: config.Verify{Type: "none"}, Sinks: slices.Clone(s)}
+	}
+	cfg.ApplyDefaults()
+	return source.NewStatic(cfg)
+}
+
+// durableFake is the harness's fake sink that says its ok is durable, as
+// the RabbitMQ sink does. A hook whose body holds "hang" blocks until the
+// attempt's deadline.
+type durableFake struct{ *fakeSink }
+
+func (durableFake) Durable() bool { return true }
+
+func (s durableFake) Deliver(ctx context.Context, d *dispatch.Delivery) error {
+	if bytes.Contains(d.Envelope.Body, []byte("hang")) {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return s.fakeSink.Deliver(ctx, d)
+}
+
+// seen is what a fake sink was handed: the envelope's identity at delivery
+// time, which must already be the identity the 201 will carry.
+type seen struct {
+	seq uint64
+	id  envelope.ID
+	ord uint32
+}
+
+// directRig is a Direct over a meta store, with fake sinks that record
+// the identity of every envelope they get.
+type directRig struct {
+	t       *testing.T
+	fs      vfs.FS
+	dir     string
+	sources *source.Static
+	fk      *fakeSinks
+	fail    map[string]string // sink id -> body marker that makes it fail
+	badSink string            // NewSink refuses this sink id
+
+	mu   sync.Mutex
+	got  map[string][]seen // "<sink>/<body>" -> deliveries
+	meta *meta.Store
+	d    *dispatch.Direct
+}
+
+func newDirectRig(t *testing.T, fs vfs.FS, dir string, sources *source.Static) *directRig {
+	r := &directRig{t: t, fs: fs, dir: dir, sources: sources, fail: map[string]string{}, got: map[string][]seen{}}
+	r.fk = newFakeSinks(func(sink string, d *dispatch.Delivery) error {
+		e := d.Envelope
+		r.mu.Lock()
+		k := sink + "/" + string(e.Body)
+		r.got[k] = append(r.got[k], seen{e.Seq, e.ID, e.TenantOrdinal})
+		marker := r.fail[sink]
+		r.mu.Unlock()
+		if marker != "" && bytes.Contains(e.Body, []byte(marker)) {
+			return &dispatch.Error{Err: fmt.Errorf("fake sink %s refuses %q", sink, e.Body)}
+		}
+		return nil
+	})
+	r.open()
+	return r
+}
+
+// open opens the meta store and a Direct on it.
+func (r *directRig) open() {
+	r.t.Helper()
+	m, err := meta.Open(meta.Options{Dir: filepath.Join(r.dir, "meta"), FS: r.fs})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	d, err := dispatch.OpenDirect(dispatch.DirectOptions{
+		Meta:    m,
+		Sources: r.sources,
+		NewSink: func(src string, spec config.Sink) (dispatch.Sink, error) {
+			if spec.ID == r.badSink {
+				return nil, fmt.Errorf("fake: cannot build sink %s", spec.ID)
+			}
+			fs := &fakeSink{f: r.fk, id: spec.ID}
+			if spec.Durable() {
+				return durableFake{fs}, nil
+			}
+			return fs, nil
+		},
+		Node:   directNode,
+		Logger: zaptest.NewLogger(r.t),
+	})
+	if err != nil {
+		m.Close()
+		r.t.Fatal(err)
+	}
+	r.meta, r.d = m, d
+}
+
+// stop is SIGTERM: Direct records the numbering floor, then the store closes.
+func (r *directRig) stop() {
+	r.t.Helper()
+	if err := r.d.Close(); err != nil {
+		r.t.Fatal(err)
+	}
+	if err := r.meta.Close(); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// commit hands one hook of tenant to src through Direct; body identifies
+// it. On success the request carries the hook's identity.
+func (r *directRig) commit(tenant, src, body string) (seq uint64, id envelope.ID, ord uint32, err error) {
+	e := envelope.Envelope{
+		TenantID: tenant, SourceID: src, ReceivedAt: time.Now().UnixNano(),
+		Headers:      []envelope.Header{{Name: "Content-Type", Value: "application/json"}},
+		Body:         []byte(body),
+		Verification: envelope.Verification{Verifier: "none"},
+	}
+	req := wal.AcquireRequest()
+	defer wal.ReleaseRequest(req)
+	req.Buf = e.AppendTo(req.Buf)
+	wal.SealPayload(req.Buf)
+	err = r.d.Commit(req)
+	return req.Seq, req.ID, req.Ordinal, err
+}
+
+// mustCommit commits and checks that every sink that is told about the
+// hook saw the identity the request got back.
+func (r *directRig) mustCommit(tenant, src, body string, sinks ...string) (uint64, envelope.ID, uint32) {
+	r.t.Helper()
+	seq, id, ord, err := r.commit(tenant, src, body)
+	if err != nil {
+		r.t.Fatalf("commit of %q (tenant %s, source %s): %v", body, tenant, src, err)
+	}
+	if seq == 0 || id.IsZero() {
+		r.t.Fatalf("commit of %q succeeded without an identity: seq %d id %v", body, seq, id)
+	}
+	if id.Seq() != seq || id.Node() != directNode {
+		r.t.Fatalf("commit of %q: id %v holds seq %d node %d, want seq %d node %d", body, id, id.Seq(), id.Node(), seq, directNode)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, s := range sinks {
+		got := r.got[s+"/"+body]
+		if len(got) != 1 || got[0] != (seen{seq, id, ord}) {
+			r.t.Fatalf("commit of %q answered seq %d id %v ordinal %d; sink %s was handed %+v, want exactly that once", body, seq, id, ord, s, got)
+		}
+	}
+	return seq, id, ord
+}
+
+func (r *directRig) attempts(sink, body string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.got[sink+"/"+body])
+}
+
+// A source without a durable sink is refused with ErrNoDurableSink (the
+// edge's 503 no_durable_sink) and no sink is handed the hook; so is a
+// source the store no longer has. A source with one commits.
+func TestDirectRefusesSourceWithoutDurableSink(t *testing.T) {
+	r := newDirectRig(t, vfs.Default, t.TempDir(), directSources(map[string][]config.Sink{
+		"web":    {httpSink},
+		"bare":   nil,
+		"orders": {mqSink, httpSink},
+	}))
+	defer r.stop()
+	for _, src := range []string{"web", "bare", "ghost"} {
+		seq, id, _, err := r.commit("acme", src, "to-"+src)
+		if !errors.Is(err, source.ErrNoDurableSink) {
+			t.Fatalf("commit to source %q: %v, want an error wrapping source.ErrNoDurableSink", src, err)
+		}
+		if seq != 0 || !id.IsZero() {
+			t.Fatalf("commit to source %q failed but the request carries seq %d id %v", src, seq, id)
+		}
+	}
+	if n := r.fk.calls.Load(); n != 0 {
+		t.Fatalf("%d sink deliveries for hooks of sources without a durable sink, want none", n)
+	}
+	seq, id, _ := r.mustCommit("acme", "orders", "to-orders", "mq", "h")
+	t.Logf("web, bare and ghost refused with %q; orders committed as seq %d (%v)", source.ErrNoDurableSink, seq, id)
+}
+
+// Seqs and ids increase in commit order, sequentially and from many
+// goroutines; each tenant keeps one ordinal and a new tenant gets a new
+// one; after a stop and a reopen of the meta store numbering continues
+// above the floor and the ordinals are the same.
+func TestDirectNumberingAndOrdinals(t *testing.T) {
+	dir := t.TempDir()
+	r := newDirectRig(t, vfs.Default, dir, directSources(map[string][]config.Sink{"orders": {mqSink, httpSink}}))
+	ords := map[string]uint32{}
+	checkOrd := func(tenant string, ord uint32) {
+		t.Helper()
+		if prev, ok := ords[tenant]; ok && prev != ord {
+			t.Fatalf("tenant %s has ordinal %d, earlier %d", tenant, ord, prev)
+		}
+		for other, o := range ords {
+			if other != tenant && o == ord {
+				t.Fatalf("tenants %s and %s share ordinal %d", tenant, other, ord)
+			}
+		}
+		ords[tenant] = ord
+	}
+
+	var lastSeq uint64
+	var lastID envelope.ID
+	for i := range 30 {
+		tenant := []string{"a", "b", "c"}[i%3]
+		seq, id, ord := r.mustCommit(tenant, "orders", fmt.Sprintf("seq-%d", i), "mq", "h")
+		if seq != lastSeq+1 || bytes.Compare(id[:], lastID[:]) <= 0 {
+			t.Fatalf("hook %d: seq %d id %v after seq %d id %v, want the next seq and a greater id", i, seq, id, lastSeq, lastID)
+		}
+		lastSeq, lastID = seq, id
+		checkOrd(tenant, ord)
+	}
+
+	// Concurrent commits: seqs are unique and dense (none failed), and
+	// ids sort as seqs do.
+	const workers, each = 16, 50
+	type res struct {
+		seq uint64
+		id  envelope.ID
+	}
+	out := make([][]res, workers)
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := range workers {
+		wg.Go(func() {
+			for i := range each {
+				seq, id, _, err := r.commit(fmt.Sprintf("w%d", w%4), "orders", fmt.Sprintf("par-%d-%d", w, i))
+				if err != nil {
+					errs <- err
+					return
+				}
+				out[w] = append(out[w], res{seq, id})
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	var all []res
+	for _, o := range out {
+		all = append(all, o...)
+	}
+	slices.SortFunc(all, func(x, y res) int { return int(x.seq) - int(y.seq) })
+	for i, x := range all {
+		if x.seq != lastSeq+1+uint64(i) {
+			t.Fatalf("concurrent commits: seq %d at place %d, want %d (seqs must be unique and dense)", x.seq, i, lastSeq+1+uint64(i))
+		}
+		if i > 0 && bytes.Compare(x.id[:], all[i-1].id[:]) <= 0 {
+			t.Fatalf("concurrent commits: seq %d has id %v, not above seq %d's %v", x.seq, x.id, all[i-1].seq, all[i-1].id)
+		}
+	}
+	for w := range 4 {
+		seq, id, ord := r.mustCommit(fmt.Sprintf("w%d", w), "orders", fmt.Sprintf("ord-w%d", w), "mq")
+		checkOrd(fmt.Sprintf("w%d", w), ord)
+		if seq != lastSeq+1+uint64(len(all)+w) || bytes.Compare(id[:], all[len(all)-1].id[:]) <= 0 {
+			t.Fatalf("after the concurrent commits: seq %d id %v, want seq %d and an id above %v", seq, id, lastSeq+1+uint64(len(all)+w), all[len(all)-1].id)
+		}
+		lastID = id
+	}
+	lastSeq += uint64(len(all)) + 4
+
+	// Stop (the floor is written) and reopen: numbering continues, old
+	// tenants keep their ordinals, a new tenant gets a new one.
+	r.stop()
+	r.open()
+	seq, id, ord := r.mustCommit("a", "orders", "after-reopen", "mq", "h")
+	if seq != lastSeq+1 || bytes.Compare(id[:], lastID[:]) <= 0 {
+		t.Fatalf("after a stop and reopen: seq %d id %v, want seq %d and an id above %v", seq, id, lastSeq+1, lastID)
+	}
+	checkOrd("a", ord)
+	_, _, dOrd := r.mustCommit("d", "orders", "new-tenant-d", "mq")
+	checkOrd("d", dOrd)
+
+	// The new tenant's ordinal is on disk at once (a synced write), not
+	// only at the stop: close the store without Direct.Close.
+	if err := r.meta.Close(); err != nil {
+		t.Fatal(err)
+	}
+	m, err := meta.Open(meta.Options{Dir: filepath.Join(dir, "meta")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := m.Tenants()
+	m.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !maps.Equal(stored, ords) {
+		t.Fatalf("the meta store holds tenants %v, Direct handed out %v", stored, ords)
+	}
+	r.open()
+	_, _, ord = r.mustCommit("d", "orders", "d-again", "mq")
+	checkOrd("d", ord)
+	_, _, eOrd := r.mustCommit("e", "orders", "new-tenant-e", "mq")
+	checkOrd("e", eOrd)
+	r.stop()
+	t.Logf("%d hooks in order, %d from %d goroutines, then after a reopen; %d tenants, ordinals %v", 30+4, len(all), workers, len(ords), ords)
+}
+
+// A new tenant's ordinal survives a crash right after the hook's commit:
+// the file system keeps only what was synced.
+func TestDirectTenantOrdinalSurvivesCrash(t *testing.T) {
+	mem := vfs.NewCrashableMem()
+	sources := directSources(map[string][]config.Sink{"orders": {mqSink}})
+	r := newDirectRig(t, mem, "data", sources)
+	r.mustCommit("acme", "orders", "one", "mq")
+	_, id, ord := r.mustCommit("globex", "orders", "two", "mq")
+	crashed := mem.CrashClone(vfs.CrashCloneCfg{})
+	r.stop()
+
+	c := newDirectRig(t, crashed, "data", sources)
+	defer c.stop()
+	stored, err := c.meta.Tenants()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stored["globex"] != ord || len(stored) != 2 {
+		t.Fatalf("after a crash the meta store holds tenants %v, want globex = %d among 2", stored, ord)
+	}
+	seq, id2, got := c.mustCommit("globex", "orders", "three", "mq")
+	_, _, newOrd := c.mustCommit("initech", "orders", "four", "mq")
+	if got != ord || newOrd == stored["acme"] || newOrd == ord {
+		t.Fatalf("after a crash: globex has ordinal %d (was %d), new tenant initech %d (taken: %v)", got, ord, newOrd, stored)
+	}
+	// Not asserted: wal.type none records its numbering floor only at a
+	// stop, so after a crash seqs restart from the last floor and only the
+	// time part of the id keeps ids apart.
+	t.Logf("before the crash: last id %v (seq %d); first after it: seq %d id %v", id, id.Seq(), seq, id2)
+}
+
+// Nothing is acknowledged unless every sink took the hook: a failing
+// durable sink, a failing non-durable sink, a sink that does not answer
+// before its timeout and a sink that cannot be built each fail the
+// commit, and the request carries no identity.
+func TestDirectFailingSinkFailsCommit(t *testing.T) {
+	bad := mqSink
+	bad.ID = "bad"
+	r := newDirectRig(t, vfs.Default, t.TempDir(), directSources(map[string][]config.Sink{
+		"orders": {mqSink, httpSink},
+		"broken": {bad},
+	}))
+	defer r.stop()
+	r.fail["mq"], r.fail["h"], r.badSink = "fail-mq", "fail-h", "bad"
+	s1, _, _ := r.mustCommit("acme", "orders", "ok-1", "mq", "h")
+
+	for _, c := range []struct {
+		src, body, want string
+		cause           error
+	}{
+		{"orders", "fail-mq", `sink mq of source "orders"`, nil},
+		{"orders", "fail-h", `sink h of source "orders"`, nil},
+		{"orders", "hang", `sink mq of source "orders"`, context.DeadlineExceeded},
+		{"broken", "unbuildable", `cannot build sink bad of source "broken"`, nil},
+	} {
+		start := time.Now()
+		seq, id, _, err := r.commit("acme", c.src, c.body)
+		took := time.Since(start)
+		switch {
+		case err == nil:
+			t.Fatalf("commit of %q succeeded (seq %d id %v), want an error", c.body, seq, id)
+		case errors.Is(err, source.ErrNoDurableSink):
+			t.Fatalf("commit of %q: %v, want a sink failure, not no_durable_sink", c.body, err)
+		case !strings.Contains(err.Error(), c.want):
+			t.Fatalf("commit of %q: %v, want it to name %s", c.body, err, c.want)
+		case c.cause != nil && !errors.Is(err, c.cause):
+			t.Fatalf("commit of %q: %v, want it to wrap %v", c.body, err, c.cause)
+		case seq != 0 || !id.IsZero():
+			t.Fatalf("commit of %q failed but the request carries seq %d id %v", c.body, seq, id)
+		case took > 2*time.Second:
+			t.Fatalf("commit of %q took %v; a sink's connect_timeout+timeout is 200ms", c.body, took)
+		}
+		t.Logf("%s: refused in %v: %v", c.body, took.Round(time.Millisecond), err)
+	}
+	// Every sink of the source was attempted (deliveries run side by side).
+	if r.attempts("h", "fail-mq") != 1 || r.attempts("mq", "fail-h") != 1 {
+		t.Fatalf("a failing sink stopped the other sink's attempt: h got fail-mq %d times, mq got fail-h %d times",
+			r.attempts("h", "fail-mq"), r.attempts("mq", "fail-h"))
+	}
+	s2, _, _ := r.mustCommit("acme", "orders", "ok-2", "mq", "h")
+	if s2 <= s1 {
+		t.Fatalf("after the failures: seq %d, not above %d", s2, s1)
+	}
+}
