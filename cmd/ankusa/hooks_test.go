@@ -9,6 +9,8 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,6 +20,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/ankusa/ankusa/envelope"
+	"github.com/ankusa/ankusa/segment"
 	"github.com/ankusa/ankusa/wal"
 )
 
@@ -181,28 +184,69 @@ type hook struct {
 	offset int64
 }
 
-// walContents is the WAL of a stopped node.
+// walContents is the log of a stopped node: the hooks of its sealed
+// segments and of the WAL files still on disk, in seq order.
 type walContents struct {
 	hooks   []hook
-	tenants map[string]uint32 // tenant records: name -> ordinal
+	tenants map[string]uint32 // name -> ordinal
+	// walHooks and walTenants are what the WAL files alone hold (what
+	// `ankusa inspect wal` lists).
+	walHooks   []hook
+	walTenants int
 }
 
-// readWAL reads every record of the WAL in dir and checks what holds for
-// any WAL: one tenant record per tenant, before its first hook, with the
-// ordinal its hooks carry.
+// readWAL reads the log of the node whose WAL is in dir: every sealed
+// segment beside it (WAL files go once their hooks are sealed and their
+// delivery rows durable), then every WAL record, and checks what holds for
+// any log: one ordinal per tenant, its tenant record (where the WAL still
+// has it) before its first hook there, the same hook wherever it is twice.
 func readWAL(t *testing.T, dir string) walContents {
 	t.Helper()
 	c := walContents{tenants: map[string]uint32{}}
+	bySeq := map[uint64]hook{}
 	ordinals := map[uint32]string{}
+	// tenant records seen, and tenants whose records the WAL may no longer
+	// hold (their first hook came from a segment or a later WAL file).
+	seenRecord := map[string]bool{}
+	add := func(h hook) error {
+		if prev, dup := bySeq[h.env.Seq]; dup {
+			if prev.env.ID != h.env.ID || !bytes.Equal(prev.env.Body, h.env.Body) {
+				return fmt.Errorf("seq %d is %s in %s and %s in %s", h.env.Seq, prev.env.ID, prev.file, h.env.ID, h.file)
+			}
+			return nil
+		}
+		if ord, ok := c.tenants[h.env.TenantID]; ok && ord != h.env.TenantOrdinal {
+			return fmt.Errorf("%s offset %d: hook seq %d of tenant %q carries ordinal %d, the tenant has %d", h.file, h.offset, h.env.Seq, h.env.TenantID, h.env.TenantOrdinal, ord)
+		}
+		if other, ok := ordinals[h.env.TenantOrdinal]; ok && other != h.env.TenantID {
+			return fmt.Errorf("%s offset %d: ordinal %d carried by %q and %q", h.file, h.offset, h.env.TenantOrdinal, other, h.env.TenantID)
+		}
+		c.tenants[h.env.TenantID], ordinals[h.env.TenantOrdinal] = h.env.TenantOrdinal, h.env.TenantID
+		bySeq[h.env.Seq] = h
+		return nil
+	}
+	if err := readSegments(filepath.Join(filepath.Dir(dir), "segments"), add); err != nil {
+		t.Fatalf("cannot read the segments beside %s: %v", dir, err)
+	}
+	firstFile := true
+	walStartsAtOne := false
 	err := wal.ReadDir(vfs.Default, dir, func(r *wal.Record) error {
+		if firstFile {
+			walStartsAtOne, firstFile = strings.HasSuffix(r.File, wal.FileName(1)), false
+		}
 		if r.Kind == envelope.KindTenant {
 			name := string(r.TenantName())
-			if prev, dup := c.tenants[name]; dup {
-				return fmt.Errorf("%s offset %d: second tenant record for %q (ordinal %d, first %d)", r.File, r.Offset, name, r.Ordinal, prev)
+			if seenRecord[name] {
+				return fmt.Errorf("%s offset %d: second tenant record for %q", r.File, r.Offset, name)
 			}
-			if other, dup := ordinals[r.Ordinal]; dup {
+			if prev, ok := c.tenants[name]; ok && prev != r.Ordinal {
+				return fmt.Errorf("%s offset %d: tenant record gives %q ordinal %d, its hooks carry %d", r.File, r.Offset, name, r.Ordinal, prev)
+			}
+			if other, dup := ordinals[r.Ordinal]; dup && other != name {
 				return fmt.Errorf("%s offset %d: ordinal %d given to %q and %q", r.File, r.Offset, r.Ordinal, other, name)
 			}
+			seenRecord[name] = true
+			c.walTenants++
 			c.tenants[name], ordinals[r.Ordinal] = r.Ordinal, name
 			return nil
 		}
@@ -213,21 +257,58 @@ func readWAL(t *testing.T, dir string) walContents {
 		if h.env.Seq != r.Seq || h.env.ID != r.ID {
 			return fmt.Errorf("%s offset %d: frame says seq %d id %s, envelope says %d %s", r.File, r.Offset, r.Seq, r.ID, h.env.Seq, h.env.ID)
 		}
-		ord, ok := c.tenants[h.env.TenantID]
-		if !ok {
+		if _, known := c.tenants[h.env.TenantID]; walStartsAtOne && !known && !seenRecord[h.env.TenantID] {
 			return fmt.Errorf("%s offset %d: hook seq %d of tenant %q comes before its tenant record", r.File, r.Offset, h.env.Seq, h.env.TenantID)
 		}
-		if ord != h.env.TenantOrdinal {
-			return fmt.Errorf("%s offset %d: hook seq %d of tenant %q carries ordinal %d, its tenant record says %d", r.File, r.Offset, h.env.Seq, h.env.TenantID, h.env.TenantOrdinal, ord)
-		}
 		h.file, h.offset = r.File, r.Offset
-		c.hooks = append(c.hooks, h)
-		return nil
+		c.walHooks = append(c.walHooks, h)
+		return add(h)
 	})
 	if err != nil {
 		t.Fatalf("cannot read the WAL in %s: %v", dir, err)
 	}
+	for _, h := range bySeq {
+		c.hooks = append(c.hooks, h)
+	}
+	sort.Slice(c.hooks, func(i, j int) bool { return c.hooks[i].env.Seq < c.hooks[j].env.Seq })
 	return c
+}
+
+// readSegments passes every hook of every sealed segment in dir to fn.
+func readSegments(dir string, fn func(hook) error) error {
+	names, err := filepath.Glob(filepath.Join(dir, "*.seg"))
+	if err != nil {
+		return err
+	}
+	dec := segment.NewDecoder()
+	defer dec.Close()
+	for _, path := range names {
+		f, err := segment.OpenFile(vfs.Default, path)
+		if err != nil {
+			return err
+		}
+		for i := range f.Index {
+			raw, err := f.ReadBlock(i, dec, nil)
+			if err != nil {
+				f.Close()
+				return err
+			}
+			err = segment.Records(raw, func(p []byte) error {
+				var h hook
+				if _, err := envelope.Decode(p, &h.env); err != nil {
+					return fmt.Errorf("%s block %d: %w", path, i, err)
+				}
+				h.file = path
+				return fn(h)
+			})
+			if err != nil {
+				f.Close()
+				return err
+			}
+		}
+		f.Close()
+	}
+	return nil
 }
 
 // checkNumbering requires seqs dense from 1 and ids strictly increasing.
@@ -304,8 +385,8 @@ func checkInspect(t *testing.T, dir string, c walContents) {
 	for _, line := range strings.Split(strings.TrimSuffix(stdout, "\n"), "\n") {
 		switch {
 		case strings.HasPrefix(line, "seq="):
-			if hooks < len(c.hooks) {
-				h := c.hooks[hooks].env
+			if hooks < len(c.walHooks) {
+				h := c.walHooks[hooks].env
 				want := fmt.Sprintf("seq=%d\tid=%s\ttenant=%s\tsource=%s\tsize=%d\t", h.Seq, h.ID, h.TenantID, h.SourceID, len(h.Body))
 				if !strings.HasPrefix(line, want) {
 					t.Fatalf("ankusa inspect wal line %q, want it to start %q", line, want)
@@ -314,13 +395,13 @@ func checkInspect(t *testing.T, dir string, c walContents) {
 			hooks++
 		case strings.HasPrefix(line, "tenant\t"):
 			tenants++
-		case line == "" && len(c.hooks) == 0 && len(c.tenants) == 0:
+		case line == "" && len(c.walHooks) == 0 && c.walTenants == 0:
 		default:
 			t.Fatalf("ankusa inspect wal: unexpected line %q", line)
 		}
 	}
-	if hooks != len(c.hooks) || tenants != len(c.tenants) {
-		t.Fatalf("ankusa inspect wal lists %d hooks and %d tenants; the WAL has %d and %d", hooks, tenants, len(c.hooks), len(c.tenants))
+	if hooks != len(c.walHooks) || tenants != c.walTenants {
+		t.Fatalf("ankusa inspect wal lists %d hooks and %d tenants; the WAL has %d and %d", hooks, tenants, len(c.walHooks), c.walTenants)
 	}
 }
 
