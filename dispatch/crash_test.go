@@ -26,7 +26,7 @@ func TestCrashKeepsEveryAcknowledgedDelivery(t *testing.T) {
 		var slow atomic.Bool
 		slow.Store(true)
 		fk := newFakeSinks(func(sink string, d *dispatch.Delivery) error {
-			if slow.Load() && rng.IntN(3) == 0 {
+			if slow.Load() && rand.IntN(3) == 0 { // the global source: sinks run concurrently
 				time.Sleep(2 * time.Millisecond)
 			}
 			return nil

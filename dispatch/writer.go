@@ -89,7 +89,7 @@ func (d *Dispatcher) writeIntake() error {
 		if err != nil {
 			d.in.release(size)
 			d.releaseItems(items[i+1:])
-			return fmt.Errorf("BUG: a committed record does not decode: %w", err)
+			return fmt.Errorf("BUG: a committed record does not decode: %w (%x)", err, it.req.Buf[:min(len(it.req.Buf), 64)])
 		}
 		sh := &shared{env: e, size: size}
 		if err := w.addHook(e, sh); err != nil {

@@ -116,6 +116,7 @@ type WAL struct {
 	batchNum uint32 // number of the batch being written (per process run)
 	iov      [][]byte
 	tenBuf   []byte
+	scratch  []byte // the batch, joined, for files without a descriptor
 }
 
 // Request is one record on its way through the commit loop. Acquire it,
@@ -398,7 +399,7 @@ func (w *WAL) commitBatch(batch []*Request) {
 			return
 		}
 	}
-	if err := writeAll(w.file, w.iov); err != nil {
+	if err := writeAll(w.file, w.iov, &w.scratch); err != nil {
 		w.fail(batch, fmt.Errorf("cannot write wal file %s: %w", FileName(w.fileNum), err))
 		return
 	}

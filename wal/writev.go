@@ -9,19 +9,27 @@ import (
 const maxIovec = 1024
 
 // writeAll writes every buffer of iov to f, in order: with writev on the
-// file's descriptor when it has one, one Write per buffer otherwise (the
-// in-memory file systems of tests).
-func writeAll(f vfs.File, iov [][]byte) error {
+// file's descriptor when it has one, one Write of the buffers joined in
+// scratch otherwise (the in-memory file systems of tests).
+func writeAll(f vfs.File, iov [][]byte, scratch *[]byte) error {
 	fd := f.Fd()
 	if fd == vfs.InvalidFd {
+		// A file without a descriptor (a test file system, a fault
+		// injector) gets one copy of the batch: it may keep or change what
+		// it is given (pebble's MemFS flips the bytes it wrote under
+		// invariants), and the records must stay intact for whoever holds
+		// them after the commit (dispatch).
+		buf := (*scratch)[:0]
 		for _, b := range iov {
-			n, err := f.Write(b)
-			if err != nil {
-				return err
-			}
-			if n != len(b) {
-				return errShortWrite
-			}
+			buf = append(buf, b...)
+		}
+		*scratch = buf
+		n, err := f.Write(buf)
+		if err != nil {
+			return err
+		}
+		if n != len(buf) {
+			return errShortWrite
 		}
 		return nil
 	}

@@ -55,7 +55,10 @@ func createDiskFile(t *testing.T) (vfs.File, string) {
 func writeAllWithin(t *testing.T, f vfs.File, iov [][]byte, d time.Duration) error {
 	t.Helper()
 	done := make(chan error, 1)
-	go func() { done <- writeAll(f, iov) }()
+	go func() {
+		var scratch []byte
+		done <- writeAll(f, iov, &scratch)
+	}()
 	select {
 	case err := <-done:
 		return err
