@@ -30,9 +30,11 @@ const fetchWorkers = 8
 // acceptance of the segment stage: kill -9 the appliance under open-loop
 // load, while it seals segments all the time, restart it on the same data
 // directory, repeat. At the end every hook answered 201 is fetchable
-// through the admin API with the body that was sent, is in the WAL exactly
-// once with that body, and the segments on disk are whole, verified, tile
-// the seqs and hold the WAL's hooks; no WAL file was deleted.
+// through the admin API with the body that was sent, and is in the node's
+// log (its sealed segments and the WAL files left) exactly once with that
+// body; the segments on disk are whole, verified and tile the seqs, the
+// WAL files continue them, and only a prefix of WAL files, all of it
+// sealed, was deleted.
 func TestKill9UnderOpenLoad(t *testing.T) {
 	r := run{began: time.Now()}
 	ankusa, loadgen := buildBinaries(t)

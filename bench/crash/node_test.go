@@ -28,9 +28,12 @@ type node struct {
 // run rotates through many of them, kills included, and small segments
 // sealed on size and on age, so that sealing runs all the time under load
 // (at about 20 MiB/s of bodies, one seal every 10-15 ms) and by age within
-// a moment of the last boot going idle. The admin token reads every
-// tenant's hooks; log level info keeps the segment store's boot recovery
-// ("removed a partial segment", "adopted a whole segment") in the log.
+// a moment of the last boot going idle. WAL files are deleted under load
+// as their hooks are sealed and pass the dispatch checkpoint; segments
+// stay local (segment.retain_local defaults to 24h), so they tile the log
+// from seq 1. The admin token reads every tenant's hooks; log level info
+// keeps the segment store's boot recovery ("removed a partial segment",
+// "adopted a whole segment") in the log.
 const nodeYAML = `node: {name: crash, data_dir: %s}
 listen: %s
 admin:

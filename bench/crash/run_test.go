@@ -24,11 +24,12 @@ type run struct {
 	prevPartials    int // partial segments the last SIGKILL left
 	fetch           fetchVerdict
 	fetchTime, idle time.Duration
-	wal             walHooks
-	walVerdict      verdict
-	walFiles        int
-	walGaps         []string
-	segs            segCheck
+	// pre is the log the last kill left, read before the last boot; log is
+	// the log after the clean stop.
+	pre, log   *nodeLog
+	logVerdict verdict
+	carried    int // hooks of pre found unchanged in log
+	carriedBad []string
 }
 
 // killAll kills the node under load until flagKills kills have each seen
@@ -58,19 +59,23 @@ func (r *run) killAll(t *testing.T, n *node, loadgen string) {
 func (r *run) lastBoot(t *testing.T, n *node) {
 	t.Helper()
 	// loadgen's -acked file does not say which tenant a hook was sent to;
-	// the WAL does. Read it while the node is down, before the last boot
-	// cuts a torn tail (a torn tail was never acknowledged: stop there).
-	sent, err := readWAL(n.walDir())
+	// the log does. Read it (the segments, then the WAL files left) while
+	// the node is down, before the last boot cuts a torn tail (a torn tail
+	// was never acknowledged: stop there) and deletes WAL files.
+	var err error
+	r.pre, err = readLog(n.segmentDir(), n.walDir(), false, false)
 	if ce, torn := errors.AsType[*wal.CorruptError](err); torn {
 		t.Logf("the last kill left a torn WAL tail: %s offset %d (%s)", ce.File, ce.Offset, ce.Reason)
 	} else if err != nil {
 		t.Fatal(err)
 	}
+	tenants := make(map[envelope.ID]string, r.pre.hooks())
+	for _, h := range r.pre.bySeq {
+		tenants[h.id] = h.tenant
+	}
 	tenantOf := func(id envelope.ID) (string, bool) {
-		if s := sent.byID[id]; s != nil {
-			return s.tenant, true
-		}
-		return "", false
+		s, ok := tenants[id]
+		return s, ok
 	}
 	p := n.serve(t)
 	r.idle = waitSealed(t, n)
@@ -81,32 +86,35 @@ func (r *run) lastBoot(t *testing.T, n *node) {
 	r.seal.add(boot{recovered: parseRecovery(p.stderr.String())}, r.prevPartials)
 }
 
-// checkFiles reads the stopped node's WAL and segments back.
+// checkFiles reads the stopped node's log back (its segments, verified,
+// and its WAL files) and compares it with the acknowledged hooks and with
+// the log before the last boot.
 func (r *run) checkFiles(t *testing.T, n *node) {
 	t.Helper()
 	var err error
-	if r.wal, err = readWAL(n.walDir()); err != nil {
+	if r.log, err = readLog(n.segmentDir(), n.walDir(), true, true); err != nil {
 		t.Fatal(err)
 	}
-	r.walVerdict = compare(r.acks, r.wal)
-	if r.segs, err = checkSegments(n.segmentDir(), r.wal); err != nil {
-		t.Fatal(err)
-	}
-	if r.walFiles, r.walGaps, err = walFileGaps(n.walDir()); err != nil {
-		t.Fatal(err)
-	}
+	r.logVerdict = compare(r.acks, r.log)
+	r.carried, r.carriedBad = carried(r.pre, r.log)
 }
 
 func (r *run) report(t *testing.T) {
-	v, f, w, sc, seal := &r.walVerdict, &r.fetch, &r.wal, &r.segs, &r.seal
+	v, f, l, sc, seal := &r.logVerdict, &r.fetch, r.log, &r.log.seg, &r.seal
 	t.Logf("%d kills under load (%d more before any ack), %d/s open loop, %d connections", r.kills, r.vacuous, *flagRate, *flagConns)
-	t.Logf("WAL proof: acknowledged %d, lost %d, body mismatches %d, duplicated %d", v.acked, v.lost, v.mismatched, v.duplicated)
+	t.Logf("log proof (sealed segments and WAL files on disk): acknowledged %d, lost %d, body mismatches %d, duplicated %d", v.acked, v.lost, v.mismatched, v.duplicated)
 	t.Logf("fetch proof (GET /v1/tenants/{tenant}/hooks/{id}, %d connections): fetched %d (%d base64), lost %d, mismatched %d, errors %d in %s (%.0f/s)",
 		fetchWorkers, f.fetched, f.base64, f.lost, f.mismatched, f.errors, r.fetchTime.Round(time.Millisecond), float64(len(r.acks))/r.fetchTime.Seconds())
-	t.Logf("WAL: %d hooks (%d committed without the 201 reaching loadgen), %.1f MiB of bodies, %d files numbered 1..%d",
-		w.hooks, w.hooks-v.acked+v.lost, float64(w.bytes)/(1<<20), r.walFiles, r.walFiles)
-	t.Logf("segments: %d files, %d hooks, seqs 1..%d of the WAL's 1..%d, %.1f MiB on disk; the last boot sealed by age within %s",
-		sc.files, sc.records, sc.sealed, w.hooks, float64(sc.fileBytes)/(1<<20), r.idle.Round(time.Millisecond))
+	kept := "all in it unchanged"
+	if len(r.carriedBad) > 0 {
+		kept = "NOT all in it unchanged"
+	}
+	t.Logf("log: %d hooks, seqs 1..%d (%d committed without the 201 reaching loadgen), %.1f MiB of bodies; the %d hooks of the log the last kill left are %s",
+		l.hooks(), l.last, l.hooks()-v.acked+v.lost, float64(l.bodyBytes)/(1<<20), r.carried, kept)
+	t.Logf("segments: %d files, %d hooks, seqs 1..%d of the log's 1..%d, %.1f MiB on disk; the last boot sealed by age within %s",
+		sc.files, sc.records, sc.sealed, l.last, float64(sc.fileBytes)/(1<<20), r.idle.Round(time.Millisecond))
+	t.Logf("WAL before the last boot: %s", walLine(r.pre))
+	t.Logf("WAL after the clean stop: %s", walLine(l))
 	t.Logf("sealing under kills: %d of %d kills came with a .partial segment (open or being sealed); kills left %d partial segments, boots removed %d, adopted %d whole segments the catalogue lacked, set aside %d",
 		seal.sealing, r.kills+r.vacuous, seal.partialsLeft, seal.removed, seal.adopted, seal.setAside)
 	t.Logf("run time %s (build %s, kills %s, last boot and fetch %s, check %s)", time.Since(r.began).Round(time.Millisecond),
@@ -114,24 +122,50 @@ func (r *run) report(t *testing.T) {
 		r.fetched.Sub(r.loaded).Round(time.Millisecond), time.Since(r.fetched).Round(time.Millisecond))
 }
 
+// walLine says what a log's WAL files hold: "69 files deleted; 2 on
+// disk, 000000000070.wal..000000000071.wal, hooks 39576..40449 (874), 804
+// of them also sealed (...); the segments end at 40379".
+func walLine(l *nodeLog) string {
+	s := fmt.Sprintf("%d files deleted; %d on disk", l.walDeleted(), len(l.walFiles))
+	switch n := len(l.walFiles); {
+	case n == 1:
+		s += ", " + wal.FileName(l.walFiles[0])
+	case n > 1:
+		s += fmt.Sprintf(", %s..%s", wal.FileName(l.walFiles[0]), wal.FileName(l.walFiles[n-1]))
+	}
+	if l.walHooks == 0 {
+		return s + ", no hook"
+	}
+	return s + fmt.Sprintf(", hooks %d..%d (%d), %d of them also sealed (identical copies); the segments end at %d",
+		l.walFirst, l.walLast, l.walHooks, l.overlap, l.seg.sealed)
+}
+
 func (r *run) verdict(t *testing.T) {
 	t.Helper()
-	v, f := &r.walVerdict, &r.fetch
-	for _, ps := range [][]string{v.problems, f.problems, r.segs.problems, r.walGaps, r.seal.problems} {
+	v, f, l := &r.logVerdict, &r.fetch, r.log
+	for _, ps := range [][]string{v.problems, f.problems, l.seg.problems, l.problems, r.carriedBad, r.seal.problems} {
 		for _, p := range ps {
 			t.Error(p)
 		}
 	}
+	for _, ps := range [][]string{r.pre.seg.problems, r.pre.problems} {
+		for _, p := range ps {
+			t.Error("before the last boot: " + p)
+		}
+	}
 	if v.lost != 0 || v.mismatched != 0 || v.duplicated != 0 {
-		t.Fatalf("WAL: lost %d, body mismatches %d, duplicated %d of %d acknowledged hooks: want 0, 0, 0", v.lost, v.mismatched, v.duplicated, v.acked)
+		t.Fatalf("log: lost %d, body mismatches %d, duplicated %d of %d acknowledged hooks: want 0, 0, 0", v.lost, v.mismatched, v.duplicated, v.acked)
 	}
 	if f.fetched != len(r.acks) {
 		t.Fatalf("fetched %d of %d acknowledged hooks (lost %d, mismatched %d, errors %d): want all", f.fetched, len(r.acks), f.lost, f.mismatched, f.errors)
 	}
-	if r.segs.sealed != uint64(r.wal.hooks) {
-		t.Fatalf("the segments hold seqs up to %d, the WAL %d: once idle, the last boot seals everything by segment.max_age", r.segs.sealed, r.wal.hooks)
+	if l.seg.sealed != l.last {
+		t.Fatalf("the segments hold seqs up to %d, the log %d: once idle, the last boot seals everything by segment.max_age", l.seg.sealed, l.last)
 	}
 	if v.acked < *flagMinAcked {
 		t.Fatalf("only %d hooks were acknowledged over %d kills, want at least %d: the run proves too little", v.acked, r.kills, *flagMinAcked)
+	}
+	if l.walDeleted() == 0 {
+		t.Fatalf("no WAL file was deleted over the run: the checks of WAL deletion (DESIGN.md §6 item 3) proved nothing")
 	}
 }

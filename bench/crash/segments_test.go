@@ -1,8 +1,7 @@
 package crash
 
-// Reading a stopped node's segment directory back and checking it against
-// the WAL: whole segments only, each verified, tiling the seqs from 1 with
-// no gap and no overlap, each record the WAL's hook of that seq.
+// Reading a node's segment directory back into its log: whole segments
+// only, each verified, tiling the seqs from 1 with no gap and no overlap.
 
 import (
 	"crypto/sha256"
@@ -18,7 +17,6 @@ import (
 
 	"github.com/ankusa/ankusa/envelope"
 	"github.com/ankusa/ankusa/segment"
-	"github.com/ankusa/ankusa/wal"
 )
 
 // segDir is a listing of the segment directory.
@@ -104,9 +102,8 @@ func cmpUint(a, b uint64) int {
 }
 
 // tiling checks that segs (by first seq) cover 1..sealed with no gap and no
-// overlap, and that sealed is within the WAL's 1..walLast. It returns
-// sealed, the last seq the segments hold.
-func tiling(segs []segName, walLast uint64) (sealed uint64, problems []string) {
+// overlap. It returns sealed, the last seq the segments hold.
+func tiling(segs []segName) (sealed uint64, problems []string) {
 	for _, s := range segs {
 		switch {
 		case s.first <= sealed:
@@ -116,13 +113,10 @@ func tiling(segs []segName, walLast uint64) (sealed uint64, problems []string) {
 		}
 		sealed = max(sealed, s.last)
 	}
-	if sealed > walLast {
-		problems = append(problems, fmt.Sprintf("segments reach seq %d, the WAL only %d", sealed, walLast))
-	}
 	return sealed, problems
 }
 
-// segCheck is what checkSegments found.
+// segCheck is what readSegments found.
 type segCheck struct {
 	files, records int
 	fileBytes      int64
@@ -136,100 +130,84 @@ func (c *segCheck) problem(format string, args ...any) {
 	}
 }
 
-// checkSegments checks the segment directory of a stopped node against its
-// WAL: no partial segment and nothing set aside; every segment opens,
-// matches its name and passes Verify; the segments tile 1..sealed; and each
-// record is the WAL's hook of its seq (same id, same body).
-func checkSegments(dir string, w walHooks) (segCheck, error) {
-	var c segCheck
+// readSegments reads every sealed segment in dir into l and checks the
+// directory: nothing set aside, and no partial segment if the node stopped
+// cleanly; every segment opens, matches its name, passes Verify (if
+// verify: the last read, after a clean stop) and holds exactly the seqs
+// its name gives, in order; the segments tile 1..sealed. An error is one
+// the check cannot go on from (the directory cannot be listed).
+func readSegments(dir string, l *nodeLog, stopped, verify bool) error {
+	c := &l.seg
 	d, err := listSegments(dir)
 	if err != nil {
-		return c, err
+		return err
 	}
-	for _, p := range d.partials {
-		c.problem("%s: a partial segment is left after a clean stop", p)
+	if stopped {
+		for _, p := range d.partials {
+			c.problem("%s: a partial segment is left after a clean stop", p)
+		}
 	}
 	for _, o := range d.others {
 		c.problem("%s: not a segment (a damaged segment set aside at boot?)", o)
 	}
 	var problems []string
-	c.sealed, problems = tiling(d.segs, uint64(w.hooks))
+	c.sealed, problems = tiling(d.segs)
 	for _, p := range problems {
 		c.problem("%s", p)
 	}
-	bySeq := make(map[uint64]envelope.ID, len(w.byID))
-	for id, s := range w.byID {
-		bySeq[s.seq] = id
-	}
 	dec := segment.NewDecoder()
 	defer dec.Close()
+	var raw []byte
 	for _, s := range d.segs {
 		c.files++
-		if err := c.checkFile(dir, s, w, bySeq, dec); err != nil {
+		if raw, err = c.readFile(dir, s, l, dec, verify, raw); err != nil {
 			c.problem("%v", err)
-		}
-	}
-	return c, nil
-}
-
-// checkFile opens, verifies and reads back one segment.
-func (c *segCheck) checkFile(dir string, s segName, w walHooks, bySeq map[uint64]envelope.ID, dec *zstd.Decoder) error {
-	f, err := segment.OpenFile(vfs.Default, filepath.Join(dir, s.name))
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	c.fileBytes += f.Size
-	if f.Footer.FirstSeq != s.first || f.Footer.LastSeq != s.last {
-		return fmt.Errorf("%s: the footer says seqs %d..%d", s.name, f.Footer.FirstSeq, f.Footer.LastSeq)
-	}
-	if err := f.Verify(dec); err != nil {
-		return fmt.Errorf("%s does not verify: %w", s.name, err)
-	}
-	var raw []byte
-	var env envelope.Envelope
-	for i := range f.Index {
-		if raw, err = f.ReadBlock(i, dec, raw[:0]); err != nil {
-			return err
-		}
-		err = segment.Records(raw, func(p []byte) error {
-			if _, err := envelope.Decode(p, &env); err != nil {
-				return fmt.Errorf("%s block %d: %w", s.name, i, err)
-			}
-			c.records++
-			want, ok := bySeq[env.Seq]
-			switch {
-			case !ok:
-				return fmt.Errorf("%s: seq %d (%s) is not in the WAL", s.name, env.Seq, env.ID)
-			case want != env.ID:
-				return fmt.Errorf("%s: seq %d is %s, in the WAL %s", s.name, env.Seq, env.ID, want)
-			case sha256.Sum256(env.Body) != w.byID[want].hash:
-				return fmt.Errorf("%s: seq %d (%s) holds another body than the WAL", s.name, env.Seq, env.ID)
-			}
-			return nil
-		})
-		if err != nil {
-			return err
 		}
 	}
 	return nil
 }
 
-// walFileGaps checks the WAL's file numbers run from 1 to the last without
-// a gap: with no dispatch stage, no WAL file may ever be deleted. It
-// returns the number of files.
-func walFileGaps(dir string) (int, []string, error) {
-	nums, err := wal.ListFiles(vfs.Default, dir)
+// readFile opens, verifies and reads back one segment into l; raw is a
+// reused block buffer.
+func (c *segCheck) readFile(dir string, s segName, l *nodeLog, dec *zstd.Decoder, verify bool, raw []byte) ([]byte, error) {
+	f, err := segment.OpenFile(vfs.Default, filepath.Join(dir, s.name))
 	if err != nil {
-		return 0, nil, err
+		return raw, err
 	}
-	var problems []string
-	next := uint64(1)
-	for _, n := range nums {
-		if n != next {
-			problems = append(problems, fmt.Sprintf("WAL files %s..%s are gone: no WAL file may be deleted while no dispatch stage exists", wal.FileName(next), wal.FileName(n-1)))
+	defer f.Close()
+	c.fileBytes += f.Size
+	if f.Footer.FirstSeq != s.first || f.Footer.LastSeq != s.last {
+		return raw, fmt.Errorf("%s: the footer says seqs %d..%d", s.name, f.Footer.FirstSeq, f.Footer.LastSeq)
+	}
+	if verify {
+		if err := f.Verify(dec); err != nil {
+			return raw, fmt.Errorf("%s does not verify: %w", s.name, err)
 		}
-		next = n + 1
 	}
-	return len(nums), problems, nil
+	var env envelope.Envelope
+	next := s.first
+	for i := range f.Index {
+		if raw, err = f.ReadBlock(i, dec, raw[:0]); err != nil {
+			return raw, err
+		}
+		err = segment.Records(raw, func(p []byte) error {
+			if _, err := envelope.Decode(p, &env); err != nil {
+				return fmt.Errorf("%s block %d: %w", s.name, i, err)
+			}
+			if env.Seq != next {
+				return fmt.Errorf("%s block %d: seq %d where %d was due", s.name, i, env.Seq, next)
+			}
+			next++
+			c.records++
+			l.addSegment(&env, sha256.Sum256(p), s.name)
+			return nil
+		})
+		if err != nil {
+			return raw, err
+		}
+	}
+	if next != s.last+1 {
+		return raw, fmt.Errorf("%s holds seqs %d..%d, its name says %d..%d", s.name, s.first, next-1, s.first, s.last)
+	}
+	return raw, nil
 }

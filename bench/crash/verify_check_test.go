@@ -16,25 +16,48 @@ import (
 func TestCompare(t *testing.T) {
 	id := func(b byte) envelope.ID { return envelope.ID{15: b} }
 	h := func(s string) [sha256.Size]byte { return sha256.Sum256([]byte(s)) }
-	w := walHooks{byID: map[envelope.ID]*stored{
-		id(1): {hash: h("one"), count: 1},
-		id(2): {hash: h("two"), count: 1},
-		id(3): {hash: h("three"), count: 2},
-	}}
+	l := newNodeLog()
+	for _, r := range []struct {
+		seq     uint64
+		id      byte
+		body    string
+		fromWAL bool
+	}{
+		{1, 1, "one", false},
+		{2, 2, "two", false},
+		{3, 3, "three", false},
+		{4, 3, "three", false}, // id 3 again, at another seq
+		{5, 5, "five", false},
+		{5, 5, "five", true}, // sealed and still in the WAL: one hook
+		{6, 6, "six", false},
+		{6, 6, "SIX", true}, // a copy that differs
+		{7, 7, "seven", true},
+		{7, 7, "seven", true}, // twice in the WAL
+	} {
+		e, p := testEnv(r.seq, id(r.id), r.body)
+		if r.fromWAL {
+			l.add(e, p, "wal", true)
+		} else {
+			l.addSegment(e, p, "seg")
+		}
+	}
 	for _, tc := range []struct {
 		name                  string
 		acks                  []acked
 		lost, mismatched, dup int
 	}{
 		{"all stored", []acked{{id: id(1), hash: h("one")}, {id: id(2), hash: h("two")}}, 0, 0, 0},
+		{"sealed and in the WAL", []acked{{id: id(5), hash: h("five")}}, 0, 0, 0},
 		{"none acknowledged", nil, 0, 0, 0},
 		{"lost", []acked{{id: id(1), hash: h("one")}, {id: id(9), hash: h("nine")}}, 1, 0, 0},
 		{"other body", []acked{{id: id(2), hash: h("TWO")}}, 0, 1, 0},
-		{"stored twice", []acked{{id: id(3), hash: h("three")}}, 0, 0, 1},
+		{"stored at two seqs", []acked{{id: id(3), hash: h("three")}}, 0, 0, 1},
+		{"two differing copies", []acked{{id: id(6), hash: h("six")}}, 0, 0, 1},
+		{"twice in the WAL", []acked{{id: id(7), hash: h("seven")}}, 0, 0, 1},
 		{"acknowledged twice", []acked{{id: id(1), hash: h("one")}, {id: id(1), hash: h("one")}}, 0, 0, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			v := compare(tc.acks, w)
+			v := compare(tc.acks, l)
 			if v.acked != len(tc.acks) || v.lost != tc.lost || v.mismatched != tc.mismatched || v.duplicated != tc.dup {
 				t.Fatalf("acked %d lost %d mismatched %d duplicated %d, want %d %d %d %d (%s)",
 					v.acked, v.lost, v.mismatched, v.duplicated, len(tc.acks), tc.lost, tc.mismatched, tc.dup, strings.Join(v.problems, "; "))

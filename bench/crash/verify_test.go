@@ -1,6 +1,6 @@
 package crash
 
-// Reading what loadgen was promised and what the WAL holds, and comparing.
+// Reading what loadgen was promised and comparing it with the node's log.
 
 import (
 	"bufio"
@@ -10,10 +10,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
-
 	"github.com/ankusa/ankusa/envelope"
-	"github.com/ankusa/ankusa/wal"
 )
 
 // acked is one line of a loadgen -acked file: the id a 201 answered and
@@ -55,63 +52,35 @@ func readAcked(path string) ([]acked, error) {
 	return out, sc.Err()
 }
 
-// stored is what the WAL holds under one event id (the first time, if more).
+// stored is what the log holds under one event id.
 type stored struct {
-	hash   [sha256.Size]byte
-	seq    uint64
-	tenant string
-	count  int
+	hash  [sha256.Size]byte // the body, of the first copy
+	count int               // seqs holding it, plus every extra copy of one
 }
 
-// walHooks is the digest of a stopped node's WAL.
-type walHooks struct {
-	byID  map[envelope.ID]*stored
-	hooks int // seqs 1..hooks
-	bytes int64
-}
-
-// readWAL reads every record of the WAL in dir, hashes every hook's body,
-// and checks the numbering DESIGN.md §6.1 promises across restarts: seqs
-// dense from 1 and ids strictly increasing in commit order.
-func readWAL(dir string) (walHooks, error) {
-	w := walHooks{byID: map[envelope.ID]*stored{}}
-	var env envelope.Envelope
-	var prev envelope.ID
-	err := wal.ReadDir(vfs.Default, dir, func(r *wal.Record) error {
-		if r.Kind == envelope.KindTenant {
-			return nil
-		}
-		if _, err := envelope.Decode(r.Payload, &env); err != nil {
-			return fmt.Errorf("%s offset %d: %w", r.File, r.Offset, err)
-		}
-		if env.ID != r.ID || env.Seq != r.Seq {
-			return fmt.Errorf("%s offset %d: frame says seq %d id %s, envelope says %d %s", r.File, r.Offset, r.Seq, r.ID, env.Seq, env.ID)
-		}
-		if env.Seq != uint64(w.hooks+1) {
-			return fmt.Errorf("%s offset %d: hook %d has seq %d: seqs must be dense from 1", r.File, r.Offset, w.hooks+1, env.Seq)
-		}
-		if w.hooks > 0 && bytes.Compare(env.ID[:], prev[:]) <= 0 {
-			return fmt.Errorf("%s offset %d: seq %d has id %s, not above the previous %s", r.File, r.Offset, env.Seq, env.ID, prev)
-		}
-		prev = env.ID
-		w.hooks++
-		w.bytes += int64(len(env.Body))
-		s := w.byID[env.ID]
+// byID indexes the log by event id. A hook both sealed and in a WAL file
+// not yet deleted, with identical copies, counts once; any other copy
+// (another seq, a second copy in one place, a differing copy) counts again.
+func (l *nodeLog) byID() map[envelope.ID]*stored {
+	m := make(map[envelope.ID]*stored, len(l.bySeq))
+	add := func(id envelope.ID, hash [sha256.Size]byte) {
+		s := m[id]
 		if s == nil {
-			// Body aliases the reader's buffer: hash it now.
-			s = &stored{hash: sha256.Sum256(env.Body), seq: env.Seq, tenant: env.TenantID}
-			w.byID[env.ID] = s
+			s = &stored{hash: hash}
+			m[id] = s
 		}
 		s.count++
-		return nil
-	})
-	if err != nil {
-		return w, fmt.Errorf("cannot read the WAL in %s: %w", dir, err)
 	}
-	return w, nil
+	for _, h := range l.bySeq {
+		add(h.id, h.body)
+	}
+	for _, e := range l.extras {
+		add(e.id, e.body)
+	}
+	return m
 }
 
-// verdict compares the acknowledged hooks with the WAL.
+// verdict compares the acknowledged hooks with the log.
 type verdict struct {
 	acked, lost, mismatched, duplicated int
 	problems                            []string // the first few, for the failure message
@@ -123,10 +92,12 @@ func (v *verdict) problem(format string, args ...any) {
 	}
 }
 
-// compare requires every acknowledged id in the WAL exactly once with the
-// body hash loadgen recorded, and no id acknowledged twice.
-func compare(acks []acked, w walHooks) verdict {
+// compare requires every acknowledged id in the log (a segment or a WAL
+// file) exactly once with the body hash loadgen recorded, and no id
+// acknowledged twice.
+func compare(acks []acked, l *nodeLog) verdict {
 	v := verdict{acked: len(acks)}
+	byID := l.byID()
 	seen := make(map[envelope.ID]*acked, len(acks))
 	for i := range acks {
 		a := &acks[i]
@@ -136,14 +107,14 @@ func compare(acks []acked, w walHooks) verdict {
 			continue
 		}
 		seen[a.id] = a
-		s := w.byID[a.id]
+		s := byID[a.id]
 		switch {
 		case s == nil:
 			v.lost++
-			v.problem("%s (%s:%d) was acknowledged and is not in the WAL", a.id, a.file, a.line)
+			v.problem("%s (%s:%d) was acknowledged and is in no segment and no WAL file", a.id, a.file, a.line)
 		case s.count > 1:
 			v.duplicated++
-			v.problem("%s is in the WAL %d times", a.id, s.count)
+			v.problem("%s is in the log %d times", a.id, s.count)
 		case s.hash != a.hash:
 			v.mismatched++
 			v.problem("%s: the stored body hashes to %x, loadgen sent %x", a.id, s.hash, a.hash)
