@@ -83,6 +83,7 @@ bench: bench-build
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./envelope ./edge ./wal ./verify
 	$(BIN)/bench-harness -bin $(BIN) -out $(BIN)/bench.md -json $(BIN)/bench.json $(BENCH_FLAGS)
 	$(MAKE) --no-print-directory bench-segment
+	$(MAKE) --no-print-directory bench-dispatch
 
 # The side by side in about 30 s (1 round at 256 connections, 3 s each, and
 # the open-loop run), for CI and for the before and after of a change. It
@@ -109,6 +110,22 @@ bench-segment:
 	@command -v zstd >/dev/null || apt-get install -y zstd || sudo apt-get install -y zstd
 	$(GO) build -o $(BIN)/bench-segment ./bench/segment
 	$(BIN)/bench-segment -out $(BIN)/bench-segment.md
+
+# The dispatch stage end to end (bench/dispatch), on the built binary:
+# delivered hooks/s to a local HTTP receiver and to RabbitMQ (its own
+# exchange and queue, deleted after), live while loadgen ingests at full
+# speed and read back from the store (dead letters retried), then open-loop
+# runs with every stage running to find the highest rate, as a fraction of
+# gcref's maximum, at which the delivery backlog stays bounded. One table,
+# as markdown in $(BIN)/bench-dispatch.md and raw in
+# $(BIN)/bench-dispatch.json (CPU profiles beside it); about 3 minutes.
+# DISPATCH_FLAGS adds flags (-quick: about 40 s).
+DISPATCH_FLAGS ?=
+
+.PHONY: bench-dispatch
+bench-dispatch: bench-build services
+	$(GO) build -o $(BIN)/bench-dispatch ./bench/dispatch
+	$(BIN)/bench-dispatch -bin $(BIN) -out $(BIN)/bench-dispatch.md -json $(BIN)/bench-dispatch.json $(DISPATCH_FLAGS)
 
 clean:
 	rm -rf $(BIN)

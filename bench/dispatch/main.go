@@ -1,0 +1,189 @@
+// Command dispatch is `make bench-dispatch`: the dispatch stage of the
+// real binary (bin/ankusa) measured end to end on this machine.
+//
+// It runs, each on a fresh node and data directory:
+//
+//   - gcref: bench/gcref's closed-loop maximum under the same loadgen
+//     request shape, the reference the open-loop rate is a fraction of;
+//   - live, HTTP and RabbitMQ: loadgen closed loop at full speed for -d
+//     while the node delivers to an in-process fasthttp receiver (204) or
+//     to RabbitMQ (a queue of its own, consumed here); ingest req/s,
+//     delivered hooks/s over the window, and how long the backlog takes
+//     to drain once ingest stops. A first attempt goes from memory when
+//     the sink's queue has room, else the hook is read back from the
+//     store later; the report counts those reads;
+//   - read-back: -n hooks preloaded while every first attempt fails (the
+//     receiver answers 503; the exchange has no queue bound) with
+//     max_attempts 1, so each becomes a dead letter; then the target is
+//     made healthy and the admin API's retry of every dead letter makes
+//     them due at once: the node reads each body back from its store (the
+//     retry path) and delivers. HTTP twice, with the hooks still in the
+//     open segment and once they are sealed; RabbitMQ from sealed
+//     segments, after a restart of the node (the circuit breaker the
+//     unroutable publishes opened lives in its memory). A CPU profile of
+//     the node is taken during each HTTP drain and the live HTTP run;
+//   - open loop: loadgen -rate R with every stage running (ingest,
+//     sealing, dispatch to the HTTP receiver), the delivery backlog
+//     sampled every 250 ms; R starts at -open-frac of gcref's maximum and
+//     moves up in steps of 10% while the backlog stays bounded, or, when
+//     it did not, halves the interval below it -open-steps times: the
+//     highest fraction whose backlog stayed bounded is the node's
+//     sustained end-to-end figure.
+//
+// The client, the node, the receiver (this process) and RabbitMQ share
+// the machine's cores, and the report says so. Before each run it waits
+// for a quiet machine (no go test, test binary, bench-harness or other
+// loadgen running, and little CPU in use) and runs again a run during
+// which one of those started.
+//
+// It prints one markdown report (also to -out) and writes every figure as
+// JSON to -json. Exit 1 when a run could not be made or lost hooks, 2 on a
+// usage error. The binaries (ankusa, loadgen, gcref) are expected in
+// -bin; `make bench-dispatch` builds them.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// options are the command's flags.
+type options struct {
+	bin         string
+	tmp         string
+	out         string
+	jsonOut     string
+	quick       bool
+	conns       int
+	tenants     int
+	duration    time.Duration
+	warmup      time.Duration
+	gcrefRounds int
+	readbackN   int
+	openD       time.Duration
+	openFrac    float64
+	maxFrac     float64
+	openSteps   int
+	amqpURL     string
+	skipAMQP    bool
+	only        map[string]bool
+	profile     time.Duration
+	settle      time.Duration
+	redo        int
+	drainLimit  time.Duration
+}
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	o, err := parseFlags(os.Args[1:])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench-dispatch:", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	started := time.Now()
+	rep, err := measureAll(ctx, o)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench-dispatch:", err)
+		return 1
+	}
+	rep.WallSeconds = time.Since(started).Seconds()
+	md := rep.markdown(o)
+	fmt.Print(md)
+	if err := rep.write(o, md); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-dispatch:", err)
+		return 1
+	}
+	if len(rep.Failures) > 0 {
+		return 1
+	}
+	return 0
+}
+
+func parseFlags(args []string) (*options, error) {
+	fs := flag.NewFlagSet("bench-dispatch", flag.ContinueOnError)
+	o := &options{}
+	fs.StringVar(&o.bin, "bin", "bin", "directory holding the ankusa, loadgen and gcref binaries")
+	fs.StringVar(&o.tmp, "tmp", "", "parent of the data directories (default: the system temp dir; it must be on the disk under test)")
+	fs.StringVar(&o.out, "out", "", "also write the report as markdown to this file")
+	fs.StringVar(&o.jsonOut, "json", "", "write every figure as JSON to this file (the CPU profiles go beside it)")
+	fs.BoolVar(&o.quick, "quick", false, "the smoke run, about 40 s: -d 1s, -gcref-rounds 1, -n 5000, one open-loop run of 5 s at -open-frac 0.1 (the sustained figure recorded in bench/RESULTS.md), no RabbitMQ read-back, no profiles (flags given explicitly win)")
+	fs.IntVar(&o.conns, "c", 256, "loadgen connections, closed and open loop")
+	fs.IntVar(&o.tenants, "tenants", 16, "tenants the hooks are spread over (loadgen -tenants; URL /webhooks/{tenant}/demo)")
+	fs.DurationVar(&o.duration, "d", 5*time.Second, "measured duration of the gcref and live runs")
+	fs.DurationVar(&o.warmup, "warmup", time.Second, "loadgen warm-up before each measured window")
+	fs.IntVar(&o.gcrefRounds, "gcref-rounds", 2, "rounds of gcref's closed-loop run; its maximum is their median")
+	fs.IntVar(&o.readbackN, "n", 30000, "hooks preloaded for each read-back drain (they must fit one segment: segment.max_bytes, 64 MiB of records)")
+	fs.DurationVar(&o.openD, "open-d", 15*time.Second, "measured duration of each open-loop run")
+	fs.Float64Var(&o.openFrac, "open-frac", 0.5, "first open-loop rate, as a fraction of gcref's maximum")
+	fs.Float64Var(&o.maxFrac, "max-frac", 0.7, "highest fraction tried, in steps of 10%, while the backlog stays bounded")
+	fs.IntVar(&o.openSteps, "open-steps", 4, "when -open-frac is not bounded: runs halving the interval between 0 and the lowest unbounded fraction")
+	fs.StringVar(&o.amqpURL, "amqp", "amqp://guest:guest@127.0.0.1:5672/", "RabbitMQ URL; the runs declare their own exchange and queue and delete them")
+	fs.BoolVar(&o.skipAMQP, "no-amqp", false, "skip the RabbitMQ runs")
+	only := fs.String("only", "live,read-back,open", "the kinds of run to make, comma-separated (gcref runs with open)")
+	fs.DurationVar(&o.profile, "profile", 3*time.Second, "CPU profiles of the node this long during the live HTTP run and each HTTP read-back drain (0: none)")
+	fs.DurationVar(&o.settle, "settle", 15*time.Minute, "before each run, wait up to this long for a quiet machine")
+	fs.IntVar(&o.redo, "redo", 2, "run again, up to this many times, a run during which a test or another benchmark started")
+	fs.DurationVar(&o.drainLimit, "drain-limit", 90*time.Second, "give up waiting for a backlog to drain after this long")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	o.only = map[string]bool{}
+	for _, k := range strings.Split(*only, ",") {
+		switch k = strings.TrimSpace(k); k {
+		case "live", "read-back", "open":
+			o.only[k] = true
+		default:
+			return nil, fmt.Errorf("-only %q: want live, read-back and open, comma-separated", *only)
+		}
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if o.quick {
+		quick := map[string]func(){
+			"d":            func() { o.duration = time.Second },
+			"gcref-rounds": func() { o.gcrefRounds = 1 },
+			"n":            func() { o.readbackN = 5000 },
+			"open-d":       func() { o.openD = 5 * time.Second },
+			"max-frac":     func() { o.maxFrac = 0 },
+			"open-steps":   func() { o.openSteps = 0 },
+			"open-frac":    func() { o.openFrac = 0.1 },
+			"profile":      func() { o.profile = 0 },
+		}
+		for name, apply := range quick {
+			if !set[name] {
+				apply()
+			}
+		}
+	}
+	switch {
+	case o.conns < 1 || o.tenants < 1:
+		return nil, fmt.Errorf("-c %d -tenants %d: want at least 1 of each", o.conns, o.tenants)
+	case o.duration <= 0 || o.openD <= 0 || o.warmup < 0:
+		return nil, fmt.Errorf("-d %v -open-d %v -warmup %v: want positive durations and a non-negative warm-up", o.duration, o.openD, o.warmup)
+	case o.gcrefRounds < 1:
+		return nil, fmt.Errorf("-gcref-rounds %d: want at least 1", o.gcrefRounds)
+	case o.readbackN < 1000:
+		return nil, fmt.Errorf("-n %d: want at least 1000 hooks", o.readbackN)
+	case o.openFrac <= 0 || o.openFrac > 1 || o.maxFrac < 0 || o.maxFrac > 1:
+		return nil, fmt.Errorf("-open-frac %v -max-frac %v: want (0, 1] and [0, 1]", o.openFrac, o.maxFrac)
+	case o.openSteps < 0:
+		return nil, fmt.Errorf("-open-steps %d: want 0 or more", o.openSteps)
+	case o.redo < 0:
+		return nil, fmt.Errorf("-redo %d: want 0 or more", o.redo)
+	}
+	return o, nil
+}

@@ -1,0 +1,390 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/ankusa/ankusa/internal/child"
+)
+
+// sinkSecret signs the HTTP deliveries (Standard Webhooks), as a real
+// source would; the receiver does not verify (that CPU would come out of
+// the node's share).
+const sinkSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+
+// nodeConfig is the node's config: the tenantpath resolver (the tenant
+// comes from the URL, loadgen spreads hooks over -tenants; it requires a
+// finite rate limit, set far above any rate here), one source
+// without verification and one sink, the WAL on disk, sealing and
+// everything else at its default. %[5]s is the sink.
+const nodeConfig = `node: {name: bench-dispatch, data_dir: %[1]s}
+listen: %[2]s
+admin:
+  listen: %[3]s
+  tokens:
+    - {name: bench, sha256: %[4]s, scopes: ["tenant:*"]}
+log: {level: error}
+rate_limits:
+  default: {rate: 1000000, burst: 1000000}
+route_resolver: {type: tenantpath, prefix: [webhooks]}
+wal: {type: disk}
+source_store: {type: static}
+sources:
+  demo:
+    verify: {type: none}
+    trust_url_tenant: true
+    sinks:
+      - %[5]s
+`
+
+// loadPath is loadgen's URL path: the tenant from -tenants, the demo
+// source. gcref answers any path.
+const loadPath = "/webhooks/{tenant}/demo"
+
+// sinkSpec is the YAML flow mapping of the run's one sink.
+type sinkSpec struct {
+	kind string // http or rabbitmq
+	yaml string
+}
+
+// httpSink delivers to the receiver at addr; extra is more sink keys.
+func httpSink(addr, extra string) sinkSpec {
+	return sinkSpec{kind: "http", yaml: fmt.Sprintf(`{id: recv, type: http, url: "http://%s/in/{tenant_id}", secret: "%s", allow_private: true%s}`, addr, sinkSecret, extra)}
+}
+
+// amqpSink publishes to exchange on the broker at url.
+func amqpSink(url, exchange, extra string) sinkSpec {
+	return sinkSpec{kind: "rabbitmq", yaml: fmt.Sprintf(`{id: mq, type: rabbitmq, url: %q, exchange: %q, routing_key: "bench.{tenant_id}"%s}`, url, exchange, extra)}
+}
+
+// node is a started `ankusa serve`. stop removes its data directory.
+type node struct {
+	dir     string
+	listen  string
+	admin   string
+	token   string
+	config  string
+	cmd     *exec.Cmd
+	out     *child.Buffer
+	earlier string // the output of the node's earlier processes (restart)
+	exited  chan struct{}
+	waitErr error
+}
+
+// startNode starts a node on a fresh data directory; segment is extra
+// config (a "segment: {...}" line) or "".
+func startNode(ctx context.Context, o *options, sink sinkSpec, segment string) (*node, error) {
+	dir, err := os.MkdirTemp(o.tmp, "ankusa-bench-dispatch-")
+	if err != nil {
+		return nil, fmt.Errorf("cannot create a data directory (set -tmp): %w", err)
+	}
+	n := &node{dir: dir}
+	if n.listen, err = child.FreeAddr(); err == nil {
+		n.admin, err = child.FreeAddr()
+	}
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	var tok [16]byte
+	_, _ = rand.Read(tok[:])
+	n.token = "bench-" + hex.EncodeToString(tok[:])
+	if err := n.launch(ctx, o, sink, segment); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	return n, nil
+}
+
+// launch writes the config and starts the binary on n's data directory,
+// and waits until it is ready.
+func (n *node) launch(ctx context.Context, o *options, sink sinkSpec, segment string) error {
+	sum := sha256.Sum256([]byte(n.token))
+	n.config = fmt.Sprintf(nodeConfig, filepath.Join(n.dir, "data"), n.listen, n.admin, hex.EncodeToString(sum[:]), sink.yaml) + segment
+	cfg := filepath.Join(n.dir, "ankusa.yaml")
+	if err := os.WriteFile(cfg, []byte(n.config), 0o600); err != nil {
+		return fmt.Errorf("cannot write the node's config: %w", err)
+	}
+	n.out, n.exited, n.waitErr = &child.Buffer{}, make(chan struct{}), nil
+	n.cmd = exec.Command(filepath.Join(o.bin, "ankusa"), "serve", "-config", cfg)
+	n.cmd.Stdout = n.out
+	n.cmd.Stderr = n.out
+	if err := n.cmd.Start(); err != nil {
+		return fmt.Errorf("cannot start ankusa (build it with make build): %w", err)
+	}
+	go func() { n.waitErr = n.cmd.Wait(); close(n.exited) }()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		err := getOK("http://" + n.admin + "/readyz")
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-n.exited:
+			return fmt.Errorf("ankusa exited before it was ready: %v\n%s", n.waitErr, tail(n.out.String()))
+		case <-ctx.Done():
+			n.halt()
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			n.halt()
+			return fmt.Errorf("ankusa not ready after 15s: %v\n%s", err, tail(n.out.String()))
+		}
+	}
+}
+
+func (n *node) pid() int { return n.cmd.Process.Pid }
+
+func (n *node) alive() bool {
+	select {
+	case <-n.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// halt sends SIGTERM and waits for the drain (SIGKILL after 30s); it
+// returns an error unless the node exited 0.
+func (n *node) halt() error {
+	if n.alive() {
+		_ = n.cmd.Process.Signal(syscall.SIGTERM)
+	}
+	select {
+	case <-n.exited:
+		if n.waitErr != nil {
+			return fmt.Errorf("ankusa exited with %v after SIGTERM\n%s", n.waitErr, tail(n.out.String()))
+		}
+		return nil
+	case <-time.After(30 * time.Second):
+		_ = n.cmd.Process.Kill()
+		<-n.exited
+		return fmt.Errorf("ankusa did not stop within 30s of SIGTERM")
+	}
+}
+
+// restart stops the node and starts it again on the same data with
+// another sink (its in-memory state, circuit breakers included, is gone).
+func (n *node) restart(ctx context.Context, o *options, sink sinkSpec, segment string) error {
+	err := n.halt()
+	n.earlier += n.out.String()
+	if err != nil {
+		return err
+	}
+	return n.launch(ctx, o, sink, segment)
+}
+
+// stop halts the node and removes its data directory.
+func (n *node) stop() error {
+	err := n.halt()
+	os.RemoveAll(n.dir)
+	return err
+}
+
+// loggedErrors counts the node's error log lines by message (the node
+// logs at level error only).
+func (n *node) loggedErrors() map[string]int {
+	out := map[string]int{}
+	for _, line := range strings.Split(n.earlier+n.out.String(), "\n") {
+		var l struct {
+			Level string `json:"level"`
+			Msg   string `json:"msg"`
+		}
+		if json.Unmarshal([]byte(line), &l) != nil || l.Level != "error" {
+			continue
+		}
+		out[l.Msg]++
+	}
+	return out
+}
+
+// gauges are the node's figures the runs read from /metrics.
+type gauges struct {
+	records   float64 // ankusa_wal_records_total: hooks committed
+	pending   float64 // ankusa_dispatch_backlog{state="pending"} (in flight included)
+	inFlight  float64 // ankusa_dispatch_backlog{state="in_flight"}
+	dead      float64 // ankusa_dispatch_backlog{state="dead"}
+	overflow  float64 // ankusa_dispatch_intake_overflow_total: hooks past the in-memory bound
+	delivered float64 // ankusa_dispatch_attempts_total{outcome="delivered"}, every sink
+	retries   float64 // outcome="retry"
+	deadened  float64 // outcome="dead"
+	circuit   float64 // outcome="circuit_open"
+	fetches   float64 // ankusa_segment_fetch_total: hooks read back from the store
+	hits      float64 // ankusa_segment_block_cache_hits_total
+	misses    float64 // ankusa_segment_block_cache_misses_total
+	unsealed  float64 // ankusa_segment_unsealed_hooks: hooks in the open segment
+}
+
+var client = &http.Client{Timeout: 10 * time.Second}
+
+// metrics reads the node's gauges.
+func (n *node) metrics() (gauges, error) {
+	var g gauges
+	url := "http://" + n.admin + "/metrics"
+	resp, err := client.Get(url)
+	if err != nil {
+		return g, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return g, fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	found := 0
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 || strings.HasPrefix(line, "#") {
+			continue
+		}
+		name := line[:i]
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			continue
+		}
+		switch {
+		case name == "ankusa_wal_records_total":
+			g.records = v
+			found++
+		case name == `ankusa_dispatch_backlog{state="pending"}`:
+			g.pending = v
+			found++
+		case name == `ankusa_dispatch_backlog{state="in_flight"}`:
+			g.inFlight = v
+		case name == `ankusa_dispatch_backlog{state="dead"}`:
+			g.dead = v
+		case name == "ankusa_dispatch_intake_overflow_total":
+			g.overflow = v
+		case name == "ankusa_segment_fetch_total":
+			g.fetches = v
+		case name == "ankusa_segment_block_cache_hits_total":
+			g.hits = v
+		case name == "ankusa_segment_block_cache_misses_total":
+			g.misses = v
+		case name == "ankusa_segment_unsealed_hooks":
+			g.unsealed = v
+		case strings.HasPrefix(name, "ankusa_dispatch_attempts_total{"):
+			switch {
+			case strings.Contains(name, `outcome="delivered"`):
+				g.delivered += v
+			case strings.Contains(name, `outcome="retry"`):
+				g.retries += v
+			case strings.Contains(name, `outcome="dead"`):
+				g.deadened += v
+			case strings.Contains(name, `outcome="circuit_open"`):
+				g.circuit += v
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return g, fmt.Errorf("GET %s: %w", url, err)
+	}
+	if found != 2 {
+		return g, fmt.Errorf("GET %s: no ankusa_wal_records_total or ankusa_dispatch_backlog{state=\"pending\"}", url)
+	}
+	return g, nil
+}
+
+// retryDead asks the admin API to retry every dead letter of each tenant,
+// all tenants at once, and returns how many it revived.
+func (n *node) retryDead(tenants []string) (int, error) {
+	var mu sync.Mutex
+	var total int
+	var errs []string
+	var wg sync.WaitGroup
+	for _, t := range tenants {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			url := "http://" + n.admin + "/v1/tenants/" + t + "/deliveries/retry"
+			req, _ := http.NewRequest(http.MethodPost, url, nil)
+			req.Header.Set("Authorization", "Bearer "+n.token)
+			c := &http.Client{Timeout: 5 * time.Minute}
+			resp, err := c.Do(req)
+			if err != nil {
+				mu.Lock()
+				errs = append(errs, err.Error())
+				mu.Unlock()
+				return
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			var v struct {
+				Retried int `json:"retried"`
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &v) != nil {
+				errs = append(errs, fmt.Sprintf("POST %s: %s %s", url, resp.Status, body))
+				return
+			}
+			total += v.Retried
+		}()
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		return total, fmt.Errorf("retrying dead letters: %s", strings.Join(errs, "; "))
+	}
+	return total, nil
+}
+
+// profile fetches a CPU profile of d from the admin listener into path.
+func (n *node) profile(d time.Duration, path string) error {
+	secs := max(1, int(d/time.Second))
+	c := &http.Client{Timeout: d + 30*time.Second}
+	resp, err := c.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", n.admin, secs))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET /debug/pprof/profile: %s", resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func getOK(url string) error {
+	resp, err := client.Get(url)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return nil
+}
+
+// tail is the end of a process's output, for error messages.
+func tail(s string) string {
+	const n = 2000
+	if len(s) > n {
+		s = "..." + s[len(s)-n:]
+	}
+	return strings.TrimSpace(s)
+}

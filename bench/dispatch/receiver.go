@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/valyala/fasthttp"
+
+	"github.com/ankusa/ankusa/envelope"
+)
+
+// tally counts deliveries by event id (its seq: a bitset) and measures the
+// time from the hook's commit to its delivery, from the id's millisecond
+// timestamp (the commit loop's clock, the moment before the 201): the
+// latency has millisecond resolution and reads about 0.5 ms high.
+type tally struct {
+	mu      sync.Mutex
+	seen    []uint64 // bit seq: delivered at least once
+	unique  int64
+	total   int64
+	bad     int64 // deliveries without a parsable event id
+	hist    *hdrhistogram.Histogram
+	last    time.Time // last first delivery
+	target  int64     // watch: record when unique reaches 10%, 90% and 100% of it
+	marks   [3]time.Time
+	counter atomic.Int64 // unique, readable without the lock
+}
+
+func newTally() *tally {
+	return &tally{hist: newHist()}
+}
+
+// newHist covers 1 µs to 10 min in µs, 3 significant digits.
+func newHist() *hdrhistogram.Histogram {
+	return hdrhistogram.New(1, int64(10*time.Minute/time.Microsecond), 3)
+}
+
+// record counts one delivery of the hook with the text id.
+func (t *tally) record(id []byte, now time.Time) {
+	eid, err := envelope.ParseID(id)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.total++
+	if err != nil {
+		t.bad++
+		return
+	}
+	seq := eid.Seq()
+	w := int(seq / 64)
+	if w >= len(t.seen) {
+		t.seen = append(t.seen, make([]uint64, max(w+1-len(t.seen), len(t.seen)))...)
+	}
+	bit := uint64(1) << (seq % 64)
+	if t.seen[w]&bit != 0 {
+		return
+	}
+	t.seen[w] |= bit
+	t.unique++
+	t.counter.Store(t.unique)
+	t.last = now
+	lat := now.UnixMicro() - int64(eid.Millis())*1000
+	_ = t.hist.RecordValue(max(1, lat))
+	if t.target > 0 {
+		for i, f := range []int64{t.target / 10, t.target * 9 / 10, t.target} {
+			if t.unique == f && t.marks[i].IsZero() {
+				t.marks[i] = now
+			}
+		}
+	}
+}
+
+// uniqueCount is the number of hooks delivered at least once.
+func (t *tally) uniqueCount() int64 { return t.counter.Load() }
+
+// counts returns unique, every delivery, and deliveries without an id.
+func (t *tally) counts() (unique, total, bad int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.unique, t.total, t.bad
+}
+
+// swapHist returns the latencies so far and starts a new histogram.
+func (t *tally) swapHist() *hdrhistogram.Histogram {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	h := t.hist
+	t.hist = newHist()
+	return h
+}
+
+// watch records when the unique count reaches 10%, 90% and all of
+// unique-so-far + n.
+func (t *tally) watch(n int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.target = t.unique + n
+	t.marks = [3]time.Time{}
+}
+
+func (t *tally) watched() [3]time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.marks
+}
+
+func (t *tally) lastDelivery() time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.last
+}
+
+// receiver is a customer's webhook service: it answers 204 to every
+// delivery (503 while failing) and counts them in its tally.
+type receiver struct {
+	addr    string
+	ln      net.Listener
+	srv     *fasthttp.Server
+	tally   *tally
+	failing atomic.Bool
+	tries   atomic.Int64 // every request, failed ones included
+}
+
+func startReceiver() (*receiver, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	r := &receiver{addr: ln.Addr().String(), ln: ln, tally: newTally()}
+	r.srv = &fasthttp.Server{Handler: r.handle, Name: "bench-receiver", ReadTimeout: time.Minute, IdleTimeout: time.Minute}
+	go func() { _ = r.srv.Serve(ln) }()
+	return r, nil
+}
+
+var eventIDHeader = []byte("x-ankusa-event-id")
+
+func (r *receiver) handle(ctx *fasthttp.RequestCtx) {
+	r.tries.Add(1)
+	if r.failing.Load() {
+		ctx.SetStatusCode(fasthttp.StatusServiceUnavailable)
+		return
+	}
+	r.tally.record(ctx.Request.Header.PeekBytes(eventIDHeader), time.Now())
+	ctx.SetStatusCode(fasthttp.StatusNoContent)
+}
+
+func (r *receiver) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_ = r.srv.ShutdownWithContext(ctx)
+}
