@@ -63,7 +63,11 @@ func newRunner(d *Dispatcher, src string, spec config.Sink, sk Sink) *runner {
 		d: d, source: src, spec: spec, sink: sk, name: src + "/" + spec.ID,
 		tenants:  map[uint32]*tenantQueue{},
 		breakers: map[string]*breaker{},
-		queueCap: max(256, 8*spec.Concurrency),
+		// First attempts wait here from memory; past it they are read back
+		// from the store, which costs far more. The hooks' bytes are
+		// bounded by the intake (dispatch.intake_bytes), so the count can
+		// be generous.
+		queueCap: max(4096, 64*spec.Concurrency),
 		kick:     make(chan struct{}, 1),
 	}
 	r.tenantCap = max(16, r.queueCap/4)

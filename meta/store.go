@@ -17,6 +17,8 @@ import (
 type Options struct {
 	Dir string
 	FS  vfs.FS
+	// CacheBytes is pebble's block cache (default 64 MiB).
+	CacheBytes int64
 	// Logf receives pebble's informational messages, Errorf its errors
 	// (default: Logf).
 	Logf   func(format string, args ...any)
@@ -54,7 +56,15 @@ func Open(o Options) (*Store, error) {
 	if o.Fatalf == nil {
 		o.Fatalf = func(format string, args ...any) { panic(fmt.Sprintf("meta: fatal: "+format, args...)) }
 	}
-	po := &pebble.Options{FS: o.FS, Logger: logger{&o}}
+	if o.CacheBytes == 0 {
+		o.CacheBytes = 64 << 20
+	}
+	// Delivery rows, their due index and the catalogue are read on every
+	// retry: a block cache larger than pebble's 8 MiB default keeps them
+	// off the disk.
+	cache := pebble.NewCache(o.CacheBytes)
+	defer cache.Unref()
+	po := &pebble.Options{FS: o.FS, Logger: logger{&o}, Cache: cache}
 	db, err := pebble.Open(o.Dir, po)
 	if err != nil {
 		return nil, fmt.Errorf("cannot open meta store %q: %w", o.Dir, err)

@@ -5,7 +5,10 @@ import (
 	"sync"
 )
 
-// blockKey names a block: the segment's last seq and the block's index.
+// blockKey names a block: the segment's first seq and the block's index.
+// A block of the open segment keeps its key once the segment is sealed (a
+// flushed block never changes), so dispatch's reads of recent hooks hit
+// the cache before and after the seal alike.
 type blockKey struct {
 	seg   uint64
 	block int
@@ -68,7 +71,8 @@ func (c *blockCache) put(k blockKey, raw []byte) {
 	blockCacheBytes.Set(float64(c.size))
 }
 
-// dropSegment forgets every block of one segment (removed by retention).
+// dropSegment forgets every block of the segment whose first seq is seg
+// (removed by retention).
 func (c *blockCache) dropSegment(seg uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

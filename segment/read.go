@@ -111,11 +111,23 @@ func (c *fileCache) closeAll() {
 // block returns the raw records of block i of a sealed segment, through
 // the block cache.
 func (s *Store) block(f *File, i int) ([]byte, error) {
-	k := blockKey{seg: f.Footer.LastSeq, block: i}
+	return s.cachedBlock(f.Footer.FirstSeq, i, func() ([]byte, error) { return f.ReadBlock(i, s.dec, nil) })
+}
+
+// openBlock returns the raw records of flushed block i of the open
+// segment, through the block cache. Under s.mu.
+func (s *Store) openBlock(w *Writer, i int) ([]byte, error) {
+	return s.cachedBlock(w.foot.FirstSeq, i, func() ([]byte, error) {
+		return readBlock(w.Path(), w.File(), &w.index[i], s.dec, nil)
+	})
+}
+
+func (s *Store) cachedBlock(firstSeq uint64, i int, read func() ([]byte, error)) ([]byte, error) {
+	k := blockKey{seg: firstSeq, block: i}
 	if raw, ok := s.cache.get(k); ok {
 		return raw, nil
 	}
-	raw, err := f.ReadBlock(i, s.dec, nil)
+	raw, err := read()
 	if err != nil {
 		return nil, err
 	}
@@ -218,7 +230,7 @@ func (s *Store) fetchOpen(id envelope.ID, before uint64) (env *envelope.Envelope
 		raw = w.Pending()
 	} else {
 		i := blockForID(w.index, id)
-		if raw, err = readBlock(w.Path(), w.File(), &w.index[i], s.dec, nil); err != nil {
+		if raw, err = s.openBlock(w, i); err != nil {
 			return nil, false, false, err
 		}
 	}
@@ -344,7 +356,7 @@ func (s *Store) scanOpen(seq, to uint64, fn func(*envelope.Envelope) error) (nex
 		collect := func(e *envelope.Envelope) error { batch = append(batch, e); return nil }
 		for i := blockForSeq(w.index, seq); i < len(w.index) && err == nil; i++ {
 			var raw []byte
-			if raw, err = readBlock(w.Path(), w.File(), &w.index[i], s.dec, nil); err == nil {
+			if raw, err = s.openBlock(w, i); err == nil {
 				err = eachInRange(w.Path(), raw, seq, to, collect)
 			}
 		}
@@ -394,7 +406,7 @@ func (s *Store) sweep() error {
 			return err
 		}
 		s.files.drop(e.LastSeq)
-		s.cache.dropSegment(e.LastSeq)
+		s.cache.dropSegment(e.FirstSeq)
 		path := s.o.FS.PathJoin(s.o.Dir, e.Name)
 		if err := s.o.FS.Remove(path); err != nil {
 			return fmt.Errorf("cannot remove segment %q: %w", path, err)
