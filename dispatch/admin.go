@@ -42,12 +42,29 @@ func (d *Dispatcher) Dead(_ context.Context, tenant string, f Filter, cursor str
 		lo = append(append([]byte(nil), prefix...), c...)
 		lo = append(lo, 0) // just after the cursor's key
 	}
-	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: meta.PrefixEnd(prefix)})
+	var rows []Row
+	next := ""
+	err := d.scanDead(tenant, ord, lo, f, func(r Row, _ meta.Delivery) (bool, error) {
+		if len(rows) == limit {
+			last := rows[len(rows)-1]
+			next = hex.EncodeToString(meta.DeadKey(nil, ord, last.Seq, last.Sink)[len(prefix):])
+			return true, nil
+		}
+		rows = append(rows, r)
+		return false, nil
+	})
+	return rows, next, err
+}
+
+// scanDead calls fn with every dead letter of the tenant passing the
+// filter, from key lo of the dead-letter index on, in (seq, sink) order,
+// until fn says stop.
+func (d *Dispatcher) scanDead(tenant string, ord uint32, lo []byte, f Filter, fn func(Row, meta.Delivery) (stop bool, err error)) error {
+	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: meta.PrefixEnd(meta.TenantPrefix(meta.PrefixDead, ord))})
 	if err != nil {
-		return nil, "", err
+		return err
 	}
 	defer it.Close()
-	var rows []Row
 	for ok := it.First(); ok; ok = it.Next() {
 		_, seq, sink, kok := meta.ParseRowKey(it.Key())
 		if !kok {
@@ -55,22 +72,20 @@ func (d *Dispatcher) Dead(_ context.Context, tenant string, f Filter, cursor str
 		}
 		row, found, err := d.readRow(ord, seq, sink)
 		if err != nil {
-			return nil, "", err
+			return err
 		}
-		if !found {
+		if !found || row.State != meta.RowDead {
 			continue
 		}
 		r := rowOf(tenant, ord, seq, sink, &row)
 		if !f.Match(&r) {
 			continue
 		}
-		if len(rows) == limit {
-			last := rows[len(rows)-1]
-			return rows, hex.EncodeToString(meta.DeadKey(nil, ord, last.Seq, last.Sink)[len(prefix):]), nil
+		if stop, err := fn(r, row); stop || err != nil {
+			return err
 		}
-		rows = append(rows, r)
 	}
-	return rows, "", it.Error()
+	return it.Error()
 }
 
 // Retry makes one dead letter pending again, due now, with its attempt
@@ -174,12 +189,6 @@ func (d *Dispatcher) eachDead(tenant string, f Filter, fn func(*pebble.Batch, ui
 	if !ok {
 		return 0, nil
 	}
-	prefix := meta.TenantPrefix(meta.PrefixDead, ord)
-	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: meta.PrefixEnd(prefix)})
-	if err != nil {
-		return 0, err
-	}
-	defer it.Close()
 	b := d.db.NewBatch()
 	defer b.Close()
 	total, inBatch := 0, 0
@@ -196,30 +205,14 @@ func (d *Dispatcher) eachDead(tenant string, f Filter, fn func(*pebble.Batch, ui
 		b.Reset()
 		return nil
 	}
-	for ok := it.First(); ok; ok = it.Next() {
-		_, seq, sink, kok := meta.ParseRowKey(it.Key())
-		if !kok {
-			continue
-		}
-		row, found, err := d.readRow(ord, seq, sink)
-		if err != nil {
-			return total, err
-		}
-		if !found || row.State != meta.RowDead {
-			continue
-		}
-		r := rowOf(tenant, ord, seq, sink, &row)
-		if !f.Match(&r) {
-			continue
-		}
-		fn(b, ord, seq, sink, row)
+	err := d.scanDead(tenant, ord, meta.TenantPrefix(meta.PrefixDead, ord), f, func(r Row, row meta.Delivery) (bool, error) {
+		fn(b, ord, r.Seq, r.Sink, row)
 		if inBatch++; inBatch >= 1000 {
-			if err := commit(); err != nil {
-				return total, err
-			}
+			return false, commit()
 		}
-	}
-	if err := it.Error(); err != nil {
+		return false, nil
+	})
+	if err != nil {
 		return total, err
 	}
 	return total, commit()
