@@ -72,7 +72,7 @@ func (d *Dispatcher) attempt(r *runner, t *task) {
 	b := r.breaker(target)
 	// Only a target that does not answer opens the breaker: one that
 	// answers 5xx or 429 costs an answer, and backoff paces it.
-	if b.record(end, e != nil && !e.Permanent && e.Status == 0, probe) {
+	if b.record(end, e != nil && !e.Permanent && e.Status == 0 && !e.Answered, probe) {
 		d.o.Logger.Warn("circuit opened: deliveries to a target that does not answer pause", zap.String("sink", r.name), zap.String("target", target), zap.Time("until", b.until))
 	}
 	if b.idle() {

@@ -196,3 +196,20 @@ func TestCircuitBreakerPerTarget(t *testing.T) {
 		return fk.delivered("a", good.ID) == 1 && fk.delivered("b", good.ID) == 1
 	})
 }
+
+// A target that answers (a broker's return or nack, a 503) is up: however
+// often it refuses, the breaker stays closed and backoff paces it.
+func TestAnsweredFailuresDoNotOpenTheBreaker(t *testing.T) {
+	fk := newFakeSinks(func(sink string, d *dispatch.Delivery) error {
+		return &dispatch.Error{Answered: true, Err: errors.New("unroutable: no queue bound")}
+	})
+	n := openNode(t, vfs.NewMem(), fk, nodeOptions{sinks: twoSinks(func(s *config.Sink) {
+		s.RetryBase, s.RetryMax = config.Duration(time.Millisecond), config.Duration(2*time.Millisecond)
+		s.MaxAttempts = 8
+	})[:1]})
+	defer n.close()
+	n.commitMany(10, 2, func(int) string { return "acme" })
+	// 10 hooks x 8 attempts in well under the breaker's first cooldown: it
+	// never opened.
+	waitFor(t, 900*time.Millisecond, "every attempt", func() bool { return fk.calls.Load() == 80 })
+}

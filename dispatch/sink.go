@@ -64,6 +64,10 @@ type Error struct {
 	// RetryAfter, when positive, is the target's own wish (Retry-After);
 	// the next attempt is not earlier.
 	RetryAfter time.Duration
+	// Answered says the target answered though Status is 0 (a broker's
+	// return or nack): it is up, so the circuit breaker does not count
+	// the failure.
+	Answered bool
 	Err        error
 }
 

@@ -39,8 +39,12 @@ var (
 	channelLossTotal = metrics.NewCounter("ankusa_amqp_sink_channel_closes_total")
 )
 
-// retryable wraps err for the dispatcher: retried with backoff.
-func retryable(err error) error { return &dispatch.Error{Err: err} }
+// retryable wraps err for the dispatcher: retried with backoff. A return
+// or a nack is the broker's answer: it is up, and the circuit breaker
+// must not take a routing mistake for a broker that is down.
+func retryable(err error) error {
+	return &dispatch.Error{Err: err, Answered: errors.Is(err, ErrUnroutable) || errors.Is(err, ErrNacked)}
+}
 
 // permanent wraps err for the dispatcher: dead-lettered at once.
 func permanent(err error) error { return &dispatch.Error{Permanent: true, Err: err} }
