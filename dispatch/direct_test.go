@@ -27,7 +27,6 @@ import (
 	"github.com/ankusa/ankusa/envelope"
 	"github.com/ankusa/ankusa/meta"
 	"github.com/ankusa/ankusa/source"
-	"github.com/ankusa/ankusa/wal"
 )
 
 // directNode is the node ordinal the Direct tests run as.
@@ -154,18 +153,8 @@ func (r *directRig) stop() {
 // commit hands one hook of tenant to src through Direct; body identifies
 // it. On success the request carries the hook's identity.
 func (r *directRig) commit(tenant, src, body string) (seq uint64, id envelope.ID, ord uint32, err error) {
-	e := envelope.Envelope{
-		TenantID: tenant, SourceID: src, ReceivedAt: time.Now().UnixNano(),
-		Headers:      []envelope.Header{{Name: "Content-Type", Value: "application/json"}},
-		Body:         []byte(body),
-		Verification: envelope.Verification{Verifier: "none"},
-	}
-	req := wal.AcquireRequest()
-	defer wal.ReleaseRequest(req)
-	req.Buf = e.AppendTo(req.Buf)
-	wal.SealPayload(req.Buf)
-	err = r.d.Commit(req)
-	return req.Seq, req.ID, req.Ordinal, err
+	e, err := commitHook(r.d.Commit, tenant, src, []byte(body))
+	return e.Seq, e.ID, e.TenantOrdinal, err
 }
 
 // mustCommit commits and checks that every sink that is told about the

@@ -148,21 +148,31 @@ func (n *node) close() {
 // commit commits one hook of tenant and returns its envelope.
 func (n *node) commit(tenant string, i int) envelope.Envelope {
 	n.t.Helper()
+	e, err := commitHook(n.wal.Commit, tenant, "src", fmt.Appendf(nil, `{"i":%d,"tenant":%q}`, i, tenant))
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	return e
+}
+
+// commitHook hands commit (the WAL's, or Direct's) a request holding a
+// JSON hook of tenant to source src with body, as the ingest path seals
+// it, and returns the envelope with the identity the request got back
+// (set also when commit fails).
+func commitHook(commit func(*wal.Request) error, tenant, src string, body []byte) (envelope.Envelope, error) {
 	e := envelope.Envelope{
-		TenantID: tenant, SourceID: "src", ReceivedAt: time.Now().UnixNano(),
+		TenantID: tenant, SourceID: src, ReceivedAt: time.Now().UnixNano(),
 		Headers:      []envelope.Header{{Name: "Content-Type", Value: "application/json"}},
-		Body:         fmt.Appendf(nil, `{"i":%d,"tenant":%q}`, i, tenant),
+		Body:         body,
 		Verification: envelope.Verification{Verifier: "none"},
 	}
 	req := wal.AcquireRequest()
 	defer wal.ReleaseRequest(req)
 	req.Buf = e.AppendTo(req.Buf)
 	wal.SealPayload(req.Buf)
-	if err := n.wal.Commit(req); err != nil {
-		n.t.Fatal(err)
-	}
+	err := commit(req)
 	e.Seq, e.ID, e.TenantOrdinal = req.Seq, req.ID, req.Ordinal
-	return e
+	return e, err
 }
 
 // commitMany commits count hooks over tenants from workers goroutines.

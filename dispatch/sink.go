@@ -68,7 +68,7 @@ type Error struct {
 	// return or nack): it is up, so the circuit breaker does not count
 	// the failure.
 	Answered bool
-	Err        error
+	Err      error
 }
 
 func (e *Error) Error() string {

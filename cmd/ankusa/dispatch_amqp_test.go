@@ -5,21 +5,15 @@ package main
 // every acknowledged hook still ends up in the queue, with an attempt log
 // that never calls an unconfirmed publish delivered.
 //
-// The tests need a real RabbitMQ: ANKUSA_AMQP_URL, default the local one
-// (scripts/ensure-rabbitmq.sh starts it for make test), and rabbitmqctl to
-// close a connection from the server side. Each test declares its own
-// exchanges and queues under a unique prefix and deletes them at the end;
-// queues also expire on their own (x-expires) if a test dies first.
+// The tests need a real RabbitMQ and rabbitmqctl to close a connection
+// from the server side (internal/rabbittest). Each test declares its own
+// exchanges and queues and deletes them at the end.
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"net/url"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -31,124 +25,8 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/ankusa/ankusa/envelope"
+	"github.com/ankusa/ankusa/internal/rabbittest"
 )
-
-func amqpURL() string {
-	if u := os.Getenv("ANKUSA_AMQP_URL"); u != "" {
-		return u
-	}
-	return "amqp://guest:guest@127.0.0.1:5672/"
-}
-
-// needService skips the test, or fails it when CI=true: CI must not pass
-// by skipping what it was meant to run.
-func needService(t *testing.T, format string, args ...any) {
-	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatalf(format+" (CI=true: failing instead of skipping)", args...)
-	}
-	t.Skipf(format, args...)
-}
-
-// mq is a test's own connection to the broker, for topology and for
-// consuming what the node published.
-type mq struct {
-	t         *testing.T
-	conn      *amqp.Connection
-	prefix    string
-	n         int
-	queues    []string
-	exchanges []string
-}
-
-func newMQ(t *testing.T) *mq {
-	t.Helper()
-	props := amqp.NewConnectionProperties()
-	props.SetClientConnectionName("ankusa-test/" + t.Name())
-	conn, err := amqp.DialConfig(amqpURL(), amqp.Config{Dial: amqp.DefaultDial(3 * time.Second), Properties: props})
-	if err != nil {
-		u, _ := url.Parse(amqpURL())
-		needService(t, "RabbitMQ at %s is not reachable: %v (run scripts/ensure-rabbitmq.sh)", u.Redacted(), err)
-	}
-	name := strings.ToLower(strings.NewReplacer("/", "-", " ", "-").Replace(t.Name()))
-	b := &mq{t: t, conn: conn, prefix: fmt.Sprintf("ankusa-test-%s-%08x", name, rand.Uint32())}
-	t.Cleanup(b.cleanup)
-	return b
-}
-
-// do runs f on a fresh channel: a failed declare closes its channel.
-func (b *mq) do(f func(ch *amqp.Channel) error) error {
-	ch, err := b.conn.Channel()
-	if err != nil {
-		return err
-	}
-	defer func() { _ = ch.Close() }()
-	return f(ch)
-}
-
-func (b *mq) name(kind string) string {
-	b.n++
-	return fmt.Sprintf("%s-%s%d", b.prefix, kind, b.n)
-}
-
-// exchange declares a new exchange of the kind (direct, topic...).
-func (b *mq) exchange(kind string) string {
-	b.t.Helper()
-	x := b.name("x")
-	b.declareExchange(x, kind)
-	b.exchanges = append(b.exchanges, x)
-	return x
-}
-
-func (b *mq) declareExchange(x, kind string) {
-	b.t.Helper()
-	if err := b.do(func(ch *amqp.Channel) error { return ch.ExchangeDeclare(x, kind, false, false, false, false, nil) }); err != nil {
-		b.t.Fatalf("declare exchange %s: %v", x, err)
-	}
-}
-
-func (b *mq) deleteExchange(x string) {
-	b.t.Helper()
-	if err := b.do(func(ch *amqp.Channel) error { return ch.ExchangeDelete(x, false, false) }); err != nil {
-		b.t.Fatalf("delete exchange %s: %v", x, err)
-	}
-}
-
-// queue declares a new durable queue with args, bound to exchange x with
-// each key (none: not bound).
-func (b *mq) queue(args amqp.Table, x string, keys ...string) string {
-	b.t.Helper()
-	q := b.name("q")
-	a := amqp.Table{"x-expires": int32(5 * 60 * 1000)}
-	for k, v := range args {
-		a[k] = v
-	}
-	if err := b.do(func(ch *amqp.Channel) error { _, err := ch.QueueDeclare(q, true, false, false, false, a); return err }); err != nil {
-		b.t.Fatalf("declare queue %s: %v", q, err)
-	}
-	b.queues = append(b.queues, q)
-	for _, k := range keys {
-		b.bind(q, x, k)
-	}
-	return q
-}
-
-func (b *mq) bind(q, x, key string) {
-	b.t.Helper()
-	if err := b.do(func(ch *amqp.Channel) error { return ch.QueueBind(q, key, x, false, nil) }); err != nil {
-		b.t.Fatalf("bind queue %s to %s with %q: %v", q, x, key, err)
-	}
-}
-
-func (b *mq) cleanup() {
-	for _, q := range b.queues {
-		_ = b.do(func(ch *amqp.Channel) error { _, err := ch.QueueDelete(q, false, false, false); return err })
-	}
-	for _, x := range b.exchanges {
-		_ = b.do(func(ch *amqp.Channel) error { return ch.ExchangeDelete(x, false, false) })
-	}
-	_ = b.conn.Close()
-}
 
 // published is one message the node published, as consumed.
 type published struct {
@@ -172,20 +50,10 @@ type consumer struct {
 }
 
 // consume starts consuming q (auto-ack, exclusive) until the test ends.
-func (b *mq) consume(q string) *consumer {
-	b.t.Helper()
-	ch, err := b.conn.Channel()
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	if err := ch.Qos(1000, 0, false); err != nil {
-		b.t.Fatal(err)
-	}
-	deliveries, err := ch.Consume(q, "", true, true, false, false, nil)
-	if err != nil {
-		b.t.Fatalf("consume %s: %v", q, err)
-	}
-	c := &consumer{t: b.t, q: q, byID: map[string][]int{}}
+func consume(t *testing.T, b *rabbittest.Broker, q string) *consumer {
+	t.Helper()
+	deliveries, stop := b.Consume(q, 1000, true)
+	c := &consumer{t: t, q: q, byID: map[string][]int{}}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -200,7 +68,7 @@ func (b *mq) consume(q string) *consumer {
 			c.mu.Unlock()
 		}
 	}()
-	b.t.Cleanup(func() { _ = ch.Close(); <-done })
+	t.Cleanup(func() { stop(); <-done })
 	return c
 }
 
@@ -278,94 +146,15 @@ func checkMessage(p published, a ack) error {
 	return nil
 }
 
-// rabbitmqctls are the rabbitmqctl commands to try, in order:
-// ANKUSA_RABBITMQCTL, the one scripts/ensure-rabbitmq.sh writes for the
-// node it started (that node's HOME holds its cookie), then the system's.
-func rabbitmqctls() []string {
-	var c []string
-	if p := os.Getenv("ANKUSA_RABBITMQCTL"); p != "" {
-		c = append(c, p)
-	}
-	tmp := os.Getenv("TMPDIR")
-	if tmp == "" {
-		tmp = "/tmp"
-	}
-	c = append(c, filepath.Join(tmp, "ankusa-rabbitmq", "rabbitmqctl"))
-	if p, err := exec.LookPath("rabbitmqctl"); err == nil {
-		c = append(c, p)
-	}
-	c = append(c, "/usr/sbin/rabbitmqctl")
-	var have []string
-	for _, p := range c {
-		if st, err := os.Stat(p); err == nil && !st.IsDir() && !slices.Contains(have, p) {
-			have = append(have, p)
-		}
-	}
-	return have
-}
-
-// sinkConn finds the one connection whose client property connection_name
-// is cn and returns the rabbitmqctl that knows it, its Erlang pid (what
-// close_connection takes) and its broker name ("127.0.0.1:54321 ->
-// 127.0.0.1:5672").
-func sinkConn(t *testing.T, cn string) (ctl, pid, name string) {
-	t.Helper()
-	ctls := rabbitmqctls()
-	if len(ctls) == 0 {
-		needService(t, "rabbitmqctl is not installed")
-	}
-	want := `{"connection_name","` + cn + `"}`
-	var tried []string
-	for _, ctl := range ctls {
-		out, err := exec.Command(ctl, "-q", "--no-table-headers", "list_connections", "pid", "name", "client_properties").CombinedOutput()
-		if err != nil {
-			tried = append(tried, fmt.Sprintf("%s: %v: %.300s", ctl, err, out))
-			continue
-		}
-		n := 0
-		for line := range strings.Lines(string(out)) {
-			f := strings.SplitN(strings.TrimRight(line, "\n"), "\t", 3)
-			if len(f) == 3 && strings.Contains(f[2], want) {
-				pid, name = f[0], f[1]
-				n++
-			}
-		}
-		if n == 1 {
-			return ctl, pid, name
-		}
-		tried = append(tried, fmt.Sprintf("%s: %d connections named %q", ctl, n, cn))
-	}
-	t.Fatalf("cannot find the sink's connection %q:\n%s", cn, strings.Join(tried, "\n"))
-	return "", "", ""
-}
-
-// amqpNodeYAML: tenant routing, the two sources of the senders' targets
-// (hooks_test.go), each with one RabbitMQ sink (%[6]s: its keys), fast
-// retries.
-const amqpNodeYAML = `node: {name: %[1]s, data_dir: %[2]s}
-listen: %[3]s
-admin:
-  listen: %[4]s
-  tokens:
-    - {name: ops, sha256: %[5]s, scopes: ["tenant:*"]}
-limits: {max_body_bytes: 64KiB, max_header_bytes: 16KiB}
-route_resolver: {type: tenantpath, prefix: [webhooks]}
-rate_limits:
-  default: {rate: 1000000, burst: 1000000}
-wal: {type: disk, max_file_bytes: 4MiB}
-segment: {max_age: 200ms}
-log: {level: warn, format: json}
-sources:
-  open:
-    verify: {type: none}
-    trust_url_tenant: true
-    sinks:
-      - {id: mq, type: rabbitmq, %[6]s}
+// amqpSourcesYAML: after dispatchNodeYAML, the sources of the senders'
+// targets (hooks_test.go), open and acme-billing, each with one RabbitMQ
+// sink (%[1]s: its keys).
+const amqpSourcesYAML = `      - {id: mq, type: rabbitmq, %[1]s}
   acme-billing:
     tenant_id: acme
     verify: {type: none}
     sinks:
-      - {id: mq, type: rabbitmq, %[6]s}
+      - {id: mq, type: rabbitmq, %[1]s}
 `
 
 // timedAttempt is an attempt log entry with its latency.
@@ -447,22 +236,14 @@ func attemptLogs(t *testing.T, c *adminClient, acks []ack, within time.Duration)
 // x-ankusa-attempt header names the attempt), failures happen only around
 // the close and are followed by a delivered attempt, nothing is dead.
 func TestDispatchAMQPConnectionClosed(t *testing.T) {
-	b := newMQ(t)
-	x := b.exchange("topic")
-	q := b.queue(nil, x, "ankusa.#")
-	cons := b.consume(q)
+	b := rabbittest.New(t)
+	x := b.Exchange("topic")
+	q := b.Queue(nil, x, "ankusa.#")
+	cons := consume(t, b, q)
 
-	dir := t.TempDir()
-	n := &testNode{dir: dir, config: filepath.Join(dir, "ankusa.yaml"), dataDir: filepath.Join(dir, "data"), listen: freeAddr(t), admin: freeAddr(t)}
 	node := fmt.Sprintf("amqp-close-%08x", rand.Uint32())
-	sink := fmt.Sprintf(`url: %q, exchange: %q, routing_key: "ankusa.{tenant_id}.{source_id}", retry_base: 50ms, retry_max: 500ms, connect_timeout: 2s, timeout: 5s`, amqpURL(), x)
-	yaml := fmt.Sprintf(amqpNodeYAML, node, n.dataDir, n.listen, n.admin, sha256Hex(opsToken), sink)
-	if err := os.WriteFile(n.config, []byte(yaml), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if code, _, stderr := runBin(t, dir, "check-config", "-config", n.config); code != 0 {
-		t.Fatalf("the test's own config does not check (exit %d):\n%s", code, stderr)
-	}
+	sink := fmt.Sprintf(`url: %q, exchange: %q, routing_key: "ankusa.{tenant_id}.{source_id}", retry_base: 50ms, retry_max: 500ms, connect_timeout: 2s, timeout: 5s`, rabbittest.URL(), x)
+	n := newDispatchConfigNode(t, node, fmt.Sprintf(amqpSourcesYAML, sink))
 	p := n.serve(t)
 	c := newAdminClient(t, n.admin)
 
@@ -480,11 +261,10 @@ func TestDispatchAMQPConnectionClosed(t *testing.T) {
 		}
 	}
 	cn := "ankusa/" + node + "/open/mq"
-	ctl, pid, before := sinkConn(t, cn)
+	conn := rabbittest.FindConn(t, cn)
+	before := conn.Name
 	closeStart := time.Now()
-	if out, err := exec.Command(ctl, "-q", "close_connection", pid, "ankusa test: closed mid-stream").CombinedOutput(); err != nil {
-		t.Fatalf("%s close_connection %s: %v\n%s", ctl, pid, err, out)
-	}
+	conn.Close(t, "ankusa test: closed mid-stream")
 	closeEnd := time.Now()
 	time.Sleep(2 * time.Second)
 	acks := l.stop()
@@ -508,7 +288,7 @@ func TestDispatchAMQPConnectionClosed(t *testing.T) {
 			len(missing), len(acks), a.id, a.tenant, a.source, as, err, classifyMissing(c, missing, byID), breakerSummary(p.stderr.String()), logSummary(p.stderr.String()))
 	}
 	drained := time.Since(drainStart)
-	_, _, after := sinkConn(t, cn)
+	after := rabbittest.FindConn(t, cn).Name
 	if after == before {
 		t.Fatalf("the sink is still on connection %q after the broker closed it", before)
 	}
@@ -609,7 +389,7 @@ func TestDispatchAMQPConnectionClosed(t *testing.T) {
 
 	t.Logf("phases: every ack in the queue %v after the load stopped; SIGTERM drain %v; %s", drained.Round(time.Millisecond), time.Since(stopStart).Round(time.Millisecond), breakerSummary(p.stderr.String()))
 	t.Logf("close_connection %s (%q), %v after the load started, took %v; the sink then published on %q",
-		pid, before, closeStart.Sub(loadStart).Round(time.Millisecond), closeEnd.Sub(closeStart).Round(time.Millisecond), after)
+		conn.PID, before, closeStart.Sub(loadStart).Round(time.Millisecond), closeEnd.Sub(closeStart).Round(time.Millisecond), after)
 	t.Logf("%d requests, %d acknowledged (201); queue: %d messages, %d distinct ids, %d duplicates; %d hooks received after the close are in it",
 		l.sent.Load(), len(acks), len(msgs), len(inQueue), dups, afterClose)
 	t.Logf("attempt logs (read in %v): %d hooks with %d failed attempts, ending %s to %s (close at %s to %s), each hook then delivered; e.g. %q",

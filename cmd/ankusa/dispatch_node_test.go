@@ -22,23 +22,25 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 )
 
-// Secrets of the two HTTP sinks of dispatchNodeYAML (Standard Webhooks
+// Secrets of the two HTTP sinks of twoSinksYAML (Standard Webhooks
 // form: whsec_ and base64 of the key).
 const (
 	secretA = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 	secretB = "whsec_c2Vjb25kLXNpbmstc2VjcmV0LWtleS0xMjM0NQ=="
 )
 
-// dispatchNodeYAML: tenant routing over a shared source with two HTTP
-// sinks, a to the receiver at %[4]s and b to the one at %[7]s, each sink's
-// path and tenant in the URL template; %[5]s and %[8]s are extra keys of
-// sinks a and b.
-const dispatchNodeYAML = `node: {name: edge-dispatch-test, data_dir: %[1]s}
-listen: %[2]s
+// dispatchNodeYAML is the head of the dispatch tests' configs: tenant
+// routing, the ops token, rates no test reaches, a disk WAL, segments
+// sealed after 200ms, and the shared source open, trusting the URL's
+// tenant, whose sinks follow. %[1]s is the node's name, %[2]s its
+// data_dir, %[3]s and %[4]s its listen and admin addresses, %[5]s the ops
+// token's digest.
+const dispatchNodeYAML = `node: {name: %[1]s, data_dir: %[2]s}
+listen: %[3]s
 admin:
-  listen: %[3]s
+  listen: %[4]s
   tokens:
-    - {name: ops, sha256: %[6]s, scopes: ["tenant:*"]}
+    - {name: ops, sha256: %[5]s, scopes: ["tenant:*"]}
 limits: {max_body_bytes: 64KiB, max_header_bytes: 16KiB}
 route_resolver: {type: tenantpath, prefix: [webhooks]}
 rate_limits:
@@ -51,8 +53,14 @@ sources:
     verify: {type: none}
     trust_url_tenant: true
     sinks:
-      - {id: a, type: http, url: "http://%[4]s/a/{tenant_id}", secret: "` + secretA + `", allow_private: true, format: raw%[5]s}
-      - {id: b, type: http, url: "http://%[7]s/b/{tenant_id}", secret: "` + secretB + `", allow_private: true, format: envelope%[8]s}
+`
+
+// twoSinksYAML: the sinks of source open of newDispatchNode2, a to the
+// receiver at %[1]s and b to the one at %[3]s, each sink's path and
+// tenant in the URL template; %[2]s and %[4]s are extra keys of sinks a
+// and b.
+const twoSinksYAML = `      - {id: a, type: http, url: "http://%[1]s/a/{tenant_id}", secret: "` + secretA + `", allow_private: true, format: raw%[2]s}
+      - {id: b, type: http, url: "http://%[3]s/b/{tenant_id}", secret: "` + secretB + `", allow_private: true, format: envelope%[4]s}
 `
 
 // newDispatchNode writes a config whose sinks deliver to recv.
@@ -65,10 +73,27 @@ func newDispatchNode(t *testing.T, recv *receiver, sinkKeys string) *testNode {
 // b to recvB, with their own extra keys.
 func newDispatchNode2(t *testing.T, recvA *receiver, keysA string, recvB *receiver, keysB string) *testNode {
 	t.Helper()
+	return newDispatchConfigNode(t, "edge-dispatch-test", fmt.Sprintf(twoSinksYAML, recvA.addr, keysA, recvB.addr, keysB))
+}
+
+// newDispatchConfigNode writes the config dispatchNodeYAML heads, for a
+// node called name, with rest after it: the sinks of source open, then
+// any other sources.
+func newDispatchConfigNode(t *testing.T, name, rest string) *testNode {
+	t.Helper()
+	return newConfiguredNode(t, func(n *testNode) string {
+		return fmt.Sprintf(dispatchNodeYAML, name, n.dataDir, n.listen, n.admin, sha256Hex(opsToken)) + rest
+	})
+}
+
+// newConfiguredNode gives a node a fresh temporary directory, its data
+// directory and free listen and admin addresses, writes the config that
+// yaml makes of them, and checks it with check-config.
+func newConfiguredNode(t *testing.T, yaml func(n *testNode) string) *testNode {
+	t.Helper()
 	dir := t.TempDir()
 	n := &testNode{dir: dir, config: filepath.Join(dir, "ankusa.yaml"), dataDir: filepath.Join(dir, "data"), listen: freeAddr(t), admin: freeAddr(t)}
-	yaml := fmt.Sprintf(dispatchNodeYAML, n.dataDir, n.listen, n.admin, recvA.addr, keysA, sha256Hex(opsToken), recvB.addr, keysB)
-	if err := os.WriteFile(n.config, []byte(yaml), 0o644); err != nil {
+	if err := os.WriteFile(n.config, []byte(yaml(n)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if code, _, stderr := runBin(t, dir, "check-config", "-config", n.config); code != 0 {

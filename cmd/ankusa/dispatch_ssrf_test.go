@@ -9,40 +9,20 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 )
 
-// ssrfNodeYAML: one shared source whose five HTTP sinks point at private
-// targets, none with allow_private. Sink a and loop6 reach the receiver
-// (%[4]s on 127.0.0.1, and on [::1] at port %[5]s) if the guard lets
-// them; localhost reaches it by name.
-const ssrfNodeYAML = `node: {name: edge-ssrf-test, data_dir: %[1]s}
-listen: %[2]s
-admin:
-  listen: %[3]s
-  tokens:
-    - {name: ops, sha256: %[6]s, scopes: ["tenant:*"]}
-limits: {max_body_bytes: 64KiB, max_header_bytes: 16KiB}
-route_resolver: {type: tenantpath, prefix: [webhooks]}
-rate_limits:
-  default: {rate: 1000000, burst: 1000000}
-wal: {type: disk, max_file_bytes: 4MiB}
-segment: {max_age: 200ms}
-log: {level: warn, format: json}
-sources:
-  open:
-    verify: {type: none}
-    trust_url_tenant: true
-    sinks:
-      - {id: a, type: http, url: "http://%[4]s/a/{tenant_id}", secret: "` + secretA + `", format: raw}
+// ssrfSinksYAML: the five HTTP sinks of source open (dispatchNodeYAML),
+// pointing at private targets, none with allow_private. Sink a and loop6
+// reach the receiver (%[1]s on 127.0.0.1, and on [::1] at port %[2]s) if
+// the guard lets them; localhost reaches it by name.
+const ssrfSinksYAML = `      - {id: a, type: http, url: "http://%[1]s/a/{tenant_id}", secret: "` + secretA + `", format: raw}
       - {id: private, type: http, url: "http://10.1.2.3/a/{tenant_id}"}
       - {id: metadata, type: http, url: "http://169.254.169.254/latest/meta-data"}
-      - {id: loop6, type: http, url: "http://[::1]:%[5]s/a/{tenant_id}"}
-      - {id: localhost, type: http, url: "http://localhost:%[5]s/"}
+      - {id: loop6, type: http, url: "http://[::1]:%[2]s/a/{tenant_id}"}
+      - {id: localhost, type: http, url: "http://localhost:%[2]s/"}
 `
 
 // ssrfRefusals is what each sink's error must name besides the guard and
@@ -146,15 +126,7 @@ func TestDispatchSSRFGuard(t *testing.T) {
 		go recv.srv.Serve(ln6)
 	}
 
-	dir := t.TempDir()
-	n := &testNode{dir: dir, config: filepath.Join(dir, "ankusa.yaml"), dataDir: filepath.Join(dir, "data"), listen: freeAddr(t), admin: freeAddr(t)}
-	yaml := fmt.Sprintf(ssrfNodeYAML, n.dataDir, n.listen, n.admin, recv.addr, port, sha256Hex(opsToken))
-	if err := os.WriteFile(n.config, []byte(yaml), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if code, _, stderr := runBin(t, dir, "check-config", "-config", n.config); code != 0 {
-		t.Fatalf("the test's own config does not check (exit %d):\n%s", code, stderr)
-	}
+	n := newDispatchConfigNode(t, "edge-ssrf-test", fmt.Sprintf(ssrfSinksYAML, recv.addr, port))
 	p := n.serve(t)
 	c := newAdminClient(t, n.admin)
 

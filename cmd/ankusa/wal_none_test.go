@@ -22,6 +22,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/ankusa/ankusa/envelope"
+	"github.com/ankusa/ankusa/internal/rabbittest"
 )
 
 // Acceptance 7a: `ankusa serve` (not only check-config) with wal.type:
@@ -171,22 +172,15 @@ func waitLog(t *testing.T, p *proc, s string, within time.Duration) {
 // (unavailable, Retry-After); the 201s resume when the exchange is back.
 // A restart (SIGTERM) keeps the numbering above what was handed out.
 func TestWALNoneAcksOnlyConfirmed(t *testing.T) {
-	b := newMQ(t)
-	x := b.name("x") // declared later: missing at first
-	b.exchanges = append(b.exchanges, x)
-	q := b.queue(nil, "")
-	x2 := b.exchange("direct")
-	q2 := b.queue(amqp.Table{"x-max-length": int32(3), "x-overflow": "reject-publish"}, x2, "ankusa.capped")
+	b := rabbittest.New(t)
+	x := b.Name("x") // declared later: missing at first
+	q := b.Queue(nil, "")
+	x2 := b.Exchange("direct")
+	q2 := b.Queue(amqp.Table{"x-max-length": int32(3), "x-overflow": "reject-publish"}, x2, "ankusa.capped")
 
-	dir := t.TempDir()
-	n := &testNode{dir: dir, config: filepath.Join(dir, "ankusa.yaml"), dataDir: filepath.Join(dir, "data"), listen: freeAddr(t), admin: freeAddr(t)}
-	yaml := fmt.Sprintf(walNoneYAML, fmt.Sprintf("wal-none-%08x", rand.Uint32()), n.dataDir, n.listen, n.admin, x, x2, amqpURL())
-	if err := os.WriteFile(n.config, []byte(yaml), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if code, _, stderr := runBin(t, dir, "check-config", "-config", n.config); code != 0 {
-		t.Fatalf("the test's own config does not check (exit %d):\n%s", code, stderr)
-	}
+	n := newConfiguredNode(t, func(n *testNode) string {
+		return fmt.Sprintf(walNoneYAML, fmt.Sprintf("wal-none-%08x", rand.Uint32()), n.dataDir, n.listen, n.admin, x, x2, rabbittest.URL())
+	})
 	p := n.serve(t)
 	client := &http.Client{Timeout: 15 * time.Second}
 	defer client.CloseIdleConnections()
@@ -207,7 +201,7 @@ func TestWALNoneAcksOnlyConfirmed(t *testing.T) {
 
 	// 2. It exists but no queue is bound: the broker returns the
 	// (mandatory) message, 503 again.
-	b.declareExchange(x, "direct")
+	b.DeclareExchange(x, "direct")
 	for start := time.Now(); !strings.Contains(p.stderr.String(), "unroutable"); {
 		if a := send("orders"); !a.is503() {
 			t.Fatalf("exchange %s with no queue bound: %v, want 503", x, a)
@@ -219,8 +213,8 @@ func TestWALNoneAcksOnlyConfirmed(t *testing.T) {
 	}
 
 	// 3. Bound: 201 once the sink's channels are back.
-	b.bind(q, x, "ankusa.orders")
-	cons := b.consume(q)
+	b.Bind(q, x, "ankusa.orders")
+	cons := consume(t, b, q)
 	for start := time.Now(); ; time.Sleep(50 * time.Millisecond) {
 		a := send("orders")
 		if a.status == http.StatusCreated && a.err == nil {
@@ -298,12 +292,12 @@ func TestWALNoneAcksOnlyConfirmed(t *testing.T) {
 	loadStart := time.Now()
 	waitCount("201s under load", loadStart, is201, 300, 10*time.Second)
 	time.Sleep(time.Until(loadStart.Add(500 * time.Millisecond)))
-	b.deleteExchange(x)
+	b.DeleteExchange(x)
 	deleted := time.Now()
 	waitCount("503s after the exchange was deleted", deleted, answered.is503, 50, 5*time.Second)
 	time.Sleep(500 * time.Millisecond)
-	b.declareExchange(x, "direct")
-	b.bind(q, x, "ankusa.orders")
+	b.DeclareExchange(x, "direct")
+	b.Bind(q, x, "ankusa.orders")
 	restored := time.Now()
 	waitCount("201s after the exchange is back", restored, is201, 200, 20*time.Second)
 	halt()
@@ -375,7 +369,7 @@ func TestWALNoneAcksOnlyConfirmed(t *testing.T) {
 			t.Fatalf("attempt %d: %v", m.attempt, err)
 		}
 	}
-	c2 := b.consume(q2)
+	c2 := consume(t, b, q2)
 	var cappedIDs []string
 	for _, a := range capped {
 		cappedIDs = append(cappedIDs, a.id)

@@ -2,7 +2,6 @@ package amqpsink
 
 import (
 	"errors"
-	"os/exec"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/ankusa/ankusa/config"
 	"github.com/ankusa/ankusa/envelope"
+	"github.com/ankusa/ankusa/internal/rabbittest"
 )
 
 // The broker closes the sink's connection in the middle of a stream of
@@ -19,10 +19,10 @@ import (
 // not be there (at-least-once) and succeed when retried.
 func TestServerClosesConnection(t *testing.T) {
 	t.Parallel()
-	b := newBroker(t)
-	x := b.exchange("direct")
-	q := b.queue(nil, x, "ankusa.stripe")
-	s := b.newSink(config.Sink{Exchange: x, Timeout: config.Duration(5 * time.Second)})
+	b := rabbittest.New(t)
+	x := b.Exchange("direct")
+	q := b.Queue(nil, x, "ankusa.stripe")
+	s := newSink(t, b, config.Sink{Exchange: x, Timeout: config.Duration(5 * time.Second)})
 
 	type result struct {
 		e   *envelope.Envelope
@@ -43,7 +43,7 @@ func TestServerClosesConnection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctl, pid, before := serverConn(t, s.o.ConnectionName)
+	conn := rabbittest.FindConn(t, s.o.ConnectionName)
 
 	var oks, oksAfter atomic.Int64
 	var closed atomic.Bool
@@ -79,9 +79,7 @@ func TestServerClosesConnection(t *testing.T) {
 	for oks.Load() < 300 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
-	if out, err := exec.Command(ctl, "-q", "close_connection", pid, "ankusa test: closed mid-stream").CombinedOutput(); err != nil {
-		t.Fatalf("%s close_connection %s: %v\n%s", ctl, pid, err, out)
-	}
+	conn.Close(t, "ankusa test: closed mid-stream")
 	closed.Store(true)
 	for oksAfter.Load() < 300 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
@@ -90,8 +88,8 @@ func TestServerClosesConnection(t *testing.T) {
 	if oksAfter.Load() < 300 {
 		t.Fatalf("publishing did not resume: %d ok after the close", oksAfter.Load())
 	}
-	if _, _, after := serverConn(t, s.o.ConnectionName); after == before {
-		t.Fatalf("still on connection %q after closing it", before)
+	if after := rabbittest.FindConn(t, s.o.ConnectionName); after.Name == conn.Name {
+		t.Fatalf("still on connection %q after closing it", conn.Name)
 	}
 
 	// Retry the failures (the dispatcher would).
@@ -120,9 +118,9 @@ func TestServerClosesConnection(t *testing.T) {
 		}
 	}
 
-	n := b.count(q)
+	n := b.Count(q)
 	got := map[string]int{}
-	for _, m := range b.drain(q, n) {
+	for _, m := range b.Drain(q, n) {
 		got[m.MessageId]++
 	}
 	okFirst, failedPresent := 0, 0
@@ -141,6 +139,6 @@ func TestServerClosesConnection(t *testing.T) {
 	}
 	t.Logf("close_connection %s (%q) mid-stream: %d attempts, %d ok (%d before the close, %d after), %d errors %v, all %d retried ok; "+
 		"queue: %d messages, %d distinct ids, %d failed attempts whose message arrived anyway (duplicates)",
-		pid, before, len(results), okFirst, okFirst-int(oksAfter.Load()), oksAfter.Load(), len(failed), kinds, len(failed),
+		conn.PID, conn.Name, len(results), okFirst, okFirst-int(oksAfter.Load()), oksAfter.Load(), len(failed), kinds, len(failed),
 		n, len(got), failedPresent)
 }

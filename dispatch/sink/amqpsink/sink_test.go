@@ -15,14 +15,15 @@ import (
 	"github.com/ankusa/ankusa/config"
 	"github.com/ankusa/ankusa/dispatch"
 	"github.com/ankusa/ankusa/envelope"
+	"github.com/ankusa/ankusa/internal/rabbittest"
 )
 
 func TestEnvelopeRoundTrip(t *testing.T) {
 	t.Parallel()
-	b := newBroker(t)
-	x := b.exchange("direct")
-	q := b.queue(nil, x, "ankusa.stripe") // the default routing key
-	s := b.newSink(config.Sink{Exchange: x})
+	b := rabbittest.New(t)
+	x := b.Exchange("direct")
+	q := b.Queue(nil, x, "ankusa.stripe") // the default routing key
+	s := newSink(t, b, config.Sink{Exchange: x})
 	if !s.Durable() {
 		t.Fatal("Durable() = false")
 	}
@@ -33,7 +34,7 @@ func TestEnvelopeRoundTrip(t *testing.T) {
 	if err := deliver(s, e, 3); err != nil {
 		t.Fatal(err)
 	}
-	m := b.drain(q, 1)[0]
+	m := b.Drain(q, 1)[0]
 	if want := e.AppendJSON(nil); !bytes.Equal(m.Body, want) {
 		t.Errorf("body:\n got %s\nwant %s", m.Body, want)
 	}
@@ -60,10 +61,10 @@ func TestEnvelopeRoundTrip(t *testing.T) {
 
 func TestRawRoundTrip(t *testing.T) {
 	t.Parallel()
-	b := newBroker(t)
-	x := b.exchange("direct")
-	q := b.queue(nil, x, "raw.acme")
-	s := b.newSink(config.Sink{Exchange: x, Format: "raw", RoutingKey: "raw.{tenant_id}"})
+	b := rabbittest.New(t)
+	x := b.Exchange("direct")
+	q := b.Queue(nil, x, "raw.acme")
+	s := newSink(t, b, config.Sink{Exchange: x, Format: "raw", RoutingKey: "raw.{tenant_id}"})
 
 	e := testEnvelope()
 	e.Body = []byte{0, 1, 2, 0xff, 'a', '\n'} // not UTF-8: raw is bytes
@@ -77,7 +78,7 @@ func TestRawRoundTrip(t *testing.T) {
 	if err := deliver(s, noType, 1); err != nil {
 		t.Fatal(err)
 	}
-	ms := b.drain(q, 2)
+	ms := b.Drain(q, 2)
 	if !bytes.Equal(ms[0].Body, e.Body) {
 		t.Errorf("body %q, want %q", ms[0].Body, e.Body)
 	}
@@ -123,11 +124,11 @@ func checkHeaders(t *testing.T, got, want amqp.Table) {
 
 func TestRoutingKeyTemplate(t *testing.T) {
 	t.Parallel()
-	b := newBroker(t)
-	x := b.exchange("topic")
-	qa := b.queue(nil, x, "hooks.acme.*")
-	qb := b.queue(nil, x, "hooks.globex.a2")
-	s := b.newSink(config.Sink{Exchange: x, RoutingKey: "hooks.{tenant_id}.{params.app_id}"})
+	b := rabbittest.New(t)
+	x := b.Exchange("topic")
+	qa := b.Queue(nil, x, "hooks.acme.*")
+	qb := b.Queue(nil, x, "hooks.globex.a2")
+	s := newSink(t, b, config.Sink{Exchange: x, RoutingKey: "hooks.{tenant_id}.{params.app_id}"})
 
 	var want = map[string][]string{}
 	for i, tc := range []struct{ tenant, app, q string }{
@@ -142,7 +143,7 @@ func TestRoutingKeyTemplate(t *testing.T) {
 		want[tc.q] = append(want[tc.q], "hooks."+tc.tenant+"."+tc.app)
 	}
 	for _, q := range []string{qa, qb} {
-		ms := b.drain(q, len(want[q]))
+		ms := b.Drain(q, len(want[q]))
 		for i, m := range ms {
 			if m.RoutingKey != want[q][i] {
 				t.Errorf("queue %s message %d: routing key %q, want %q", q, i, m.RoutingKey, want[q][i])
@@ -155,9 +156,9 @@ func TestRoutingKeyTemplate(t *testing.T) {
 // sink must answer an error, never ok.
 func TestUnroutable(t *testing.T) {
 	t.Parallel()
-	b := newBroker(t)
-	x := b.exchange("direct")
-	s := b.newSink(config.Sink{Exchange: x})
+	b := rabbittest.New(t)
+	x := b.Exchange("direct")
+	s := newSink(t, b, config.Sink{Exchange: x})
 
 	err := deliver(s, testEnvelope(), 1)
 	if !errors.Is(err, ErrUnroutable) {
@@ -168,17 +169,17 @@ func TestUnroutable(t *testing.T) {
 	}
 	// Returns do not close the channel: once a queue is bound, the next
 	// attempt lands.
-	q := b.queue(nil, x, "ankusa.stripe")
+	q := b.Queue(nil, x, "ankusa.stripe")
 	e := testEnvelope()
 	for i := 0; i < 8; i++ { // every channel of the pool
 		if err := deliver(s, e, 2); err != nil {
 			t.Fatalf("after binding, attempt %d: %v", i, err)
 		}
 	}
-	b.drain(q, 8)
+	b.Drain(q, 8)
 
 	// The default exchange with no such queue is unroutable too.
-	s2 := b.newSink(config.Sink{RoutingKey: b.prefix + "-no-such-queue"})
+	s2 := newSink(t, b, config.Sink{RoutingKey: b.Name("no-such-queue")})
 	if err := deliver(s2, testEnvelope(), 1); !errors.Is(err, ErrUnroutable) || !strings.Contains(err.Error(), "default exchange") {
 		t.Fatalf("default exchange: err = %v, want ErrUnroutable", err)
 	}
@@ -187,9 +188,9 @@ func TestUnroutable(t *testing.T) {
 // A queue at its max-length with overflow reject-publish nacks.
 func TestNack(t *testing.T) {
 	t.Parallel()
-	b := newBroker(t)
-	q := b.queue(amqp.Table{"x-max-length": int32(1), "x-overflow": "reject-publish"}, "")
-	s := b.newSink(config.Sink{RoutingKey: q}) // the default exchange routes by queue name
+	b := rabbittest.New(t)
+	q := b.Queue(amqp.Table{"x-max-length": int32(1), "x-overflow": "reject-publish"}, "")
+	s := newSink(t, b, config.Sink{RoutingKey: q}) // the default exchange routes by queue name
 	if err := deliver(s, testEnvelope(), 1); err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +198,7 @@ func TestNack(t *testing.T) {
 	if !errors.Is(err, ErrNacked) || dispatch.AsError(err).Permanent {
 		t.Fatalf("err = %v, want a retryable ErrNacked", err)
 	}
-	b.drain(q, 1)
+	b.Drain(q, 1)
 	if err := deliver(s, testEnvelope(), 2); err != nil {
 		t.Fatalf("after the queue drained: %v", err)
 	}
@@ -207,9 +208,9 @@ func TestNack(t *testing.T) {
 // says so, and the sink recovers once the exchange exists.
 func TestMissingExchange(t *testing.T) {
 	t.Parallel()
-	b := newBroker(t)
-	x := b.prefix + "-later"
-	s := b.newSink(config.Sink{Exchange: x, Channels: 2})
+	b := rabbittest.New(t)
+	x := b.Name("later")
+	s := newSink(t, b, config.Sink{Exchange: x, Channels: 2})
 
 	for i := 0; i < 3; i++ {
 		err := deliver(s, testEnvelope(), 1)
@@ -222,11 +223,8 @@ func TestMissingExchange(t *testing.T) {
 		t.Logf("attempt %d: %v", i, err)
 	}
 
-	if err := b.do(func(ch *amqp.Channel) error { return ch.ExchangeDeclare(x, "direct", false, false, false, false, nil) }); err != nil {
-		t.Fatal(err)
-	}
-	b.exchanges = append(b.exchanges, x)
-	q := b.queue(nil, x, "ankusa.stripe")
+	b.DeclareExchange(x, "direct")
+	q := b.Queue(nil, x, "ankusa.stripe")
 	e := testEnvelope()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
@@ -239,17 +237,17 @@ func TestMissingExchange(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if m := b.drain(q, 1)[0]; m.MessageId != e.ID.String() {
+	if m := b.Drain(q, 1)[0]; m.MessageId != e.ID.String() {
 		t.Errorf("message id %q, want %q", m.MessageId, e.ID)
 	}
 }
 
 func TestConcurrentDeliveries(t *testing.T) {
 	t.Parallel()
-	b := newBroker(t)
-	x := b.exchange("direct")
-	q := b.queue(nil, x, "ankusa.stripe")
-	s := b.newSink(config.Sink{Exchange: x})
+	b := rabbittest.New(t)
+	x := b.Exchange("direct")
+	q := b.Queue(nil, x, "ankusa.stripe")
+	s := newSink(t, b, config.Sink{Exchange: x})
 
 	const workers, total = 32, 2000
 	envs := make([]*envelope.Envelope, total)
@@ -279,11 +277,11 @@ func TestConcurrentDeliveries(t *testing.T) {
 		t.Fatalf("delivery failed: %v", err)
 	}
 	t.Logf("%d confirmed deliveries from %d goroutines in %v", total, workers, time.Since(start))
-	if n := b.count(q); n != total {
+	if n := b.Count(q); n != total {
 		t.Fatalf("queue holds %d, want %d", n, total)
 	}
 	seen := map[string]bool{}
-	for _, m := range b.drain(q, total) {
+	for _, m := range b.Drain(q, total) {
 		if seen[m.MessageId] {
 			t.Fatalf("duplicate %s", m.MessageId)
 		}
@@ -340,10 +338,10 @@ func TestUnreachableBroker(t *testing.T) {
 
 func TestDeliverAfterClose(t *testing.T) {
 	t.Parallel()
-	b := newBroker(t)
-	x := b.exchange("direct")
-	q := b.queue(nil, x, "ankusa.stripe")
-	s := b.newSink(config.Sink{Exchange: x})
+	b := rabbittest.New(t)
+	x := b.Exchange("direct")
+	q := b.Queue(nil, x, "ankusa.stripe")
+	s := newSink(t, b, config.Sink{Exchange: x})
 	if err := deliver(s, testEnvelope(), 1); err != nil {
 		t.Fatal(err)
 	}
@@ -358,17 +356,17 @@ func TestDeliverAfterClose(t *testing.T) {
 	if err := s.Deliver(ctx, &dispatch.Delivery{Envelope: testEnvelope(), Attempt: 1}); err == nil {
 		t.Fatal("ok after Close")
 	}
-	b.drain(q, 1)
+	b.Drain(q, 1)
 }
 
 // Routable and unroutable publishes interleaved on one channel: returns
 // carry no delivery tag, yet each must fail exactly its own publish.
 func TestReturnsMultiplexed(t *testing.T) {
 	t.Parallel()
-	b := newBroker(t)
-	x := b.exchange("topic")
-	q := b.queue(nil, x, "ok.*")
-	s := b.newSink(config.Sink{Exchange: x, Channels: 1, RoutingKey: "{params.k}.{tenant_id}"})
+	b := rabbittest.New(t)
+	x := b.Exchange("topic")
+	q := b.Queue(nil, x, "ok.*")
+	s := newSink(t, b, config.Sink{Exchange: x, Channels: 1, RoutingKey: "{params.k}.{tenant_id}"})
 
 	const workers, total = 32, 1000
 	var next atomic.Int64
@@ -405,5 +403,5 @@ func TestReturnsMultiplexed(t *testing.T) {
 	if badOK.Load() != 0 || wrongErr.Load() != 0 {
 		t.Fatalf("%d unroutable messages reported ok, %d routable ones failed", badOK.Load(), wrongErr.Load())
 	}
-	b.drain(q, int(okRoutable.Load()))
+	b.Drain(q, int(okRoutable.Load()))
 }
