@@ -337,5 +337,36 @@ func TestDispatchDeliversEverything(t *testing.T) {
 	if dups != 0 {
 		t.Errorf("%d duplicate deliveries in a clean run (at least once allows them, but a clean run should have none)", dups)
 	}
+	checkDispatchMetrics(t, n, count+dups)
 	p.stop()
+}
+
+// checkDispatchMetrics reads /metrics once every delivery is done: the
+// attempts by sink and outcome, the backlog by state, the delivery latency
+// histogram and the dead letters.
+func checkDispatchMetrics(t *testing.T, n *testNode, delivered int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	var text string
+	for {
+		ans := newAdminClient(t, n.admin).get("/metrics", "")
+		text = string(ans.body)
+		if strings.Contains(text, `ankusa_dispatch_backlog{state="pending"} 0`+"\n") || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, want := range []string{
+		fmt.Sprintf(`ankusa_dispatch_attempts_total{sink="open/a",outcome="delivered"} %d`, delivered),
+		fmt.Sprintf(`ankusa_dispatch_attempts_total{sink="open/b",outcome="delivered"} %d`, delivered),
+		`ankusa_dispatch_backlog{state="pending"} 0`,
+		`ankusa_dispatch_backlog{state="in_flight"} 0`,
+		`ankusa_dispatch_backlog{state="dead"} 0`,
+		`ankusa_dispatch_dead_letters_total 0`,
+		fmt.Sprintf(`ankusa_dispatch_delivery_seconds_count %d`, 2*delivered),
+	} {
+		if !strings.Contains(text, want+"\n") {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
 }
