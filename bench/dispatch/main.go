@@ -51,6 +51,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/ankusa/ankusa/bench/internal/benchkit"
 )
 
 // options are the command's flags.
@@ -98,16 +100,7 @@ func run() int {
 		return 1
 	}
 	rep.WallSeconds = time.Since(started).Seconds()
-	md := rep.markdown(o)
-	fmt.Print(md)
-	if err := rep.write(o, md); err != nil {
-		fmt.Fprintln(os.Stderr, "bench-dispatch:", err)
-		return 1
-	}
-	if len(rep.Failures) > 0 {
-		return 1
-	}
-	return 0
+	return benchkit.Publish("bench-dispatch", rep.markdown(o), o.out, o.jsonOut, rep, rep.Failures)
 }
 
 func parseFlags(args []string) (*options, error) {
@@ -150,10 +143,8 @@ func parseFlags(args []string) (*options, error) {
 			return nil, fmt.Errorf("-only %q: want live, read-back and open, comma-separated", *only)
 		}
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if o.quick {
-		quick := map[string]func(){
+		benchkit.Unset(fs, map[string]func(){
 			"d":            func() { o.duration = time.Second },
 			"gcref-rounds": func() { o.gcrefRounds = 1 },
 			"n":            func() { o.readbackN = 5000 },
@@ -162,12 +153,7 @@ func parseFlags(args []string) (*options, error) {
 			"open-steps":   func() { o.openSteps = 0 },
 			"open-frac":    func() { o.openFrac = 0.1 },
 			"profile":      func() { o.profile = 0 },
-		}
-		for name, apply := range quick {
-			if !set[name] {
-				apply()
-			}
-		}
+		})
 	}
 	switch {
 	case o.conns < 1 || o.tenants < 1:

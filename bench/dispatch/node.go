@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -13,13 +12,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
-	"github.com/ankusa/ankusa/internal/child"
+	"github.com/ankusa/ankusa/bench/internal/benchkit"
 )
 
 // sinkSecret signs the HTTP deliveries (Standard Webhooks), as a real
@@ -79,28 +76,18 @@ type node struct {
 	admin   string
 	token   string
 	config  string
-	cmd     *exec.Cmd
-	out     *child.Buffer
+	proc    *benchkit.Proc
 	earlier string // the output of the node's earlier processes (restart)
-	exited  chan struct{}
-	waitErr error
 }
 
 // startNode starts a node on a fresh data directory; segment is extra
 // config (a "segment: {...}" line) or "".
 func startNode(ctx context.Context, o *options, sink sinkSpec, segment string) (*node, error) {
-	dir, err := os.MkdirTemp(o.tmp, "ankusa-bench-dispatch-")
+	dir, addrs, err := benchkit.DataDir(o.tmp, "ankusa-bench-dispatch-", 2)
 	if err != nil {
-		return nil, fmt.Errorf("cannot create a data directory (set -tmp): %w", err)
-	}
-	n := &node{dir: dir}
-	if n.listen, err = child.FreeAddr(); err == nil {
-		n.admin, err = child.FreeAddr()
-	}
-	if err != nil {
-		os.RemoveAll(dir)
 		return nil, err
 	}
+	n := &node{dir: dir, listen: addrs[0], admin: addrs[1]}
 	var tok [16]byte
 	_, _ = rand.Read(tok[:])
 	n.token = "bench-" + hex.EncodeToString(tok[:])
@@ -120,70 +107,31 @@ func (n *node) launch(ctx context.Context, o *options, sink sinkSpec, segment st
 	if err := os.WriteFile(cfg, []byte(n.config), 0o600); err != nil {
 		return fmt.Errorf("cannot write the node's config: %w", err)
 	}
-	n.out, n.exited, n.waitErr = &child.Buffer{}, make(chan struct{}), nil
-	n.cmd = exec.Command(filepath.Join(o.bin, "ankusa"), "serve", "-config", cfg)
-	n.cmd.Stdout = n.out
-	n.cmd.Stderr = n.out
-	if err := n.cmd.Start(); err != nil {
+	p, err := benchkit.StartProc("ankusa", exec.Command(filepath.Join(o.bin, "ankusa"), "serve", "-config", cfg))
+	if err != nil {
 		return fmt.Errorf("cannot start ankusa (build it with make build): %w", err)
 	}
-	go func() { n.waitErr = n.cmd.Wait(); close(n.exited) }()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		err := getOK("http://" + n.admin + "/readyz")
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-n.exited:
-			return fmt.Errorf("ankusa exited before it was ready: %v\n%s", n.waitErr, tail(n.out.String()))
-		case <-ctx.Done():
-			n.halt()
-			return ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			n.halt()
-			return fmt.Errorf("ankusa not ready after 15s: %v\n%s", err, tail(n.out.String()))
-		}
+	n.proc = p
+	if err := p.WaitReady(ctx, 15*time.Second, func() error { return benchkit.GetOK(client, "http://"+n.admin+"/readyz") }); err != nil {
+		n.halt()
+		return err
 	}
+	return nil
 }
 
-func (n *node) pid() int { return n.cmd.Process.Pid }
+func (n *node) pid() int { return n.proc.Pid() }
 
-func (n *node) alive() bool {
-	select {
-	case <-n.exited:
-		return false
-	default:
-		return true
-	}
-}
+func (n *node) alive() bool { return n.proc.Alive() }
 
 // halt sends SIGTERM and waits for the drain (SIGKILL after 30s); it
 // returns an error unless the node exited 0.
-func (n *node) halt() error {
-	if n.alive() {
-		_ = n.cmd.Process.Signal(syscall.SIGTERM)
-	}
-	select {
-	case <-n.exited:
-		if n.waitErr != nil {
-			return fmt.Errorf("ankusa exited with %v after SIGTERM\n%s", n.waitErr, tail(n.out.String()))
-		}
-		return nil
-	case <-time.After(30 * time.Second):
-		_ = n.cmd.Process.Kill()
-		<-n.exited
-		return fmt.Errorf("ankusa did not stop within 30s of SIGTERM")
-	}
-}
+func (n *node) halt() error { return n.proc.Stop(30 * time.Second) }
 
 // restart stops the node and starts it again on the same data with
 // another sink (its in-memory state, circuit breakers included, is gone).
 func (n *node) restart(ctx context.Context, o *options, sink sinkSpec, segment string) error {
 	err := n.halt()
-	n.earlier += n.out.String()
+	n.earlier += n.proc.Output()
 	if err != nil {
 		return err
 	}
@@ -201,7 +149,7 @@ func (n *node) stop() error {
 // logs at level error only).
 func (n *node) loggedErrors() map[string]int {
 	out := map[string]int{}
-	for _, line := range strings.Split(n.earlier+n.out.String(), "\n") {
+	for _, line := range strings.Split(n.earlier+n.proc.Output(), "\n") {
 		var l struct {
 			Level string `json:"level"`
 			Msg   string `json:"msg"`
@@ -237,28 +185,8 @@ var client = &http.Client{Timeout: 10 * time.Second}
 func (n *node) metrics() (gauges, error) {
 	var g gauges
 	url := "http://" + n.admin + "/metrics"
-	resp, err := client.Get(url)
-	if err != nil {
-		return g, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return g, fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
 	found := 0
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		i := strings.LastIndexByte(line, ' ')
-		if i < 0 || strings.HasPrefix(line, "#") {
-			continue
-		}
-		name := line[:i]
-		v, err := strconv.ParseFloat(line[i+1:], 64)
-		if err != nil {
-			continue
-		}
+	err := benchkit.Metrics(client, url, func(name string, v float64) {
 		switch {
 		case name == "ankusa_wal_records_total":
 			g.records = v
@@ -292,9 +220,9 @@ func (n *node) metrics() (gauges, error) {
 				g.circuit += v
 			}
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return g, fmt.Errorf("GET %s: %w", url, err)
+	})
+	if err != nil {
+		return g, err
 	}
 	if found != 2 {
 		return g, fmt.Errorf("GET %s: no ankusa_wal_records_total or ankusa_dispatch_backlog{state=\"pending\"}", url)
@@ -366,25 +294,4 @@ func (n *node) profile(d time.Duration, path string) error {
 		return err
 	}
 	return f.Close()
-}
-
-func getOK(url string) error {
-	resp, err := client.Get(url)
-	if err != nil {
-		return err
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	return nil
-}
-
-// tail is the end of a process's output, for error messages.
-func tail(s string) string {
-	const n = 2000
-	if len(s) > n {
-		s = "..." + s[len(s)-n:]
-	}
-	return strings.TrimSpace(s)
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/ankusa/ankusa/bench/internal/benchkit"
 )
 
 // busyPattern is what counts as another benchmark or a test run (pgrep -f):
@@ -32,7 +34,7 @@ func others() []string {
 			continue
 		}
 		pid, err := strconv.Atoi(pidText)
-		if err != nil || pid == self || parentPID(pid) == self || searching(cmd) {
+		if err != nil || pid == self || benchkit.ParentPID(pid) == self || searching(cmd) {
 			continue
 		}
 		found = append(found, fmt.Sprintf("%d %s", pid, truncate(cmd, 80)))
@@ -51,24 +53,6 @@ func searching(cmd string) bool {
 	return false
 }
 
-func parentPID(pid int) int {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 2 {
-		return 0
-	}
-	ppid, _ := strconv.Atoi(f[1])
-	return ppid
-}
-
 func truncate(s string, n int) string {
 	if len(s) > n {
 		return s[:n] + "..."
@@ -80,39 +64,14 @@ func truncate(s string, n int) string {
 // busyPattern, and under quietCPU of CPU in use. It reports whether the
 // machine was quiet and how long it waited.
 func settle(ctx context.Context, limit time.Duration) (bool, time.Duration, error) {
-	began := time.Now()
-	said := false
-	for {
-		busy := others()
-		before, err := machineBusy()
-		if err != nil {
-			return false, 0, err
-		}
-		t0 := time.Now()
-		select {
-		case <-ctx.Done():
-			return false, time.Since(began), ctx.Err()
-		case <-time.After(500 * time.Millisecond):
-		}
-		after, err := machineBusy()
-		if err != nil {
-			return false, 0, err
-		}
-		cpu := 100 * (after - before) / time.Since(t0).Seconds()
-		if len(busy) == 0 && cpu < quietCPU {
-			return true, time.Since(began), nil
-		}
-		if time.Since(began) > limit {
-			return false, time.Since(began), nil
-		}
-		if !said {
+	q := benchkit.Quiet{
+		CPU:    quietCPU,
+		Others: others,
+		Waiting: func(cpu float64, busy []string) {
 			fmt.Fprintf(os.Stderr, "bench-dispatch: waiting for a quiet machine (CPU %.0f%% of a core; running: %s)\n", cpu, strings.Join(busy, "; "))
-			said = true
-		}
-		if len(busy) > 0 {
-			time.Sleep(5 * time.Second)
-		}
+		},
 	}
+	return q.Settle(ctx, limit)
 }
 
 // watcher notes any test or benchmark that starts during a run.
@@ -153,48 +112,9 @@ func (w *watcher) end() string {
 	return ""
 }
 
-// clockTicks is USER_HZ, the unit of /proc's CPU times.
-const clockTicks = 100
-
-// cpuSeconds is a process's user plus system CPU time so far.
+// cpuSeconds is a process's user plus system CPU time so far, 0 where
+// /proc does not say.
 func cpuSeconds(pid int) float64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 13 {
-		return 0
-	}
-	utime, _ := strconv.ParseUint(f[11], 10, 64)
-	stime, _ := strconv.ParseUint(f[12], 10, 64)
-	return float64(utime+stime) / clockTicks
-}
-
-// machineBusy is the CPU time all cores have spent busy so far (user,
-// nice, system, irq, softirq, steal).
-func machineBusy() (float64, error) {
-	data, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return 0, fmt.Errorf("cannot read /proc/stat: %w", err)
-	}
-	line, _, _ := strings.Cut(string(data), "\n")
-	f := strings.Fields(line)
-	if len(f) < 9 || f[0] != "cpu" {
-		return 0, fmt.Errorf("cannot parse /proc/stat %q", line)
-	}
-	var busy uint64
-	for _, i := range []int{1, 2, 3, 6, 7, 8} {
-		v, err := strconv.ParseUint(f[i], 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("cannot parse /proc/stat %q", line)
-		}
-		busy += v
-	}
-	return float64(busy) / clockTicks, nil
+	c, _ := benchkit.CPUSeconds(pid)
+	return c
 }

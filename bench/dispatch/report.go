@@ -1,33 +1,18 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
-	"runtime"
 	"strings"
-	"time"
 
-	"github.com/ankusa/ankusa/internal/hostinfo"
+	"github.com/ankusa/ankusa/bench/internal/benchkit"
 )
 
 // shared is said in every report.
 const shared = "loadgen, the node, this process (the HTTP receiver and the RabbitMQ consumer) and RabbitMQ share the machine's %d cores, unpinned"
 
-// machine describes where and on what a run was made.
-type machine struct {
-	Date     string `json:"date"`
-	Commit   string `json:"commit"`
-	NProc    int    `json:"nproc"`
-	CPUModel string `json:"cpu_model"`
-	Kernel   string `json:"kernel"`
-	DataDir  string `json:"data_dir_parent"`
-	Note     string `json:"note"`
-}
-
 // report is everything one run measured; -json writes it whole.
 type report struct {
-	Machine       machine           `json:"machine"`
+	Machine       benchkit.Machine  `json:"machine"`
 	Quick         bool              `json:"quick"`
 	Conns         int               `json:"connections"`
 	Tenants       int               `json:"tenants"`
@@ -45,20 +30,10 @@ type report struct {
 }
 
 func newReport(o *options) *report {
-	tmp := o.tmp
-	if tmp == "" {
-		tmp = os.TempDir()
-	}
+	m := benchkit.DescribeMachine(o.tmp, "")
+	m.Note = fmt.Sprintf(shared, m.NProc)
 	return &report{
-		Machine: machine{
-			Date:     time.Now().UTC().Format("2006-01-02 15:04 UTC"),
-			Commit:   hostinfo.Commit(),
-			NProc:    runtime.NumCPU(),
-			CPUModel: hostinfo.CPUModel(),
-			Kernel:   hostinfo.Kernel(),
-			DataDir:  tmp,
-			Note:     fmt.Sprintf(shared, runtime.NumCPU()),
-		},
+		Machine:      m,
 		Quick:        o.quick,
 		Conns:        o.conns,
 		Tenants:      o.tenants,
@@ -95,8 +70,7 @@ func (rep *report) markdown(o *options) string {
 	if rep.Quick {
 		name = "bench-dispatch -quick"
 	}
-	fmt.Fprintf(&b, "%s, %s\n\n", name, m.Date)
-	fmt.Fprintf(&b, "- commit %s; nproc %d, %s; Linux %s; data directories under %s\n", m.Commit, m.NProc, m.CPUModel, m.Kernel, m.DataDir)
+	b.WriteString(m.Header(name))
 	fmt.Fprintf(&b, "- %s: every figure below is the whole machine's, not the node's alone\n", m.Note)
 	fmt.Fprintf(&b, "- request (every run, gcref's too): `loadgen -url http://127.0.0.1:PORT%s -tenants %d -c %d -size 1KiB -kind stripe`\n", loadPath, rep.Tenants, rep.Conns)
 	b.WriteString("- node: `ankusa serve`, wal.type disk, sealing at its defaults, the tenantpath resolver, one source with one sink at its defaults (concurrency 32, tenant_concurrency 8, 64 MiB of hooks held in memory for first attempts). HTTP sink: raw body, Standard Webhooks signature, to a fasthttp receiver in this process answering 204. RabbitMQ sink: persistent messages with publisher confirms to a topic exchange of its own, a durable queue bound to it, consumed here (prefetch 4096)\n")
@@ -109,9 +83,9 @@ func (rep *report) markdown(o *options) string {
 
 	if len(rep.Live) > 0 {
 		fmt.Fprintf(&b, "Live: loadgen closed loop at full speed (-d %s -warmup %s) while the node delivers. A hook's first attempt goes from memory when its sink's queue has room; otherwise the scheduler claims the row later and the hook is read back from the store (read back: segment fetches; cache hits: the store's block cache):\n\n", rep.Duration, rep.Warmup)
-		t := table{header: []string{"target", "hooks", "ingest req/s", "delivered/s while ingesting", "backlog at ingest end", "max backlog", "drain after ingest", "delivered/s draining", "end to end hooks/s", "read back", "cache hits", "retries", "dups", "latency p50", "p99", "CPU node", "loadgen", "receiver", "rest"}, left: map[int]bool{0: true}}
+		t := benchkit.Table{Header: []string{"target", "hooks", "ingest req/s", "delivered/s while ingesting", "backlog at ingest end", "max backlog", "drain after ingest", "delivered/s draining", "end to end hooks/s", "read back", "cache hits", "retries", "dups", "latency p50", "p99", "CPU node", "loadgen", "receiver", "rest"}, Left: map[int]bool{0: true}}
 		for _, r := range rep.Live {
-			t.add(r.Target, thousands(float64(r.Hooks)), thousands(r.IngestRPS), thousands(r.DeliveredRPS), thousands(float64(r.BacklogAtEnd)), thousands(float64(r.BacklogMax)),
+			t.Add(r.Target, thousands(float64(r.Hooks)), thousands(r.IngestRPS), thousands(r.DeliveredRPS), thousands(float64(r.BacklogAtEnd)), thousands(float64(r.BacklogMax)),
 				secs(r.DrainS), thousands(r.DrainRPS), thousands(r.EndToEndRPS), share(r.ReadBack, r.Hooks), pct(100*r.CacheHitRate), fmt.Sprint(r.Retries), fmt.Sprint(r.Duplicates),
 				ms(r.LatencyUS.P50), ms(r.LatencyUS.P99), pct(r.CPU.Node), pct(r.CPU.Client), pct(r.CPU.Target), pct(r.CPU.Rest))
 		}
@@ -120,9 +94,9 @@ func (rep *report) markdown(o *options) string {
 	}
 	if len(rep.Readback) > 0 {
 		b.WriteString("Read back: hooks preloaded (`loadgen ... -n N -warmup 0s`) while every first attempt failed (HTTP: the receiver answers 503; RabbitMQ: no queue bound, so unroutable) with max_attempts 1, so each became a dead letter; then the target healed and the admin API retried every tenant's dead letters at once (`POST /v1/tenants/<t>/deliveries/retry`, the 16 calls together): each body is read back from the node's store, the path of every retry. From the open segment: segment.max_age 10m, so nothing is sealed yet; from sealed segments: segment.max_age 1s, and the retry waits until nothing is left unsealed. RabbitMQ: the node restarts after the queue is bound (the circuit breaker the unroutable publishes opened lives in memory) and its sink is back at its defaults. Drain: from the first retry call to the last delivery; 10–90%: 80% of the hooks over the time from the 10% to the 90% delivery:\n\n")
-		t := table{header: []string{"target", "from", "hooks", "preload req/s", "ready after", "retry calls took", "drain", "delivered/s", "delivered/s 10–90%", "read back", "cache hits", "dups", "CPU node", "receiver", "rest"}, left: map[int]bool{0: true, 1: true}}
+		t := benchkit.Table{Header: []string{"target", "from", "hooks", "preload req/s", "ready after", "retry calls took", "drain", "delivered/s", "delivered/s 10–90%", "read back", "cache hits", "dups", "CPU node", "receiver", "rest"}, Left: map[int]bool{0: true, 1: true}}
 		for _, r := range rep.Readback {
-			t.add(r.Target, r.Store, thousands(float64(r.Hooks)), thousands(r.PreloadRPS), secs(r.DeadLetterS), secs(r.RetryCallS), secs(r.DrainS),
+			t.Add(r.Target, r.Store, thousands(float64(r.Hooks)), thousands(r.PreloadRPS), secs(r.DeadLetterS), secs(r.RetryCallS), secs(r.DrainS),
 				thousands(r.DeliveredRPS), thousands(r.SteadyRPS), share(r.ReadBack, r.Hooks), pct(100*r.CacheHitRate), fmt.Sprint(r.Duplicates), pct(r.CPU.Node), pct(r.CPU.Target), pct(r.CPU.Rest))
 		}
 		b.WriteString(t.String())
@@ -131,7 +105,7 @@ func (rep *report) markdown(o *options) string {
 	if len(rep.Open) > 0 {
 		fmt.Fprintf(&b, "Open loop, every stage running (ingest, WAL, sealing, dispatch to the HTTP receiver): `loadgen ... -rate R -d %s -warmup %s`, R a fraction of gcref's %s req/s; the backlog (pending delivery rows) sampled every %s over the window. Bounded: ingest made at least %.0f%% of R with every answer 201, the backlog grew by at most %.0f%% of R per second (least-squares slope), and its final value (median of the last second) is within %d × R × the median delivery latency (at least 1 ms). Read back: hooks fetched from the store in the window instead of attempted from memory (share of R × window):\n\n",
 			rep.OpenDuration, rep.Warmup, thousands(rep.Gcref.Max), sampleEvery, 100*ingestShare, 100*slopeShare, boundFactor)
-		t := table{header: []string{"of gcref", "rate", "ingest req/s", "ingest p99", "delivered/s", "read back", "backlog max", "final", "slope /s", "bound", "latency p50", "p99", "max", "CPU node", "loadgen", "receiver", "rest", "bounded"}}
+		t := benchkit.Table{Header: []string{"of gcref", "rate", "ingest req/s", "ingest p99", "delivered/s", "read back", "backlog max", "final", "slope /s", "bound", "latency p50", "p99", "max", "CPU node", "loadgen", "receiver", "rest", "bounded"}}
 		var why []string
 		for _, r := range rep.Open {
 			verdict := "yes"
@@ -139,7 +113,7 @@ func (rep *report) markdown(o *options) string {
 				verdict = "no"
 				why = append(why, fmt.Sprintf("- %.0f%%: %s", 100*r.Frac, r.Why))
 			}
-			t.add(fmt.Sprintf("%.0f%%", 100*r.Frac), thousands(r.Rate), thousands(r.Load.ThroughputRPS), ms(r.Load.LatencyUS.P99), thousands(r.DeliveredRPS), share(r.ReadBack, int64(r.Rate*r.WindowS)),
+			t.Add(fmt.Sprintf("%.0f%%", 100*r.Frac), thousands(r.Rate), thousands(r.Load.ThroughputRPS), ms(r.Load.LatencyUS.P99), thousands(r.DeliveredRPS), share(r.ReadBack, int64(r.Rate*r.WindowS)),
 				thousands(float64(r.BacklogMax)), thousands(float64(r.BacklogFinal)), fmt.Sprintf("%.0f", r.Slope), thousands(r.Bound),
 				ms(r.LatencyUS.P50), ms(r.LatencyUS.P99), ms(r.LatencyUS.Max), pct(r.CPU.Node), pct(r.CPU.Client), pct(r.CPU.Target), pct(r.CPU.Rest), verdict)
 		}
@@ -192,34 +166,8 @@ func (rep *report) markdown(o *options) string {
 	for _, n := range rep.Notes {
 		fmt.Fprintf(&b, "Note: %s.\n", n)
 	}
-	if len(rep.Failures) == 0 {
-		b.WriteString("Result: ok (every request answered 201, every hook delivered)")
-	} else {
-		b.WriteString("Result: FAILED\n")
-		for _, f := range rep.Failures {
-			fmt.Fprintf(&b, "- %s\n", strings.ReplaceAll(f, "\n", "\n  "))
-		}
-	}
-	fmt.Fprintf(&b, "\nRun time: %s\n", time.Duration(rep.WallSeconds*float64(time.Second)).Round(time.Second))
+	b.WriteString(benchkit.Footer("every request answered 201, every hook delivered", rep.Failures, rep.WallSeconds))
 	return b.String()
-}
-
-func (rep *report) write(o *options, md string) error {
-	if o.out != "" {
-		if err := os.WriteFile(o.out, []byte(md), 0o644); err != nil {
-			return err
-		}
-	}
-	if o.jsonOut != "" {
-		data, err := json.MarshalIndent(rep, "", "  ")
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(o.jsonOut, append(data, '\n'), 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 func joinRates(v []float64) string {
@@ -230,25 +178,14 @@ func joinRates(v []float64) string {
 	return strings.Join(s, ", ")
 }
 
+// thousands formats f rounded to an integer (halves away from zero) with
+// comma separators.
 func thousands(f float64) string {
 	n := int64(f + 0.5)
 	if f < 0 {
 		n = int64(f - 0.5)
 	}
-	s := fmt.Sprint(n)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var out []byte
-	for i := range len(s) {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			out = append(out, ',')
-		}
-		out = append(out, s[i])
-	}
-	if neg {
-		return "-" + string(out)
-	}
-	return string(out)
+	return benchkit.Group(fmt.Sprint(n))
 }
 
 func ms(us float64) string {
@@ -272,50 +209,4 @@ func share(n, total int64) string {
 
 func pct(p float64) string {
 	return fmt.Sprintf("%.0f%%", p)
-}
-
-// table is a markdown table with its columns padded to line up in a
-// terminal too; columns are right-aligned unless in left.
-type table struct {
-	header []string
-	left   map[int]bool
-	rows   [][]string
-}
-
-func (t *table) add(cells ...string) { t.rows = append(t.rows, cells) }
-
-func (t *table) String() string {
-	width := make([]int, len(t.header))
-	for _, row := range append([][]string{t.header}, t.rows...) {
-		for i, c := range row {
-			width[i] = max(width[i], len([]rune(c)))
-		}
-	}
-	var b strings.Builder
-	line := func(cells []string) {
-		b.WriteString("|")
-		for i, c := range cells {
-			pad := strings.Repeat(" ", width[i]-len([]rune(c)))
-			if t.left[i] {
-				fmt.Fprintf(&b, " %s%s |", c, pad)
-			} else {
-				fmt.Fprintf(&b, " %s%s |", pad, c)
-			}
-		}
-		b.WriteString("\n")
-	}
-	line(t.header)
-	b.WriteString("|")
-	for i, w := range width {
-		if t.left[i] {
-			fmt.Fprintf(&b, ":%s|", strings.Repeat("-", w+1))
-		} else {
-			fmt.Fprintf(&b, "%s:|", strings.Repeat("-", w+1))
-		}
-	}
-	b.WriteString("\n")
-	for _, row := range t.rows {
-		line(row)
-	}
-	return b.String()
 }

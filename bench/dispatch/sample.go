@@ -4,6 +4,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/ankusa/ankusa/bench/internal/benchkit"
 )
 
 // sampleEvery is the backlog sampling period.
@@ -66,7 +68,7 @@ func (s *sampler) take() sample {
 	p.T = p.at.Sub(s.began).Seconds()
 	p.nodeCPU = cpuSeconds(s.n.pid())
 	p.selfCPU = cpuSeconds(os.Getpid())
-	p.busy, _ = machineBusy()
+	p.busy, _ = benchkit.MachineBusy()
 	g, err := s.n.metrics()
 	p.Delivered = s.t.uniqueCount()
 	if err != nil {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/ankusa/ankusa/bench/internal/benchkit"
 )
 
 // Targets.
@@ -114,7 +116,7 @@ func (rep *report) measureGcref(ctx context.Context, o *options) error {
 	for round := 1; round <= o.gcrefRounds; round++ {
 		var res loadResult
 		err := rep.undisturbed(ctx, o, fmt.Sprintf("gcref round %d", round), func() error {
-			g, err := startGcref(o)
+			g, err := startGcref(ctx, o)
 			if err != nil {
 				return err
 			}
@@ -125,14 +127,14 @@ func (rep *report) measureGcref(ctx context.Context, o *options) error {
 			if err != nil {
 				return err
 			}
-			r, problem, err := l.result()
+			r, problem, err := loadResultOf(l)
 			if err != nil {
 				return err
 			}
 			if problem != "" {
 				rep.fail("gcref: " + problem)
 			}
-			rep.fail(prefixed("gcref", answerProblems(r))...)
+			rep.fail(prefixed("gcref", r.Problems())...)
 			res = r
 			return nil
 		})
@@ -143,7 +145,7 @@ func (rep *report) measureGcref(ctx context.Context, o *options) error {
 		rep.Gcref.P99 = append(rep.Gcref.P99, res.LatencyUS.P99)
 		fmt.Fprintf(os.Stderr, "bench-dispatch: gcref %.0f req/s, p99 %.2f ms\n", res.ThroughputRPS, res.LatencyUS.P99/1000)
 	}
-	rep.Gcref.Max = median(rep.Gcref.Rounds)
+	rep.Gcref.Max = benchkit.Median(rep.Gcref.Rounds)
 	if rep.Gcref.Max < 100 {
 		return fmt.Errorf("gcref made %.0f req/s: no rate to run the open loop at", rep.Gcref.Max)
 	}
@@ -321,33 +323,52 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
+// startWindow starts loadgen with args (a run of d after the warm-up)
+// against the run's node and waits out the warm-up: it returns loadgen
+// with the sample and loadgen's CPU seconds at the start of the measured
+// window. On an error the run is finished.
+func (r *nodeRun) startWindow(ctx context.Context, args []string, d time.Duration) (*benchkit.Loadgen, sample, float64, error) {
+	l, err := startLoad(ctx, r.o, args, d+r.o.warmup+time.Minute)
+	if err != nil {
+		r.finish()
+		return nil, sample{}, 0, err
+	}
+	if err := sleep(ctx, r.o.warmup); err != nil {
+		loadResultOf(l)
+		r.finish()
+		return nil, sample{}, 0, err
+	}
+	a := r.s.take()
+	return l, a, cpuSeconds(l.Pid()), nil
+}
+
 // liveResult is loadgen closed loop at full speed while the node
 // delivers.
 type liveResult struct {
-	Target       string         `json:"target"`
-	Command      string         `json:"command"`
-	Load         loadResult     `json:"loadgen"`
-	Hooks        int64          `json:"hooks"` // committed over the whole run, warm-up included
-	WindowS      float64        `json:"window_s"`
-	IngestRPS    float64        `json:"ingest_rps"`
-	DeliveredRPS float64        `json:"delivered_rps"` // first deliveries over the measured window
-	BacklogAtEnd int64          `json:"backlog_at_ingest_end"`
-	BacklogMax   int64          `json:"backlog_max"`
-	DrainS       float64        `json:"drain_s"` // ingest end to the last first delivery
-	DrainRPS     float64        `json:"drain_rps"`
-	EndToEndRPS  float64        `json:"end_to_end_rps"` // every hook / (first send to last delivery)
-	PastIntake   int64          `json:"past_intake"`    // hooks past the intake's memory bound
-	ReadBack     int64          `json:"read_back"`      // hooks read back from the store (segment fetches) instead of attempted from memory
-	CacheHitRate float64        `json:"block_cache_hit_rate"`
-	Retries      int64          `json:"retries"`
-	Duplicates   int64          `json:"duplicates"`
-	LatencyUS    latency        `json:"delivery_latency_us"`
-	CPU          cpuShares      `json:"cpu_window"`
-	Drained      bool           `json:"drained"`
-	Profile      *profileResult `json:"profile,omitempty"`
-	Samples      []sample       `json:"samples"`
-	Anomalies    []string       `json:"anomalies,omitempty"`
-	Problems     []string       `json:"problems,omitempty"`
+	Target       string           `json:"target"`
+	Command      string           `json:"command"`
+	Load         loadResult       `json:"loadgen"`
+	Hooks        int64            `json:"hooks"` // committed over the whole run, warm-up included
+	WindowS      float64          `json:"window_s"`
+	IngestRPS    float64          `json:"ingest_rps"`
+	DeliveredRPS float64          `json:"delivered_rps"` // first deliveries over the measured window
+	BacklogAtEnd int64            `json:"backlog_at_ingest_end"`
+	BacklogMax   int64            `json:"backlog_max"`
+	DrainS       float64          `json:"drain_s"` // ingest end to the last first delivery
+	DrainRPS     float64          `json:"drain_rps"`
+	EndToEndRPS  float64          `json:"end_to_end_rps"` // every hook / (first send to last delivery)
+	PastIntake   int64            `json:"past_intake"`    // hooks past the intake's memory bound
+	ReadBack     int64            `json:"read_back"`      // hooks read back from the store (segment fetches) instead of attempted from memory
+	CacheHitRate float64          `json:"block_cache_hit_rate"`
+	Retries      int64            `json:"retries"`
+	Duplicates   int64            `json:"duplicates"`
+	LatencyUS    benchkit.Latency `json:"delivery_latency_us"`
+	CPU          cpuShares        `json:"cpu_window"`
+	Drained      bool             `json:"drained"`
+	Profile      *profileResult   `json:"profile,omitempty"`
+	Samples      []sample         `json:"samples"`
+	Anomalies    []string         `json:"anomalies,omitempty"`
+	Problems     []string         `json:"problems,omitempty"`
 }
 
 func liveRun(ctx context.Context, o *options, kind string) (*liveResult, error) {
@@ -358,23 +379,15 @@ func liveRun(ctx context.Context, o *options, kind string) (*liveResult, error) 
 	res := &liveResult{Target: kind}
 	args := closedArgs(o, r.n.listen, o.duration, o.warmup)
 	res.Command = commandLine(args, r.n.listen)
-	l, err := startLoad(ctx, o, args, o.duration+o.warmup+time.Minute)
+	l, a, clientA, err := r.startWindow(ctx, args, o.duration)
 	if err != nil {
-		r.finish()
 		return nil, err
 	}
-	if err := sleep(ctx, o.warmup); err != nil {
-		l.result()
-		r.finish()
-		return nil, err
-	}
-	a := r.s.take()
-	clientA := cpuSeconds(l.cmd.Process.Pid)
 	var profile func() *profileResult
 	if kind == targetHTTP && o.profile > 0 && o.duration >= 2*time.Second {
 		profile = startProfile(o, r.n, min(o.profile, o.duration-time.Second), "the live HTTP run (ingest at full speed and delivery)", "live")
 	}
-	lr, problem, err := l.result()
+	lr, problem, err := loadResultOf(l)
 	if err != nil {
 		r.finish()
 		return nil, err
@@ -387,7 +400,7 @@ func liveRun(ctx context.Context, o *options, kind string) (*liveResult, error) 
 	if problem != "" {
 		res.Problems = append(res.Problems, problem)
 	}
-	res.Problems = append(res.Problems, prefixed("live "+kind, answerProblems(lr))...)
+	res.Problems = append(res.Problems, prefixed("live "+kind, lr.Problems())...)
 	last, ok := r.waitDelivered(ctx, b.Records, o.drainLimit)
 	final := r.s.take()
 	r.endSampling()
@@ -407,11 +420,11 @@ func liveRun(ctx context.Context, o *options, kind string) (*liveResult, error) 
 	if res.DrainS > 0 {
 		res.DrainRPS = float64(b.Records-b.Delivered) / res.DrainS
 	}
-	res.EndToEndRPS = float64(unique) / last.Sub(l.started).Seconds()
+	res.EndToEndRPS = float64(unique) / last.Sub(l.Started).Seconds()
 	res.PastIntake, res.ReadBack, res.Retries, res.Duplicates = final.Overflow, final.Fetches, final.Retries, total-unique-bad
 	res.CacheHitRate = hitRate(r.series[0], final)
 	res.LatencyUS = histLatency(hist)
-	res.CPU = shares(a, b, l.cpu()-clientA)
+	res.CPU = shares(a, b, l.CPU()-clientA)
 	res.Samples, res.Anomalies = r.series, r.anomalies()
 	if !ok {
 		res.Problems = append(res.Problems, fmt.Sprintf("live %s: %d of %d hooks delivered after waiting %s", kind, unique, b.Records, o.drainLimit))
@@ -495,7 +508,7 @@ func readbackRun(ctx context.Context, o *options, kind string, sealed bool) (*re
 		r.finish()
 		return nil, err
 	}
-	lr, problem, err := l.result()
+	lr, problem, err := loadResultOf(l)
 	if err != nil {
 		r.finish()
 		return nil, err
@@ -504,7 +517,7 @@ func readbackRun(ctx context.Context, o *options, kind string, sealed bool) (*re
 	if problem != "" {
 		res.Problems = append(res.Problems, problem)
 	}
-	res.Problems = append(res.Problems, prefixed("read-back preload "+kind, answerProblems(lr))...)
+	res.Problems = append(res.Problems, prefixed("read-back preload "+kind, lr.Problems())...)
 	// Every hook a dead letter, nothing pending; sealed, or all in the
 	// open segment.
 	ready := func(p sample) bool {
@@ -613,25 +626,25 @@ func tenantNames(o *options) []string {
 
 // openResult is one open-loop run with every stage running.
 type openResult struct {
-	Frac         float64    `json:"fraction_of_gcref"`
-	Rate         float64    `json:"rate"`
-	Command      string     `json:"command"`
-	Load         loadResult `json:"loadgen"`
-	WindowS      float64    `json:"window_s"`
-	DeliveredRPS float64    `json:"delivered_rps"`
-	ReadBack     int64      `json:"read_back"` // hooks read back from the store over the window (the rest went from memory)
-	BacklogMax   int64      `json:"backlog_max"`
-	BacklogFinal int64      `json:"backlog_final"` // median of the window's last second
-	Slope        float64    `json:"backlog_slope_per_s"`
-	Bound        float64    `json:"backlog_bound"`
-	LatencyUS    latency    `json:"delivery_latency_us"`
-	CPU          cpuShares  `json:"cpu_window"`
-	DrainS       float64    `json:"drain_s"`
-	Bounded      bool       `json:"bounded"`
-	Why          string     `json:"why,omitempty"`
-	Samples      []sample   `json:"samples"`
-	Anomalies    []string   `json:"anomalies,omitempty"`
-	Problems     []string   `json:"problems,omitempty"`
+	Frac         float64          `json:"fraction_of_gcref"`
+	Rate         float64          `json:"rate"`
+	Command      string           `json:"command"`
+	Load         loadResult       `json:"loadgen"`
+	WindowS      float64          `json:"window_s"`
+	DeliveredRPS float64          `json:"delivered_rps"`
+	ReadBack     int64            `json:"read_back"` // hooks read back from the store over the window (the rest went from memory)
+	BacklogMax   int64            `json:"backlog_max"`
+	BacklogFinal int64            `json:"backlog_final"` // median of the window's last second
+	Slope        float64          `json:"backlog_slope_per_s"`
+	Bound        float64          `json:"backlog_bound"`
+	LatencyUS    benchkit.Latency `json:"delivery_latency_us"`
+	CPU          cpuShares        `json:"cpu_window"`
+	DrainS       float64          `json:"drain_s"`
+	Bounded      bool             `json:"bounded"`
+	Why          string           `json:"why,omitempty"`
+	Samples      []sample         `json:"samples"`
+	Anomalies    []string         `json:"anomalies,omitempty"`
+	Problems     []string         `json:"problems,omitempty"`
 }
 
 // Bounded backlog: the ingest kept the rate, the backlog grew by at most
@@ -652,20 +665,12 @@ func openRun(ctx context.Context, o *options, frac, gcrefMax float64) (*openResu
 	res := &openResult{Frac: frac, Rate: frac * gcrefMax}
 	args := openArgs(o, r.n.listen, res.Rate, o.openD, o.warmup)
 	res.Command = commandLine(args, r.n.listen)
-	l, err := startLoad(ctx, o, args, o.openD+o.warmup+time.Minute)
+	l, a, clientA, err := r.startWindow(ctx, args, o.openD)
 	if err != nil {
-		r.finish()
 		return nil, err
 	}
-	if err := sleep(ctx, o.warmup); err != nil {
-		l.result()
-		r.finish()
-		return nil, err
-	}
-	a := r.s.take()
 	r.t.tally.swapHist()
-	clientA := cpuSeconds(l.cmd.Process.Pid)
-	lr, problem, err := l.result()
+	lr, problem, err := loadResultOf(l)
 	if err != nil {
 		r.finish()
 		return nil, err
@@ -676,7 +681,7 @@ func openRun(ctx context.Context, o *options, frac, gcrefMax float64) (*openResu
 	if problem != "" {
 		res.Problems = append(res.Problems, problem)
 	}
-	ingestProblems := answerProblems(lr)
+	ingestProblems := lr.Problems()
 	window := between(r.s.snapshot(), a, b)
 	res.WindowS = b.at.Sub(a.at).Seconds()
 	res.DeliveredRPS = float64(b.Delivered-a.Delivered) / res.WindowS
@@ -692,7 +697,7 @@ func openRun(ctx context.Context, o *options, frac, gcrefMax float64) (*openResu
 	res.Slope = slope(window)
 	res.LatencyUS = histLatency(hist)
 	res.Bound = boundFactor * res.Rate * max(res.LatencyUS.P50, 1000) / 1e6
-	res.CPU = shares(a, b, l.cpu()-clientA)
+	res.CPU = shares(a, b, l.CPU()-clientA)
 	var why []string
 	if len(ingestProblems) > 0 {
 		why = append(why, "ingest: "+strings.Join(ingestProblems, ", "))
@@ -788,27 +793,15 @@ func hitRate(a, b sample) float64 {
 	return float64(hits) / float64(hits+misses)
 }
 
-func histLatency(h *hdrhistogram.Histogram) latency {
+func histLatency(h *hdrhistogram.Histogram) benchkit.Latency {
 	if h.TotalCount() == 0 {
-		return latency{}
+		return benchkit.Latency{}
 	}
-	return latency{
+	return benchkit.Latency{
 		P50: float64(h.ValueAtQuantile(50)), P90: float64(h.ValueAtQuantile(90)),
 		P99: float64(h.ValueAtQuantile(99)), P999: float64(h.ValueAtQuantile(99.9)),
 		Max: float64(h.Max()), Mean: h.Mean(),
 	}
-}
-
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := slices.Clone(v)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 func medianInt(v []int64) int64 {
@@ -816,7 +809,7 @@ func medianInt(v []int64) int64 {
 	for i, x := range v {
 		f[i] = float64(x)
 	}
-	return int64(median(f))
+	return int64(benchkit.Median(f))
 }
 
 func round2(f float64) float64 {

@@ -8,63 +8,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ankusa/ankusa/bench/internal/benchkit"
 )
-
-func TestParseStatCPU(t *testing.T) {
-	for _, tc := range []struct {
-		name, stat string
-		want       float64
-		bad        bool
-	}{
-		{"plain", "1234 (ankusa) S 1 1234 1234 0 -1 4194560 100 0 0 0 250 130 0 0 20 0 8 0 100 0 0", 3.80, false},
-		{"spaces and parens in comm", "1234 (a b) c) R 1 1234 1234 0 -1 0 0 0 0 0 7 3 0 0", 0.10, false},
-		{"truncated", "1234 (x) S 1 2 3", 0, true},
-		{"no comm", "garbage", 0, true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := parseStatCPU(tc.stat)
-			if (err != nil) != tc.bad || fmt.Sprintf("%.2f", got) != fmt.Sprintf("%.2f", tc.want) {
-				t.Errorf("parseStatCPU = %v, %v; want %v, error %v", got, err, tc.want, tc.bad)
-			}
-		})
-	}
-}
-
-func TestParseProcStat(t *testing.T) {
-	got, err := parseProcStat("cpu  100 10 50 1000 40 5 6 7 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\n")
-	if err != nil || got != 1.78 {
-		t.Errorf("parseProcStat = %v, %v; want 1.78", got, err)
-	}
-	if _, err := parseProcStat("intr 1 2 3"); err == nil {
-		t.Error("parseProcStat without a cpu line: no error")
-	}
-}
-
-func TestParseHWM(t *testing.T) {
-	got, err := parseHWM("Name:\tgcref\nVmPeak:\t  900 kB\nVmHWM:\t   20480 kB\nVmRSS:\t 100 kB\n")
-	if err != nil || got != 20480*1024 {
-		t.Errorf("parseHWM = %v, %v", got, err)
-	}
-	if _, err := parseHWM("Name:\tx\n"); err == nil {
-		t.Error("parseHWM without VmHWM: no error")
-	}
-}
-
-func TestMedian(t *testing.T) {
-	for _, tc := range []struct {
-		in   []float64
-		want float64
-	}{
-		{nil, 0},
-		{[]float64{5}, 5},
-		{[]float64{3, 1, 2}, 2},
-		{[]float64{4, 1, 3, 2}, 2.5},
-	} {
-		if got := median(tc.in); got != tc.want {
-			t.Errorf("median(%v) = %v, want %v", tc.in, got, tc.want)
-		}
-	}
-}
 
 func TestThousands(t *testing.T) {
 	for in, want := range map[float64]string{0: "0", 999.4: "999", 1000: "1,000", 123456.7: "123,457", 1234567: "1,234,567", -4200: "-4,200"} {
@@ -110,16 +56,17 @@ func TestWalCounters(t *testing.T) {
 func TestCheck(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		load   loadResult
+		load   benchkit.LoadResult
 		wantIn []string
 	}{
-		{"clean", loadResult{Status: map[string]int64{"201": 10}}, nil},
-		{"503", loadResult{Status: map[string]int64{"201": 10, "503": 2}}, []string{"2 answers 503"}},
-		{"errors", loadResult{Status: map[string]int64{"201": 10}, Errors: 3, ErrorKinds: map[string]int64{"timeout": 3}}, []string{`3 failed requests {"timeout":3}`}},
-		{"empty", loadResult{}, []string{"no 201 answers"}},
+		{"clean", benchkit.LoadResult{Status: map[string]int64{"201": 10}}, nil},
+		{"503", benchkit.LoadResult{Status: map[string]int64{"201": 10, "503": 2}}, []string{"2 answers 503"}},
+		{"errors", benchkit.LoadResult{Status: map[string]int64{"201": 10}, Errors: 3, ErrorKinds: map[string]int64{"timeout": 3}}, []string{`3 failed requests {"timeout":3}`}},
+		{"empty", benchkit.LoadResult{}, []string{"no 201 answers"}},
+		{"sorted", benchkit.LoadResult{Status: map[string]int64{"503": 1, "201": 10, "429": 2}}, []string{"2 answers 429", "1 answers 503"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := &runResult{Load: tc.load}
+			r := &runResult{Load: loadResult{LoadResult: tc.load}}
 			r.check()
 			if len(r.Problems) != len(tc.wantIn) {
 				t.Fatalf("problems %q, want %q", r.Problems, tc.wantIn)

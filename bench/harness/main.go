@@ -24,6 +24,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/ankusa/ankusa/bench/internal/benchkit"
 )
 
 // options are the harness's flags.
@@ -68,16 +70,7 @@ func run() int {
 	}
 	res.WallSeconds = time.Since(started).Seconds()
 	res.judge(o)
-	md := res.markdown(o)
-	fmt.Print(md)
-	if err := res.write(o, md); err != nil {
-		fmt.Fprintln(os.Stderr, "harness:", err)
-		return 1
-	}
-	if len(res.Failures) > 0 {
-		return 1
-	}
-	return 0
+	return benchkit.Publish("harness", res.markdown(o), o.out, o.jsonOut, res, res.Failures)
 }
 
 func parseFlags(args []string) (*options, error) {
@@ -104,21 +97,14 @@ func parseFlags(args []string) (*options, error) {
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if o.quick {
-		quick := map[string]func(){
+		benchkit.Unset(fs, map[string]func(){
 			"rounds":    func() { o.rounds = 1 },
 			"conns":     func() { *conns = "256" },
 			"d":         func() { o.duration = 3 * time.Second },
 			"warmup":    func() { o.warmup = time.Second },
 			"min-ratio": func() { o.minRatio = 0.5 },
-		}
-		for name, apply := range quick {
-			if !set[name] {
-				apply()
-			}
-		}
+		})
 	}
 	for _, s := range strings.Split(*conns, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -148,14 +134,5 @@ func runVsWrk(ctx context.Context, o *options, started time.Time) int {
 		return 1
 	}
 	rep.WallSeconds = time.Since(started).Seconds()
-	md := rep.markdown()
-	fmt.Print(md)
-	if err := writeReport(o, md, rep); err != nil {
-		fmt.Fprintln(os.Stderr, "harness:", err)
-		return 1
-	}
-	if len(rep.Failures) > 0 {
-		return 1
-	}
-	return 0
+	return benchkit.Publish("harness", rep.markdown(), o.out, o.jsonOut, rep, rep.Failures)
 }

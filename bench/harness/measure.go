@@ -5,9 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"sort"
 	"strings"
 	"time"
+
+	"github.com/ankusa/ankusa/bench/internal/benchkit"
 )
 
 // runResult is one server under one loadgen command.
@@ -64,9 +65,9 @@ func measureAll(ctx context.Context, o *options) (*results, error) {
 	for _, r := range res.closed(ankusa, conns) {
 		max = append(max, r.Load.ThroughputRPS)
 	}
-	rate := o.openFrac * median(max)
+	rate := o.openFrac * benchkit.Median(max)
 	if rate < 1 {
-		return nil, fmt.Errorf("the appliance's maximum at %d connections is %.0f req/s: no open-loop rate to run", conns, median(max))
+		return nil, fmt.Errorf("the appliance's maximum at %d connections is %.0f req/s: no open-loop rate to run", conns, benchkit.Median(max))
 	}
 	res.OpenConns, res.OpenRate = conns, rate
 	for _, name := range []string{gcref, ankusa} {
@@ -148,34 +149,13 @@ const quietCPU = 20
 // (other work on a shared machine would be measured as the servers'
 // slowness) and reports whether it was.
 func settle(ctx context.Context, limit time.Duration) (bool, error) {
-	deadline := time.Now().Add(limit)
-	for {
-		before, err := machineBusy()
-		if err != nil {
-			return false, err
-		}
-		t0 := time.Now()
-		select {
-		case <-ctx.Done():
-			return false, ctx.Err()
-		case <-time.After(500 * time.Millisecond):
-		}
-		after, err := machineBusy()
-		if err != nil {
-			return false, err
-		}
-		if 100*(after-before)/time.Since(t0).Seconds() < quietCPU {
-			return true, nil
-		}
-		if time.Now().After(deadline) {
-			return false, nil
-		}
-	}
+	quiet, _, err := benchkit.Quiet{CPU: quietCPU}.Settle(ctx, limit)
+	return quiet, err
 }
 
 // drive runs loadgen against s and samples s around the measured window.
 func (r *runResult) drive(ctx context.Context, o *options, s *server) error {
-	pid := s.cmd.Process.Pid
+	pid := s.Pid()
 	args := loadArgs(o, s.url, r.Conns, r.Rate)
 	r.Command = "loadgen " + strings.Join(args, " ")
 	l, err := startLoad(ctx, o, args)
@@ -185,42 +165,42 @@ func (r *runResult) drive(ctx context.Context, o *options, s *server) error {
 	select {
 	case <-time.After(o.warmup):
 	case <-ctx.Done():
-		l.result()
+		loadResultOf(l)
 		return ctx.Err()
 	}
 	start, err := r.sample(s, pid)
 	if err != nil {
-		l.result()
+		loadResultOf(l)
 		return err
 	}
-	clientStart, _ := cpuSeconds(l.cmd.Process.Pid)
-	busyStart, _ := machineBusy()
-	r.PeakRSSWindow = resetPeakRSS(pid)
-	load, raw, exitErr, err := l.result()
+	clientStart, _ := benchkit.CPUSeconds(l.Pid())
+	busyStart, _ := benchkit.MachineBusy()
+	r.PeakRSSWindow = benchkit.ResetPeakRSS(pid)
+	load, raw, exitErr, err := loadResultOf(l)
 	if err != nil {
 		return err
 	}
 	r.Load, r.LoadRaw = load, raw
-	clientEnd := l.clientCPU()
+	clientEnd := l.CPU()
 	if exitErr != nil {
 		r.Problems = append(r.Problems, exitErr.Error())
 	}
-	if !s.alive() {
-		r.Problems = append(r.Problems, fmt.Sprintf("%s exited during the run: %v\n%s", s.name, s.waitErr, tail(s.stderr.String())))
+	if !s.Alive() {
+		r.Problems = append(r.Problems, fmt.Sprintf("%s exited during the run: %v\n%s", s.Name, s.WaitErr(), benchkit.Tail(s.Output())))
 		return nil
 	}
 	end, err := r.sample(s, pid)
 	if err != nil {
 		return err
 	}
-	busyEnd, _ := machineBusy()
+	busyEnd, _ := benchkit.MachineBusy()
 	r.WindowS = end.at.Sub(start.at).Seconds()
 	if r.WindowS > 0 {
 		r.CPUPercent = 100 * (end.cpu - start.cpu) / r.WindowS
 		r.ClientCPU = 100 * (clientEnd - clientStart) / r.WindowS
 		r.OtherCPU = max(0, 100*(busyEnd-busyStart)/r.WindowS-r.CPUPercent-r.ClientCPU)
 	}
-	if rss, err := peakRSS(pid); err == nil {
+	if rss, err := benchkit.PeakRSS(pid); err == nil {
 		r.PeakRSSMiB = rss / (1 << 20)
 	}
 	if s.statsFn != nil {
@@ -243,12 +223,12 @@ func (r *runResult) sample(s *server, pid int) (sample, error) {
 	var p sample
 	var err error
 	p.at = time.Now()
-	if p.cpu, err = cpuSeconds(pid); err != nil {
-		return p, err
+	if p.cpu, err = benchkit.CPUSeconds(pid); err != nil {
+		return p, fmt.Errorf("cannot read the server's CPU time: %w", err)
 	}
 	if s.statsFn != nil {
 		if p.counters, err = s.statsFn(); err != nil {
-			return p, fmt.Errorf("cannot read %s's commit counters: %w", s.name, err)
+			return p, fmt.Errorf("cannot read %s's commit counters: %w", s.Name, err)
 		}
 	}
 	return p, nil
@@ -257,21 +237,5 @@ func (r *runResult) sample(s *server, pid int) (sample, error) {
 // check records every answer but 201, every failed request and an empty
 // run as problems.
 func (r *runResult) check() {
-	codes := make([]string, 0, len(r.Load.Status))
-	for code := range r.Load.Status {
-		codes = append(codes, code)
-	}
-	sort.Strings(codes)
-	for _, code := range codes {
-		if n := r.Load.Status[code]; code != "201" && n > 0 {
-			r.Problems = append(r.Problems, fmt.Sprintf("%d answers %s", n, code))
-		}
-	}
-	if r.Load.Errors > 0 {
-		kinds, _ := json.Marshal(r.Load.ErrorKinds)
-		r.Problems = append(r.Problems, fmt.Sprintf("%d failed requests %s", r.Load.Errors, kinds))
-	}
-	if r.Load.Status["201"] == 0 {
-		r.Problems = append(r.Problems, "no 201 answers")
-	}
+	r.Problems = append(r.Problems, r.Load.Problems()...)
 }

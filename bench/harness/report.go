@@ -1,33 +1,37 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
-	"sort"
 	"strings"
+
+	"github.com/ankusa/ankusa/bench/internal/benchkit"
 )
 
 // results is everything one harness run measured; -json writes it whole.
 type results struct {
-	Machine     machine      `json:"machine"`
-	Quick       bool         `json:"quick"`
-	Rounds      int          `json:"rounds"`
-	Conns       []int        `json:"connections"`
-	Duration    string       `json:"duration"`
-	Warmup      string       `json:"warmup"`
-	MinRatio    float64      `json:"min_ratio,omitempty"`
-	Runs        []*runResult `json:"runs"`
-	OpenConns   int          `json:"open_connections,omitempty"`
-	OpenRate    float64      `json:"open_rate,omitempty"`
-	Summary     []summary    `json:"summary"`
-	Ratios      []ratio      `json:"ratios"`
-	Open        []summary    `json:"open,omitempty"`
-	OpenP99     float64      `json:"open_p99_ankusa_over_gcref,omitempty"`
-	Notes       []string     `json:"notes,omitempty"`
-	Failures    []string     `json:"failures"`
-	WallSeconds float64      `json:"wall_seconds"`
+	Machine     benchkit.Machine `json:"machine"`
+	Quick       bool             `json:"quick"`
+	Rounds      int              `json:"rounds"`
+	Conns       []int            `json:"connections"`
+	Duration    string           `json:"duration"`
+	Warmup      string           `json:"warmup"`
+	MinRatio    float64          `json:"min_ratio,omitempty"`
+	Runs        []*runResult     `json:"runs"`
+	OpenConns   int              `json:"open_connections,omitempty"`
+	OpenRate    float64          `json:"open_rate,omitempty"`
+	Summary     []summary        `json:"summary"`
+	Ratios      []ratio          `json:"ratios"`
+	Open        []summary        `json:"open,omitempty"`
+	OpenP99     float64          `json:"open_p99_ankusa_over_gcref,omitempty"`
+	Notes       []string         `json:"notes,omitempty"`
+	Failures    []string         `json:"failures"`
+	WallSeconds float64          `json:"wall_seconds"`
 }
+
+// unpinned is said in every report: the load generator and the servers run
+// on the same cores, and nothing is pinned (pinning the server to one core
+// measures a different, lower ratio and hides how a node uses its cores).
+const unpinned = "client and servers share the machine's cores, unpinned"
 
 // otherCPUNote is how much CPU the rest of the machine may use during a
 // run (percent of one core) before the report says the figures are
@@ -63,7 +67,7 @@ type ratio struct {
 
 func newResults(o *options) *results {
 	return &results{
-		Machine:  describeMachine(o.tmp),
+		Machine:  benchkit.DescribeMachine(o.tmp, unpinned),
 		Quick:    o.quick,
 		Rounds:   o.rounds,
 		Conns:    o.conns,
@@ -167,7 +171,7 @@ func summarize(runs []*runResult) summary {
 		for i, r := range runs {
 			v[i] = f(r)
 		}
-		return median(v)
+		return benchkit.Median(v)
 	}
 	s.RPS = pick(func(r *runResult) float64 { return r.Load.ThroughputRPS })
 	s.RPSMin, s.RPSMax = runs[0].Load.ThroughputRPS, runs[0].Load.ThroughputRPS
@@ -186,48 +190,11 @@ func summarize(runs []*runResult) summary {
 	return s
 }
 
-// median of v (the mean of the middle two for an even count); v is
-// reordered.
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	sort.Float64s(v)
-	n := len(v)
-	if n%2 == 1 {
-		return v[n/2]
-	}
-	return (v[n/2-1] + v[n/2]) / 2
-}
-
 func div(a, b float64) float64 {
 	if b == 0 {
 		return 0
 	}
 	return a / b
-}
-
-// write saves the markdown to -out and the raw figures to -json.
-func (res *results) write(o *options, md string) error { return writeReport(o, md, res) }
-
-// writeReport saves a report's markdown to -out and its raw figures (v) to
-// -json.
-func writeReport(o *options, md string, v any) error {
-	if o.out != "" {
-		if err := os.WriteFile(o.out, []byte(md), 0o644); err != nil {
-			return fmt.Errorf("cannot write -out %q: %w", o.out, err)
-		}
-	}
-	if o.jsonOut != "" {
-		data, err := json.MarshalIndent(v, "", "  ")
-		if err != nil {
-			return fmt.Errorf("cannot encode the results: %w", err)
-		}
-		if err := os.WriteFile(o.jsonOut, append(data, '\n'), 0o644); err != nil {
-			return fmt.Errorf("cannot write -json %q: %w", o.jsonOut, err)
-		}
-	}
-	return nil
 }
 
 // ms formats microseconds as milliseconds.
@@ -237,18 +204,5 @@ func ms(us float64) string {
 
 // thousands formats v rounded to an integer with comma separators.
 func thousands(v float64) string {
-	s := fmt.Sprintf("%.0f", v)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
+	return benchkit.Group(fmt.Sprintf("%.0f", v))
 }

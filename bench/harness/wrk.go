@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ankusa/ankusa/bench/internal/benchkit"
 )
 
 // The -vs-wrk mode checks the instrument rather than the servers: it runs
@@ -79,12 +81,12 @@ type wrkRound struct {
 
 // wrkReport is the -vs-wrk report; -json writes it whole.
 type wrkReport struct {
-	Machine     machine    `json:"machine"`
-	Duration    string     `json:"duration"`
-	Warmup      string     `json:"warmup"`
-	Rounds      []wrkRound `json:"rounds"`
-	Failures    []string   `json:"failures"`
-	WallSeconds float64    `json:"wall_seconds"`
+	Machine     benchkit.Machine `json:"machine"`
+	Duration    string           `json:"duration"`
+	Warmup      string           `json:"warmup"`
+	Rounds      []wrkRound       `json:"rounds"`
+	Failures    []string         `json:"failures"`
+	WallSeconds float64          `json:"wall_seconds"`
 }
 
 // compareWrk runs o.rounds rounds of both cases against one ceiling server.
@@ -115,7 +117,7 @@ func compareWrk(ctx context.Context, o *options) (*wrkReport, error) {
 		return nil, err
 	}
 	defer s.stop()
-	rep := &wrkReport{Machine: describeMachine(o.tmp), Duration: o.duration.String(), Warmup: o.warmup.String()}
+	rep := &wrkReport{Machine: benchkit.DescribeMachine(o.tmp, unpinned), Duration: o.duration.String(), Warmup: o.warmup.String()}
 	secs := strconv.Itoa(max(1, int(o.duration.Round(time.Second).Seconds()))) + "s"
 	for round := 1; round <= o.rounds; round++ {
 		var r wrkRound
@@ -173,7 +175,7 @@ func runWrk(ctx context.Context, wrk string, args ...string) (wrkResult, float64
 	cmd := exec.CommandContext(ctx, wrk, args...)
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if err := cmd.Run(); err != nil {
-		return wrkResult{}, 0, fmt.Errorf("wrk %s: %w: %s", strings.Join(args, " "), err, tail(errOut.String()))
+		return wrkResult{}, 0, fmt.Errorf("wrk %s: %w: %s", strings.Join(args, " "), err, benchkit.Tail(errOut.String()))
 	}
 	var r wrkResult
 	line := out.Bytes()
@@ -181,7 +183,7 @@ func runWrk(ctx context.Context, wrk string, args ...string) (wrkResult, float64
 		line = line[i+1:]
 	}
 	if err := json.Unmarshal(bytes.TrimSpace(line), &r); err != nil {
-		return r, 0, fmt.Errorf("wrk %s printed no summary: %v\n%s", strings.Join(args, " "), err, tail(out.String()))
+		return r, 0, fmt.Errorf("wrk %s printed no summary: %v\n%s", strings.Join(args, " "), err, benchkit.Tail(out.String()))
 	}
 	cpu := (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
 	return r, cpu, nil
@@ -193,16 +195,16 @@ func runLoadgen(ctx context.Context, o *options, args []string) (loadResult, flo
 	if err != nil {
 		return loadResult{}, 0, err
 	}
-	r, _, exitErr, err := l.result()
+	r, _, exitErr, err := loadResultOf(l)
 	if err == nil {
 		err = exitErr
 	}
-	return r, l.clientCPU(), err
+	return r, l.CPU(), err
 }
 
 // fromSend is loadgen's latency from the actual send (open loop), or its
 // only latency (closed loop).
-func fromSend(l loadResult) latency {
+func fromSend(l loadResult) benchkit.Latency {
 	if l.FromSendUS != nil {
 		return *l.FromSendUS
 	}
@@ -213,8 +215,7 @@ func fromSend(l loadResult) latency {
 func (rep *wrkReport) markdown() string {
 	var b strings.Builder
 	m := rep.Machine
-	fmt.Fprintf(&b, "make bench-wrk, %s\n\n", m.Date)
-	fmt.Fprintf(&b, "- commit %s; nproc %d, %s; Linux %s; %s\n", m.Commit, m.NProc, m.CPUModel, m.Kernel, unpinned)
+	fmt.Fprintf(&b, "make bench-wrk, %s\n\n- %s; %s\n", m.Date, m.Platform(), unpinned)
 	fmt.Fprintf(&b, "- bench/ceiling (reads the body, answers 201), 1 KiB JSON bodies, %s per run, %d round(s) alternating the clients; medians of the rounds\n", rep.Duration, len(rep.Rounds))
 	fmt.Fprintf(&b, "- closed: `wrk -t2 -c%d` and `loadgen -c %d`; paced: `wrk -t1 -c%d` with a Lua delay() of %d ms, and `loadgen -c %d -rate R` (open loop) at the rate wrk reached; latency from the actual send for both, loadgen's from the schedule beside it\n\n",
 		wrkClosedConns, wrkClosedConns, wrkPacedConns, wrkDelayMs, wrkPacedConns)
@@ -224,7 +225,7 @@ func (rep *wrkReport) markdown() string {
 		for i, r := range rep.Rounds {
 			v[i] = f(r)
 		}
-		return median(v)
+		return benchkit.Median(v)
 	}
 	us := func(v float64) string { return fmt.Sprintf("%.0f", v) }
 	verdict := func(ratio float64) string {
@@ -233,58 +234,52 @@ func (rep *wrkReport) markdown() string {
 		}
 		return "no"
 	}
-	t := table{header: []string{"case", "client", "req/s", "p50 µs", "p90 µs", "p99 µs", "p99.9 µs", "client CPU µs/req"}, left: map[int]bool{0: true, 1: true}}
+	t := benchkit.Table{Header: []string{"case", "client", "req/s", "p50 µs", "p90 µs", "p99 µs", "p99.9 µs", "client CPU µs/req"}, Left: map[int]bool{0: true, 1: true}}
 	cpuPer := func(cpu, rps float64, d time.Duration) float64 { return div(cpu*1e6, rps*d.Seconds()) }
 	// wrk runs for the duration; loadgen for its warm-up too, at about the
 	// same rate.
 	dur, _ := time.ParseDuration(rep.Duration)
 	warm, _ := time.ParseDuration(rep.Warmup)
 	wc, lc := med(func(r wrkRound) float64 { return r.ClosedWrk.rps() }), med(func(r wrkRound) float64 { return r.ClosedLoadgen.ThroughputRPS })
-	t.add("closed", "wrk", thousands(wc),
+	t.Add("closed", "wrk", thousands(wc),
 		us(med(func(r wrkRound) float64 { return r.ClosedWrk.P50 })), us(med(func(r wrkRound) float64 { return r.ClosedWrk.P90 })),
 		us(med(func(r wrkRound) float64 { return r.ClosedWrk.P99 })), us(med(func(r wrkRound) float64 { return r.ClosedWrk.P999 })),
 		fmt.Sprintf("%.1f", med(func(r wrkRound) float64 { return cpuPer(r.ClosedWrkCPU, r.ClosedWrk.rps(), dur) })))
-	t.add("closed", "loadgen", thousands(lc),
+	t.Add("closed", "loadgen", thousands(lc),
 		us(med(func(r wrkRound) float64 { return r.ClosedLoadgen.LatencyUS.P50 })), us(med(func(r wrkRound) float64 { return r.ClosedLoadgen.LatencyUS.P90 })),
 		us(med(func(r wrkRound) float64 { return r.ClosedLoadgen.LatencyUS.P99 })), us(med(func(r wrkRound) float64 { return r.ClosedLoadgen.LatencyUS.P999 })),
 		fmt.Sprintf("%.1f", med(func(r wrkRound) float64 {
 			return cpuPer(r.ClosedLoadCPU, r.ClosedLoadgen.ThroughputRPS, dur+warm)
 		})))
 	pw := func(f func(wrkResult) float64) float64 { return med(func(r wrkRound) float64 { return f(r.PacedWrk) }) }
-	pl := func(f func(latency) float64) float64 {
+	pl := func(f func(benchkit.Latency) float64) float64 {
 		return med(func(r wrkRound) float64 { return f(fromSend(r.PacedLoadgen)) })
 	}
-	ps := func(f func(latency) float64) float64 {
+	ps := func(f func(benchkit.Latency) float64) float64 {
 		return med(func(r wrkRound) float64 { return f(r.PacedLoadgen.LatencyUS) })
 	}
-	t.add("paced", "wrk", thousands(pw(wrkResult.rps)),
+	t.Add("paced", "wrk", thousands(pw(wrkResult.rps)),
 		us(pw(func(w wrkResult) float64 { return w.P50 })), us(pw(func(w wrkResult) float64 { return w.P90 })),
 		us(pw(func(w wrkResult) float64 { return w.P99 })), us(pw(func(w wrkResult) float64 { return w.P999 })), "")
-	t.add("paced", "loadgen, from send", thousands(med(func(r wrkRound) float64 { return r.PacedLoadgen.ThroughputRPS })),
-		us(pl(func(l latency) float64 { return l.P50 })), us(pl(func(l latency) float64 { return l.P90 })),
-		us(pl(func(l latency) float64 { return l.P99 })), us(pl(func(l latency) float64 { return l.P999 })), "")
-	t.add("paced", "loadgen, from schedule", "",
-		us(ps(func(l latency) float64 { return l.P50 })), us(ps(func(l latency) float64 { return l.P90 })),
-		us(ps(func(l latency) float64 { return l.P99 })), us(ps(func(l latency) float64 { return l.P999 })), "")
+	t.Add("paced", "loadgen, from send", thousands(med(func(r wrkRound) float64 { return r.PacedLoadgen.ThroughputRPS })),
+		us(pl(func(l benchkit.Latency) float64 { return l.P50 })), us(pl(func(l benchkit.Latency) float64 { return l.P90 })),
+		us(pl(func(l benchkit.Latency) float64 { return l.P99 })), us(pl(func(l benchkit.Latency) float64 { return l.P999 })), "")
+	t.Add("paced", "loadgen, from schedule", "",
+		us(ps(func(l benchkit.Latency) float64 { return l.P50 })), us(ps(func(l benchkit.Latency) float64 { return l.P90 })),
+		us(ps(func(l benchkit.Latency) float64 { return l.P99 })), us(ps(func(l benchkit.Latency) float64 { return l.P999 })), "")
 	b.WriteString(t.String())
 
 	b.WriteString("\n")
-	t = table{header: []string{"figure", "loadgen / wrk", fmt.Sprintf("within %.0f%%", 100*agreeWithin)}, left: map[int]bool{0: true}}
-	add := func(name string, l, w float64) { t.add(name, fmt.Sprintf("%.2f", div(l, w)), verdict(div(l, w))) }
+	t = benchkit.Table{Header: []string{"figure", "loadgen / wrk", fmt.Sprintf("within %.0f%%", 100*agreeWithin)}, Left: map[int]bool{0: true}}
+	add := func(name string, l, w float64) { t.Add(name, fmt.Sprintf("%.2f", div(l, w)), verdict(div(l, w))) }
 	add("closed req/s", lc, wc)
-	add("paced p50 (from send)", pl(func(l latency) float64 { return l.P50 }), pw(func(w wrkResult) float64 { return w.P50 }))
-	add("paced p90 (from send)", pl(func(l latency) float64 { return l.P90 }), pw(func(w wrkResult) float64 { return w.P90 }))
-	add("paced p99 (from send)", pl(func(l latency) float64 { return l.P99 }), pw(func(w wrkResult) float64 { return w.P99 }))
-	add("paced p99.9 (from send)", pl(func(l latency) float64 { return l.P999 }), pw(func(w wrkResult) float64 { return w.P999 }))
+	add("paced p50 (from send)", pl(func(l benchkit.Latency) float64 { return l.P50 }), pw(func(w wrkResult) float64 { return w.P50 }))
+	add("paced p90 (from send)", pl(func(l benchkit.Latency) float64 { return l.P90 }), pw(func(w wrkResult) float64 { return w.P90 }))
+	add("paced p99 (from send)", pl(func(l benchkit.Latency) float64 { return l.P99 }), pw(func(w wrkResult) float64 { return w.P99 }))
+	add("paced p99.9 (from send)", pl(func(l benchkit.Latency) float64 { return l.P999 }), pw(func(w wrkResult) float64 { return w.P999 }))
 	b.WriteString(t.String())
-	if len(rep.Failures) == 0 {
-		b.WriteString("\nResult: ok (every request answered 201)\n")
-	} else {
-		b.WriteString("\nResult: FAILED\n")
-		for _, f := range rep.Failures {
-			fmt.Fprintf(&b, "- %s\n", f)
-		}
-	}
-	fmt.Fprintf(&b, "\nRun time: %s\n", time.Duration(rep.WallSeconds*float64(time.Second)).Round(time.Second))
+	// Unlike the side by side's, this verdict stands apart from the tables
+	// and the run time.
+	fmt.Fprintf(&b, "\n%s\n\n%s\n", strings.TrimSuffix(benchkit.Result("every request answered 201", rep.Failures), "\n"), benchkit.RunTime(rep.WallSeconds))
 	return b.String()
 }

@@ -3,11 +3,10 @@ package main
 import (
 	"fmt"
 	"os"
-	"runtime"
 	"strings"
 	"time"
 
-	"github.com/ankusa/ankusa/internal/hostinfo"
+	"github.com/ankusa/ankusa/bench/internal/benchkit"
 )
 
 // spineMBs is the spine's ingest rate in raw MB/s: about 50,000 to 70,000
@@ -37,10 +36,11 @@ func newReport(h *hooks, evs []corpusEvent, corpus string) *report {
 			stripe++
 		}
 	}
+	m := benchkit.DescribeMachine("", "")
 	return &report{
-		date:    time.Now().UTC().Format("2006-01-02 15:04 UTC"),
-		machine: fmt.Sprintf("nproc %d, %s, Linux %s", runtime.NumCPU(), hostinfo.CPUModel(), hostinfo.Kernel()),
-		commit:  hostinfo.Commit(),
+		date:    m.Date,
+		machine: fmt.Sprintf("nproc %d, %s, Linux %s", m.NProc, m.CPUModel, m.Kernel),
+		commit:  m.Commit,
 		command: "make bench-segment (" + strings.Join(os.Args, " ") + ")",
 		corpus: fmt.Sprintf("%s: %d events (%d Stripe-like, %d GitHub-like), bodies %.1f MB (mean %d B); "+
 			"as envelope records %.1f MB (mean %d B, headers and envelope fields included)",

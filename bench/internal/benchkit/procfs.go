@@ -1,4 +1,4 @@
-package main
+package benchkit
 
 import (
 	"fmt"
@@ -7,29 +7,38 @@ import (
 	"strings"
 )
 
-// clockTicks is USER_HZ, the unit of utime and stime in /proc/PID/stat
-// (100 on every Linux this runs on).
+// clockTicks is USER_HZ, the unit of the CPU times in /proc (100 on every
+// Linux this runs on).
 const clockTicks = 100
 
-// cpuSeconds is the process's user plus system CPU time so far, from
+// CPUSeconds is the process's user plus system CPU time so far, from
 // /proc/PID/stat (fields 14 and 15).
-func cpuSeconds(pid int) (float64, error) {
+func CPUSeconds(pid int) (float64, error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0, fmt.Errorf("cannot read the server's CPU time: %w", err)
+		return 0, err
 	}
-	return parseStatCPU(string(data))
+	return ParseStatCPU(string(data))
 }
 
-// parseStatCPU reads utime and stime from a /proc/PID/stat line. The
-// command name (field 2) may hold spaces and parentheses, so the fields are
-// counted from the last ')'.
-func parseStatCPU(stat string) (float64, error) {
+// statFields are the fields of a /proc/PID/stat line from field 3 (the
+// state) on. The command name (field 2) may hold spaces and parentheses,
+// so the fields are counted from the last ')'.
+func statFields(stat string) ([]string, bool) {
 	i := strings.LastIndexByte(stat, ')')
 	if i < 0 {
+		return nil, false
+	}
+	return strings.Fields(stat[i+1:]), true
+}
+
+// ParseStatCPU reads utime and stime from a /proc/PID/stat line, in
+// seconds.
+func ParseStatCPU(stat string) (float64, error) {
+	f, ok := statFields(stat)
+	if !ok {
 		return 0, fmt.Errorf("cannot parse /proc/PID/stat %q", stat)
 	}
-	f := strings.Fields(stat[i+1:])
 	// f[0] is field 3 (state): utime is field 14, stime field 15.
 	if len(f) < 13 {
 		return 0, fmt.Errorf("cannot parse /proc/PID/stat %q: too few fields", stat)
@@ -42,20 +51,35 @@ func parseStatCPU(stat string) (float64, error) {
 	return float64(utime+stime) / clockTicks, nil
 }
 
-// machineBusy is the CPU time all cores have spent busy (user, nice,
+// ParentPID is the process's parent, or 0 where /proc does not say.
+func ParentPID(pid int) int {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	f, ok := statFields(string(data))
+	if !ok || len(f) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	return ppid
+}
+
+// MachineBusy is the CPU time all cores have spent busy (user, nice,
 // system, irq, softirq, steal) so far, from /proc/stat. With tick-based
 // accounting (no CONFIG_IRQ_TIME_ACCOUNTING) a softirq tick is charged to
-// the task it interrupted as well, so busy time less the server's and the
-// client's is what other processes used.
-func machineBusy() (float64, error) {
+// the task it interrupted as well, so busy time less that of the
+// processes measured is what other processes used.
+func MachineBusy() (float64, error) {
 	data, err := os.ReadFile("/proc/stat")
 	if err != nil {
 		return 0, fmt.Errorf("cannot read /proc/stat: %w", err)
 	}
-	return parseProcStat(string(data))
+	return ParseProcStat(string(data))
 }
 
-func parseProcStat(stat string) (float64, error) {
+// ParseProcStat is the busy CPU seconds of the "cpu" line of /proc/stat.
+func ParseProcStat(stat string) (float64, error) {
 	line, _, _ := strings.Cut(stat, "\n")
 	f := strings.Fields(line)
 	if len(f) < 9 || f[0] != "cpu" {
@@ -73,16 +97,17 @@ func parseProcStat(stat string) (float64, error) {
 	return float64(busy) / clockTicks, nil
 }
 
-// peakRSS is the process's peak resident set (VmHWM) in bytes.
-func peakRSS(pid int) (float64, error) {
+// PeakRSS is the process's peak resident set (VmHWM) in bytes.
+func PeakRSS(pid int) (float64, error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, fmt.Errorf("cannot read the server's peak RSS: %w", err)
+		return 0, fmt.Errorf("cannot read the peak RSS of process %d: %w", pid, err)
 	}
-	return parseHWM(string(data))
+	return ParseHWM(string(data))
 }
 
-func parseHWM(status string) (float64, error) {
+// ParseHWM reads VmHWM from a /proc/PID/status, in bytes.
+func ParseHWM(status string) (float64, error) {
 	for _, line := range strings.Split(status, "\n") {
 		rest, ok := strings.CutPrefix(line, "VmHWM:")
 		if !ok {
@@ -97,9 +122,9 @@ func parseHWM(status string) (float64, error) {
 	return 0, fmt.Errorf("no VmHWM in /proc/PID/status")
 }
 
-// resetPeakRSS sets VmHWM back to the current RSS (Linux 4.0 and later),
+// ResetPeakRSS sets VmHWM back to the current RSS (Linux 4.0 and later),
 // so that the peak covers the measured window only. It reports whether the
 // kernel took it.
-func resetPeakRSS(pid int) bool {
+func ResetPeakRSS(pid int) bool {
 	return os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0) == nil
 }

@@ -1,0 +1,310 @@
+package benchkit
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseStatCPU(t *testing.T) {
+	for _, tc := range []struct {
+		name, stat string
+		want       float64
+		bad        bool
+	}{
+		{"plain", "1234 (ankusa) S 1 1234 1234 0 -1 4194560 100 0 0 0 250 130 0 0 20 0 8 0 100 0 0", 3.80, false},
+		{"spaces and parens in comm", "1234 (a b) c) R 1 1234 1234 0 -1 0 0 0 0 0 7 3 0 0", 0.10, false},
+		{"truncated", "1234 (x) S 1 2 3", 0, true},
+		{"no comm", "garbage", 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ParseStatCPU(tc.stat)
+			if (err != nil) != tc.bad || fmt.Sprintf("%.2f", got) != fmt.Sprintf("%.2f", tc.want) {
+				t.Errorf("ParseStatCPU = %v, %v; want %v, error %v", got, err, tc.want, tc.bad)
+			}
+		})
+	}
+}
+
+func TestParseProcStat(t *testing.T) {
+	got, err := ParseProcStat("cpu  100 10 50 1000 40 5 6 7 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\n")
+	if err != nil || got != 1.78 {
+		t.Errorf("ParseProcStat = %v, %v; want 1.78", got, err)
+	}
+	if _, err := ParseProcStat("intr 1 2 3"); err == nil {
+		t.Error("ParseProcStat without a cpu line: no error")
+	}
+}
+
+func TestParseHWM(t *testing.T) {
+	got, err := ParseHWM("Name:\tgcref\nVmPeak:\t  900 kB\nVmHWM:\t   20480 kB\nVmRSS:\t 100 kB\n")
+	if err != nil || got != 20480*1024 {
+		t.Errorf("ParseHWM = %v, %v", got, err)
+	}
+	if _, err := ParseHWM("Name:\tx\n"); err == nil {
+		t.Error("ParseHWM without VmHWM: no error")
+	}
+}
+
+func TestMedian(t *testing.T) {
+	for _, tc := range []struct {
+		in   []float64
+		want float64
+	}{
+		{nil, 0},
+		{[]float64{5}, 5},
+		{[]float64{3, 1, 2}, 2},
+		{[]float64{4, 1, 3, 2}, 2.5},
+	} {
+		if got := Median(tc.in); got != tc.want {
+			t.Errorf("Median(%v) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestMedianKeepsOrder(t *testing.T) {
+	v := []float64{3, 1, 2}
+	if Median(v) != 2 || v[0] != 3 || v[1] != 1 || v[2] != 2 {
+		t.Errorf("Median reordered its input: %v", v)
+	}
+}
+
+func TestParentPID(t *testing.T) {
+	if got := ParentPID(os.Getpid()); got != os.Getppid() {
+		t.Errorf("ParentPID(self) = %d, want %d", got, os.Getppid())
+	}
+	if got := ParentPID(-1); got != 0 {
+		t.Errorf("ParentPID(-1) = %d, want 0", got)
+	}
+}
+
+func TestGroup(t *testing.T) {
+	for in, want := range map[string]string{"0": "0", "999": "999", "1000": "1,000", "123457": "123,457", "1234567": "1,234,567", "-4200": "-4,200", "-0": "-0"} {
+		if got := Group(in); got != want {
+			t.Errorf("Group(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestTable(t *testing.T) {
+	tb := Table{Header: []string{"name", "req/s", "p99"}, Left: map[int]bool{0: true}}
+	tb.Add("ceiling", "127,918", "7.95 ms")
+	tb.Add("gcref", "88,380", "5.40 ms")
+	want := "" +
+		"| name    |   req/s |     p99 |\n" +
+		"|:--------|--------:|--------:|\n" +
+		"| ceiling | 127,918 | 7.95 ms |\n" +
+		"| gcref   |  88,380 | 5.40 ms |\n"
+	if got := tb.String(); got != want {
+		t.Errorf("table:\n%s\nwant:\n%s", got, want)
+	}
+	// Widths count runes, not bytes.
+	tb = Table{Header: []string{"min–max"}}
+	tb.Add("1–2")
+	if got, want := tb.String(), "| min–max |\n|--------:|\n|     1–2 |\n"; got != want {
+		t.Errorf("table:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+func TestFooter(t *testing.T) {
+	if got, want := Footer("all good", nil, 37.6), "Result: ok (all good)\nRun time: 38s\n"; got != want {
+		t.Errorf("Footer ok = %q, want %q", got, want)
+	}
+	got := Footer("all good", []string{"one", "two\nlines"}, 61)
+	want := "Result: FAILED\n- one\n- two\n  lines\n\nRun time: 1m1s\n"
+	if got != want {
+		t.Errorf("Footer failed = %q, want %q", got, want)
+	}
+}
+
+func TestMachine(t *testing.T) {
+	m := Machine{Date: "2026-01-02 03:04 UTC", Commit: "abc1234", NProc: 2, CPUModel: "AMD EPYC", Kernel: "6.1", DataDir: "/tmp"}
+	want := "make bench, 2026-01-02 03:04 UTC\n\n- commit abc1234; nproc 2, AMD EPYC; Linux 6.1; data directories under /tmp\n"
+	if got := m.Header("make bench"); got != want {
+		t.Errorf("Header = %q, want %q", got, want)
+	}
+	if d := DescribeMachine("", "n"); d.DataDir != os.TempDir() || d.Note != "n" || d.NProc < 1 {
+		t.Errorf("DescribeMachine = %+v", d)
+	}
+}
+
+func TestUnset(t *testing.T) {
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	a := fs.Int("a", 1, "")
+	b := fs.Int("b", 1, "")
+	if err := fs.Parse([]string{"-a", "5"}); err != nil {
+		t.Fatal(err)
+	}
+	Unset(fs, map[string]func(){"a": func() { *a = 9 }, "b": func() { *b = 9 }})
+	if *a != 5 || *b != 9 {
+		t.Errorf("a %d b %d, want 5 (given) and 9 (default)", *a, *b)
+	}
+}
+
+func TestWriteReport(t *testing.T) {
+	dir := t.TempDir()
+	md, js := filepath.Join(dir, "r.md"), filepath.Join(dir, "r.json")
+	if err := WriteReport(md, js, "# r\n", map[string]int{"x": 1}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(md); string(b) != "# r\n" {
+		t.Errorf("markdown %q", b)
+	}
+	if b, _ := os.ReadFile(js); string(b) != "{\n  \"x\": 1\n}\n" {
+		t.Errorf("json %q", b)
+	}
+	if err := WriteReport(filepath.Join(dir, "no", "r.md"), "", "", nil); err == nil || !strings.Contains(err.Error(), "cannot write -out") {
+		t.Errorf("unwritable -out: %v", err)
+	}
+}
+
+// TestLoadgen runs a stand-in for loadgen: the last JSON line is the
+// result, and a non-zero exit beside a result is exitErr.
+func TestLoadgen(t *testing.T) {
+	bin := t.TempDir()
+	script := "#!/bin/sh\necho starting\necho '{\"mode\":\"closed\",\"requests\":10,\"status\":{\"201\":9,\"503\":1},\"latency_us\":{\"p99\":120}}'\necho oops >&2\nexit 1\n"
+	if err := os.WriteFile(filepath.Join(bin, "loadgen"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	l, err := StartLoadgen(context.Background(), bin, []string{"-json"}, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r LoadResult
+	raw, exitErr, err := l.Wait(&r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Requests != 10 || r.LatencyUS.P99 != 120 || !strings.HasPrefix(string(raw), "{") {
+		t.Errorf("result %+v, raw %s", r, raw)
+	}
+	if exitErr == nil || !strings.Contains(exitErr.Error(), "oops") {
+		t.Errorf("exitErr %v, want the exit and stderr", exitErr)
+	}
+	if got := fmt.Sprint(r.Problems()); got != "[1 answers 503]" {
+		t.Errorf("problems %s", got)
+	}
+
+	if err := os.WriteFile(filepath.Join(bin, "loadgen"), []byte("#!/bin/sh\necho no json\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if l, err = StartLoadgen(context.Background(), bin, nil, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := l.Wait(&r); err == nil || !strings.Contains(err.Error(), "no JSON result") {
+		t.Errorf("no JSON: %v", err)
+	}
+	if _, err := StartLoadgen(context.Background(), t.TempDir(), nil, time.Minute); err == nil {
+		t.Error("StartLoadgen without a loadgen: no error")
+	}
+}
+
+func TestProc(t *testing.T) {
+	p, err := StartProc("sleeper", exec.Command("sleep", "30"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tries := 0
+	err = p.WaitReady(context.Background(), 5*time.Second, func() error {
+		if tries++; tries < 3 {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+	if err != nil || !p.Alive() || p.Pid() <= 0 {
+		t.Fatalf("WaitReady: %v, alive %v", err, p.Alive())
+	}
+	// sleep dies of SIGTERM: not a clean exit.
+	if err := p.Stop(5 * time.Second); err == nil || !strings.Contains(err.Error(), "sleeper exited with") {
+		t.Errorf("Stop: %v", err)
+	}
+	if p.Alive() || p.WaitErr() == nil {
+		t.Error("stopped process still alive or exited 0")
+	}
+
+	p, err = StartProc("quitter", exec.Command("sh", "-c", "echo bye; exit 3"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = p.WaitReady(context.Background(), 5*time.Second, func() error { return errors.New("never") })
+	if err == nil || !strings.Contains(err.Error(), "quitter exited before it was ready") || !strings.Contains(err.Error(), "bye") {
+		t.Errorf("WaitReady of an exited process: %v", err)
+	}
+
+	p, err = StartProc("slow", exec.Command("sleep", "30"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop(time.Second)
+	err = p.WaitReady(context.Background(), 100*time.Millisecond, func() error { return errors.New("never") })
+	if err == nil || !strings.Contains(err.Error(), "slow not ready after 100ms: never") {
+		t.Errorf("WaitReady timeout: %v", err)
+	}
+}
+
+func TestSettle(t *testing.T) {
+	// Other work keeps the machine busy, whatever its CPU, until limit.
+	q := Quiet{CPU: 1e9, Others: func() []string { return []string{"1 go test"} }}
+	quiet, waited, err := q.Settle(context.Background(), 0)
+	if err != nil || quiet || waited < 500*time.Millisecond {
+		t.Errorf("Settle with other work = %v, %v, %v; want not quiet after half a second", quiet, waited, err)
+	}
+	if quiet, _, err := (Quiet{CPU: 1e9}).Settle(context.Background(), time.Minute); err != nil || !quiet {
+		t.Errorf("Settle = %v, %v; want quiet", quiet, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, _, err := (Quiet{CPU: 0}).Settle(ctx, time.Minute); !errors.Is(err, context.Canceled) {
+		t.Errorf("Settle with a done context: %v", err)
+	}
+}
+
+func TestMetrics(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/metrics" {
+			http.NotFound(w, r)
+			return
+		}
+		fmt.Fprint(w, "# HELP a_total A.\n# TYPE a_total counter\na_total 12\nb{state=\"x y\"} 1.5\nc NaNish\n")
+	}))
+	defer srv.Close()
+	got := map[string]float64{}
+	if err := Metrics(srv.Client(), srv.URL+"/metrics", func(name string, v float64) { got[name] = v }); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got["a_total"] != 12 || got[`b{state="x y"}`] != 1.5 {
+		t.Errorf("samples %v", got)
+	}
+	if err := Metrics(srv.Client(), srv.URL+"/nothing", func(string, float64) {}); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Errorf("404: %v", err)
+	}
+	if err := GetOK(srv.Client(), srv.URL+"/metrics"); err != nil {
+		t.Errorf("GetOK: %v", err)
+	}
+	if err := GetOK(srv.Client(), srv.URL+"/nothing"); err == nil {
+		t.Error("GetOK of a 404: no error")
+	}
+}
+
+func TestDataDir(t *testing.T) {
+	parent := t.TempDir()
+	dir, addrs, err := DataDir(parent, "x-", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if filepath.Dir(dir) != parent || len(addrs) != 2 || addrs[0] == addrs[1] || !strings.HasPrefix(addrs[0], "127.0.0.1:") {
+		t.Errorf("DataDir = %q, %q", dir, addrs)
+	}
+	if _, _, err := DataDir(filepath.Join(parent, "missing"), "x-", 1); err == nil || !strings.Contains(err.Error(), "set -tmp") {
+		t.Errorf("DataDir under a missing parent: %v", err)
+	}
+}

@@ -1,0 +1,176 @@
+package benchkit
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/ankusa/ankusa/internal/child"
+)
+
+// Proc is a started server process; its output is kept.
+type Proc struct {
+	Name    string
+	Cmd     *exec.Cmd
+	out     child.Buffer
+	exited  chan struct{}
+	waitErr error
+}
+
+// StartProc starts cmd, its stdout and stderr kept in Output, and waits
+// for it in the background. The error is exec's, for the caller to say
+// how to build the binary.
+func StartProc(name string, cmd *exec.Cmd) (*Proc, error) {
+	p := &Proc{Name: name, Cmd: cmd, exited: make(chan struct{})}
+	cmd.Stdout = &p.out
+	cmd.Stderr = &p.out
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() { p.waitErr = cmd.Wait(); close(p.exited) }()
+	return p, nil
+}
+
+// Pid is the process's id.
+func (p *Proc) Pid() int { return p.Cmd.Process.Pid }
+
+// Output is the process's stdout and stderr so far.
+func (p *Proc) Output() string { return p.out.String() }
+
+// WaitErr is how the process exited, once it has.
+func (p *Proc) WaitErr() error {
+	<-p.exited
+	return p.waitErr
+}
+
+// Alive reports whether the process is still running.
+func (p *Proc) Alive() bool {
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// WaitReady polls ready every 20 ms until it succeeds, the process exits,
+// ctx is done or timeout has passed.
+func (p *Proc) WaitReady(ctx context.Context, timeout time.Duration, ready func() error) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		err := ready()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-p.exited:
+			return fmt.Errorf("%s exited before it was ready: %v\n%s", p.Name, p.waitErr, Tail(p.Output()))
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s not ready after %s: %v\n%s", p.Name, timeout, err, Tail(p.Output()))
+		}
+	}
+}
+
+// Stop sends SIGTERM and waits for the process to exit, with SIGKILL
+// after grace; it returns an error unless the process exited 0.
+func (p *Proc) Stop(grace time.Duration) error {
+	if p.Alive() {
+		_ = p.Cmd.Process.Signal(syscall.SIGTERM)
+	}
+	select {
+	case <-p.exited:
+		if p.waitErr != nil {
+			return fmt.Errorf("%s exited with %v after SIGTERM\n%s", p.Name, p.waitErr, Tail(p.Output()))
+		}
+		return nil
+	case <-time.After(grace):
+		_ = p.Cmd.Process.Kill()
+		<-p.exited
+		return fmt.Errorf("%s did not stop within %s of SIGTERM", p.Name, grace)
+	}
+}
+
+// DataDir creates a fresh data directory under parent ("": the system
+// temp dir) and finds n loopback addresses whose ports were free a moment
+// ago, for a server to listen on.
+func DataDir(parent, prefix string, n int) (dir string, addrs []string, err error) {
+	dir, err = os.MkdirTemp(parent, prefix)
+	if err != nil {
+		return "", nil, fmt.Errorf("cannot create a data directory (set -tmp): %w", err)
+	}
+	for range n {
+		addr, err := child.FreeAddr()
+		if err != nil {
+			os.RemoveAll(dir)
+			return "", nil, err
+		}
+		addrs = append(addrs, addr)
+	}
+	return dir, addrs, nil
+}
+
+// GetOK gets url with c and wants 200 OK.
+func GetOK(c *http.Client, url string) error {
+	resp, err := c.Get(url)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return nil
+}
+
+// Tail is the end of a process's output, for error messages.
+func Tail(s string) string {
+	const n = 2000
+	if len(s) > n {
+		s = "..." + s[len(s)-n:]
+	}
+	return strings.TrimSpace(s)
+}
+
+// Metrics gets the Prometheus text exposition at url with c and calls
+// each with every sample's name (its labels included, as written) and
+// value; comments, and samples whose value is not a number, are passed
+// over.
+func Metrics(c *http.Client, url string, each func(name string, value float64)) error {
+	resp, err := c.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 || strings.HasPrefix(line, "#") {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			continue
+		}
+		each(line[:i], v)
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("GET %s: %w", url, err)
+	}
+	return nil
+}

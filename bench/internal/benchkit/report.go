@@ -1,0 +1,169 @@
+// Package benchkit holds what the benchmark commands under bench/ share:
+// the markdown table and report lines, the machine a run was made on,
+// loadgen runs and their -json result, server processes, and the CPU and
+// memory figures Linux keeps in /proc.
+package benchkit
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Table is a markdown table with its columns padded to line up in a
+// terminal too; columns are right-aligned unless in Left.
+type Table struct {
+	Header []string
+	Left   map[int]bool
+	rows   [][]string
+}
+
+// Add appends a row.
+func (t *Table) Add(cells ...string) { t.rows = append(t.rows, cells) }
+
+func (t *Table) String() string {
+	width := make([]int, len(t.Header))
+	for _, row := range append([][]string{t.Header}, t.rows...) {
+		for i, c := range row {
+			width[i] = max(width[i], len([]rune(c)))
+		}
+	}
+	var b strings.Builder
+	line := func(cells []string) {
+		b.WriteString("|")
+		for i, c := range cells {
+			pad := strings.Repeat(" ", width[i]-len([]rune(c)))
+			if t.Left[i] {
+				fmt.Fprintf(&b, " %s%s |", c, pad)
+			} else {
+				fmt.Fprintf(&b, " %s%s |", pad, c)
+			}
+		}
+		b.WriteString("\n")
+	}
+	line(t.Header)
+	b.WriteString("|")
+	for i, w := range width {
+		if t.Left[i] {
+			fmt.Fprintf(&b, ":%s|", strings.Repeat("-", w+1))
+		} else {
+			fmt.Fprintf(&b, "%s:|", strings.Repeat("-", w+1))
+		}
+	}
+	b.WriteString("\n")
+	for _, row := range t.rows {
+		line(row)
+	}
+	return b.String()
+}
+
+// Group puts a comma between each group of three digits of an integer
+// written in decimal ("-1234567" is "-1,234,567").
+func Group(s string) string {
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+// Result is a report's verdict: "Result: ok (ok)" when nothing failed,
+// else "Result: FAILED" and a line for each failure, ending in a newline.
+func Result(ok string, failures []string) string {
+	if len(failures) == 0 {
+		return "Result: ok (" + ok + ")"
+	}
+	var b strings.Builder
+	b.WriteString("Result: FAILED\n")
+	for _, f := range failures {
+		fmt.Fprintf(&b, "- %s\n", strings.ReplaceAll(f, "\n", "\n  "))
+	}
+	return b.String()
+}
+
+// RunTime is the "Run time: ..." line of a run that took wallSeconds,
+// without its newline.
+func RunTime(wallSeconds float64) string {
+	return "Run time: " + time.Duration(wallSeconds*float64(time.Second)).Round(time.Second).String()
+}
+
+// Footer is the end of a report: its Result and, after a newline, its
+// RunTime line.
+func Footer(ok string, failures []string, wallSeconds float64) string {
+	return Result(ok, failures) + "\n" + RunTime(wallSeconds) + "\n"
+}
+
+// Median is the median of v (the mean of the middle two for an even
+// count), 0 for none.
+func Median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// WriteReport writes a report's markdown to out and its figures, v, as
+// indented JSON to jsonOut; an empty name is not written.
+func WriteReport(out, jsonOut, md string, v any) error {
+	if out != "" {
+		if err := os.WriteFile(out, []byte(md), 0o644); err != nil {
+			return fmt.Errorf("cannot write -out %q: %w", out, err)
+		}
+	}
+	if jsonOut != "" {
+		data, err := json.MarshalIndent(v, "", "  ")
+		if err != nil {
+			return fmt.Errorf("cannot encode the results: %w", err)
+		}
+		if err := os.WriteFile(jsonOut, append(data, '\n'), 0o644); err != nil {
+			return fmt.Errorf("cannot write -json %q: %w", jsonOut, err)
+		}
+	}
+	return nil
+}
+
+// Publish prints a report's markdown and writes it and its figures (see
+// WriteReport). It returns the command's exit code: 1 when they cannot be
+// written or the report has failures, else 0.
+func Publish(prog, md, out, jsonOut string, v any, failures []string) int {
+	fmt.Print(md)
+	if err := WriteReport(out, jsonOut, md, v); err != nil {
+		fmt.Fprintln(os.Stderr, prog+":", err)
+		return 1
+	}
+	if len(failures) > 0 {
+		return 1
+	}
+	return 0
+}
+
+// Unset runs each function of defaults whose flag was not given on fs's
+// command line: the defaults of a mode such as -quick, which flags given
+// explicitly override.
+func Unset(fs *flag.FlagSet, defaults map[string]func()) {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	for name, apply := range defaults {
+		if !set[name] {
+			apply()
+		}
+	}
+}
