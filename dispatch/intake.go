@@ -3,6 +3,8 @@ package dispatch
 import (
 	"sync"
 
+	"github.com/ankusa/ankusa/envelope"
+	"github.com/ankusa/ankusa/source"
 	"github.com/ankusa/ankusa/wal"
 )
 
@@ -19,10 +21,12 @@ type intake struct {
 	signal chan struct{}
 }
 
-// item is a retained record, or (req nil) a range of seqs to read back.
+// item is a retained record, or (req nil) a range of seqs: to read back,
+// or (skip) with nothing to deliver.
 type item struct {
 	req      *wal.Request
 	from, to uint64
+	skip     bool
 }
 
 func (in *intake) init(max int64) {
@@ -34,8 +38,13 @@ func (in *intake) init(max int64) {
 // seq order. It runs on the commit loop and never blocks.
 func (d *Dispatcher) Handoff(batch []*wal.Request) {
 	in := &d.in
+	snap := d.o.Sources.Snapshot()
 	in.mu.Lock()
 	for _, r := range batch {
+		if !d.delivers(snap, r.Buf[wal.FrameHeaderSize:]) {
+			in.addRange(r.Seq, true)
+			continue
+		}
 		n := int64(len(r.Buf))
 		if in.mem+n <= in.max && !d.closed.Load() {
 			r.Retain()
@@ -44,17 +53,40 @@ func (d *Dispatcher) Handoff(batch []*wal.Request) {
 			continue
 		}
 		intakeOverflow.Inc()
-		if k := len(in.items) - 1; k >= 0 && in.items[k].req == nil && in.items[k].to+1 == r.Seq {
-			in.items[k].to = r.Seq
-		} else {
-			in.items = append(in.items, item{from: r.Seq, to: r.Seq})
-		}
+		in.addRange(r.Seq, false)
 	}
 	in.mu.Unlock()
 	select {
 	case in.signal <- struct{}{}:
 	default:
 	}
+}
+
+// addRange appends seq to the last range of its kind when it follows it.
+// Under in.mu.
+func (in *intake) addRange(seq uint64, skip bool) {
+	if k := len(in.items) - 1; k >= 0 && in.items[k].req == nil && in.items[k].skip == skip && in.items[k].to+1 == seq {
+		in.items[k].to = seq
+		return
+	}
+	in.items = append(in.items, item{from: seq, to: seq, skip: skip})
+}
+
+// delivers reports whether a committed record has anything to deliver:
+// its source has sinks and it is not held in quarantine. It reads the
+// record in place, without decoding or allocating: hooks of sources
+// without sinks cost dispatch nothing but their seq.
+func (d *Dispatcher) delivers(snap *source.Snapshot, payload []byte) bool {
+	_, name, ok := envelope.Names(payload)
+	if !ok || payload[envelope.OffFlags]&envelope.FlagQuarantined != 0 {
+		return false
+	}
+	src := snap.Lookup(name)
+	if src == nil {
+		unknownSource.Inc()
+		return false
+	}
+	return len(src.Spec.Sinks) > 0
 }
 
 // take returns everything queued; the caller gives the slice back with

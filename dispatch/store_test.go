@@ -11,7 +11,9 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/ankusa/ankusa/dispatch"
+	"github.com/ankusa/ankusa/envelope"
 	"github.com/ankusa/ankusa/meta"
+	"github.com/ankusa/ankusa/wal"
 )
 
 // A stored row that does not decode, and a due entry without a row, are
@@ -133,5 +135,43 @@ func TestAttemptLogSwept(t *testing.T) {
 	}
 	if att, _ := d.Attempts(context.Background(), "acme", hooks[0].ID); len(att) != 0 {
 		t.Fatalf("attempt log after the sweep: %+v", att)
+	}
+}
+
+// Hooks with nothing to deliver (an unknown source, or quarantined) get no
+// rows and cost nothing but their seq: the checkpoint still passes them,
+// so the WAL behind them can go.
+func TestHooksWithoutSinksMoveTheCheckpoint(t *testing.T) {
+	fk := newFakeSinks(nil)
+	n := openNode(t, vfs.NewMem(), fk, nodeOptions{sinks: twoSinks(nil)})
+	defer n.close()
+	d := n.disp.Load()
+	e := n.commit("acme", 0)
+	for i := range 20 {
+		h := envelope.Envelope{TenantID: "acme", SourceID: "gone", ReceivedAt: time.Now().UnixNano(), Body: []byte{byte(i)}}
+		if i%2 == 1 {
+			h.SourceID, h.Verification.Quarantined = "src", true
+		}
+		req := wal.AcquireRequest()
+		req.Buf = h.AppendTo(req.Buf)
+		wal.SealPayload(req.Buf)
+		if err := n.wal.Commit(req); err != nil {
+			t.Fatal(err)
+		}
+		wal.ReleaseRequest(req)
+	}
+	waitFor(t, 5*time.Second, "the checkpoint past every hook", func() bool { return d.Checkpoint() == n.wal.LastSeq() })
+	waitFor(t, 5*time.Second, "the one deliverable hook", func() bool { return fk.ok.Load() == 2 })
+	if fk.delivered("a", e.ID) != 1 || fk.calls.Load() != 2 {
+		t.Fatalf("%d attempts; only the hook of a source with sinks, not quarantined, is delivered", fk.calls.Load())
+	}
+	rows := 0
+	it, _ := n.meta.DB().NewIter(&pebble.IterOptions{LowerBound: []byte(meta.PrefixRow), UpperBound: meta.PrefixEnd([]byte(meta.PrefixRow))})
+	for ok := it.First(); ok; ok = it.Next() {
+		rows++
+	}
+	it.Close()
+	if rows != 0 {
+		t.Fatalf("%d rows left; hooks without sinks must not get any", rows)
 	}
 }

@@ -72,6 +72,12 @@ func (d *Dispatcher) writeIntake() error {
 	defer d.in.giveBack(items)
 	w := d.newRowWriter(false)
 	for i, it := range items {
+		if it.skip {
+			// Nothing to deliver: the seqs only move the checkpoint. The
+			// rows of earlier hooks go first, in the same batch order.
+			w.d.written = max(w.d.written, it.to)
+			continue
+		}
 		if it.req == nil {
 			err := d.o.Hooks.Scan(it.from, it.to, func(e *envelope.Envelope) error {
 				return w.addHook(e, nil)

@@ -244,3 +244,25 @@ func (d *decoder) u32bytes() []byte {
 	d.b = d.b[4:]
 	return d.bytes(uint64(n), "body")
 }
+
+// Names reads the tenant and source ids of an encoded envelope without
+// allocating; the slices alias src.
+func Names(src []byte) (tenant, source []byte, ok bool) {
+	if len(src) < FixedSize || src[OffKind] != KindEnvelope {
+		return nil, nil, false
+	}
+	b := src[FixedSize:]
+	for i := range 2 {
+		n, k := binary.Uvarint(b)
+		if k <= 0 || n > uint64(len(b)-k) {
+			return nil, nil, false
+		}
+		if i == 0 {
+			tenant = b[k : k+int(n)]
+		} else {
+			source = b[k : k+int(n)]
+		}
+		b = b[k+int(n):]
+	}
+	return tenant, source, true
+}

@@ -91,13 +91,6 @@ func appendTenantRecord(dst []byte, ordinal uint32, name []byte, batch uint32) [
 
 // tenantOf reads the tenant id of an envelope payload without allocating.
 func tenantOf(payload []byte) ([]byte, bool) {
-	if len(payload) < envelope.FixedSize {
-		return nil, false
-	}
-	b := payload[envelope.FixedSize:]
-	n, k := binary.Uvarint(b)
-	if k <= 0 || n > uint64(len(b)-k) {
-		return nil, false
-	}
-	return b[k : k+int(n)], true
+	t, _, ok := envelope.Names(payload)
+	return t, ok
 }
