@@ -34,10 +34,10 @@ test: lint build services
 services:
 	@scripts/ensure-rabbitmq.sh
 
-# Each fuzz target for FUZZTIME: 10 targets, 60 s of fuzzing, about two
-# minutes with their builds (the seed corpora in testdata/fuzz also run
-# with the unit tests). go test -fuzz takes one package and one target at
-# a time. A failing input is written to the package's
+# Each fuzz target for FUZZTIME: 14 targets, 84 s of fuzzing, about two
+# and a half minutes with their builds (the seed corpora in testdata/fuzz
+# also run with the unit tests). go test -fuzz takes one package and one
+# target at a time. A failing input is written to the package's
 # testdata/fuzz/<target>/ and replays with go test -run '<target>/<file>'.
 FUZZTIME ?= 6s
 
@@ -48,6 +48,10 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzJSONRoundTrip$$' -fuzztime $(FUZZTIME) ./envelope
 	$(GO) test -run '^$$' -fuzz '^FuzzStripeHeader$$' -fuzztime $(FUZZTIME) ./verify
 	$(GO) test -run '^$$' -fuzz '^FuzzStandardWebhooksHeader$$' -fuzztime $(FUZZTIME) ./verify
+	$(GO) test -run '^$$' -fuzz '^FuzzHMACHeader$$' -fuzztime $(FUZZTIME) ./verify
+	$(GO) test -run '^$$' -fuzz '^FuzzGitHubHeader$$' -fuzztime $(FUZZTIME) ./verify
+	$(GO) test -run '^$$' -fuzz '^FuzzShopifyHeader$$' -fuzztime $(FUZZTIME) ./verify
+	$(GO) test -run '^$$' -fuzz '^FuzzSlackHeader$$' -fuzztime $(FUZZTIME) ./verify
 	$(GO) test -run '^$$' -fuzz '^FuzzSegmentReader$$' -fuzztime $(FUZZTIME) ./segment
 	$(GO) test -run '^$$' -fuzz '^FuzzRecords$$' -fuzztime $(FUZZTIME) ./segment
 	$(GO) test -run '^$$' -fuzz '^FuzzWALReader$$' -fuzztime $(FUZZTIME) ./wal

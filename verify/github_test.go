@@ -10,12 +10,28 @@ import (
 	"github.com/ankusa/ankusa/verify"
 )
 
-// The test values GitHub publishes in "Validating webhook deliveries".
+// The test values GitHub publishes in "Validating webhook deliveries",
+// https://docs.github.com/en/webhooks/using-webhooks/validating-webhook-deliveries#testing-the-webhook-payload-validation
 const (
 	githubDocSecret = "It's a Secret to Everybody"
 	githubDocBody   = "Hello, World!"
 	githubDocSig    = "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"
 	githubNew       = "rotated-github-secret"
+)
+
+// GitHub publishes one vector; these were computed once with OpenSSL 3.0
+// (which also gives the published value above) and checked in:
+//
+//	$ printf '%s' 'Hello, World!' | openssl dgst -sha256 -hmac 'rotated-github-secret'
+//	SHA2-256(stdin)= 2376b98b1e3deb43c46cfd6a02113185c60b6dc55add2d5ae76b7cd6f84dc477
+//	$ printf '' | openssl dgst -sha256 -hmac "It's a Secret to Everybody"
+//	SHA2-256(stdin)= 66a0c074deaa0f489ead6537e0d32f9a344b90bbeda705b6ed45ecd3b413fb40
+//	$ printf '%s' 'Hello, World!' | openssl dgst -sha1 -hmac "It's a Secret to Everybody"
+//	SHA1(stdin)= 01dc10d0c83e72ed246219cdd91669667fe2ca59
+const (
+	githubNewSig   = "sha256=2376b98b1e3deb43c46cfd6a02113185c60b6dc55add2d5ae76b7cd6f84dc477"
+	githubEmptySig = "sha256=66a0c074deaa0f489ead6537e0d32f9a344b90bbeda705b6ed45ecd3b413fb40"
+	githubDocSHA1  = "sha1=01dc10d0c83e72ed246219cdd91669667fe2ca59"
 )
 
 func gh256(secret, body string) string { return "sha256=" + hmacHex(sha256.New, secret, body) }
@@ -65,6 +81,7 @@ func TestGitHubSHA1(t *testing.T) {
 	h1 := func(v string) verify.Headers { return header("X-Hub-Signature", v) }
 	run(t, v, []vcase{
 		{name: "sha1", h: h1(gh1(githubDocSecret, body)), body: body},
+		{name: "sha1 OpenSSL vector", h: h1(githubDocSHA1), body: body},
 		{name: "sha1 rotation", h: h1(gh1(githubNew, body)), body: body},
 		{name: "sha256 still", h: header("X-Hub-Signature-256", githubDocSig), body: body},
 

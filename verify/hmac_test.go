@@ -20,6 +20,32 @@ const (
 	hmacBody = `{"order":42,"status":"paid"}`
 )
 
+// Vectors for two generic configurations, computed once with OpenSSL 3.0
+// and checked in, so that the generic verifier is held to a signer that is
+// not Go's crypto/hmac ($body is hmacBody):
+//
+//	$ printf '%s' "$body" | openssl dgst -sha1 -hmac 'acme-secret-1'
+//	SHA1(stdin)= 0b92f1ac2f283674946daa24840c6777c2c6e3dd
+//	$ printf '%s' "$body" | openssl dgst -sha1 -hmac 'acme-secret-2'
+//	SHA1(stdin)= 8b75ba9c8ff92df910a0e26f338356fec13dcc77
+//	$ printf '' | openssl dgst -sha1 -hmac 'acme-secret-1'
+//	SHA1(stdin)= 71f582e679da8e90d98a7c8cec14d75b9530f2b4
+//	$ printf '%s' "1700000000.$body" | openssl dgst -sha512 -hmac 'acme-secret-1' -binary | openssl base64 -A
+//	drvdrd1QNwxVV099ktlk4+Ob3I/0oBXlubmaOkULwqQ6QIpkMf2pWtxh+Q+1W49RnKHTuqvcoj/mPKhTEg0cVA==
+//	$ printf '%s' "1700000000.$body" | openssl dgst -sha512 -hmac 'acme-secret-2' -binary | openssl base64 -A
+//	oW9bNmFxsDoQbGbhoqONiwnaojWiAFr8hUwZZqjpBdcFGqx40zEeb93u0mI+/HCYv9zc4WXQwNjjuX6gffEOBQ==
+//	$ printf '%s' "1700000000." | openssl dgst -sha512 -hmac 'acme-secret-1' -binary | openssl base64 -A
+//	LwYPZrGZeOOmVjqvhcRecr9Ut0Qzr4eQYHQUNF3i8dVLDbl2bDL8qUIkqrqvfgIdEaVbVMVjg0hKRxWGY3YZxQ==
+const (
+	hmacSHA1Old     = "0b92f1ac2f283674946daa24840c6777c2c6e3dd"
+	hmacSHA1New     = "8b75ba9c8ff92df910a0e26f338356fec13dcc77"
+	hmacSHA1Empty   = "71f582e679da8e90d98a7c8cec14d75b9530f2b4"
+	hmacSHA512TS    = 1_700_000_000
+	hmacSHA512Old   = "drvdrd1QNwxVV099ktlk4+Ob3I/0oBXlubmaOkULwqQ6QIpkMf2pWtxh+Q+1W49RnKHTuqvcoj/mPKhTEg0cVA=="
+	hmacSHA512New   = "oW9bNmFxsDoQbGbhoqONiwnaojWiAFr8hUwZZqjpBdcFGqx40zEeb93u0mI+/HCYv9zc4WXQwNjjuX6gffEOBQ=="
+	hmacSHA512Empty = "LwYPZrGZeOOmVjqvhcRecr9Ut0Qzr4eQYHQUNF3i8dVLDbl2bDL8qUIkqrqvfgIdEaVbVMVjg0hKRxWGY3YZxQ=="
+)
+
 // TestHMACAlgorithmsAndEncodings runs the same table for every algorithm,
 // encoding and prefix the generic verifier supports.
 func TestHMACAlgorithmsAndEncodings(t *testing.T) {

@@ -51,6 +51,9 @@ func TestNewErrorsNameTheField(t *testing.T) {
 			c.SignedContent = "a{body}b{timestamp}c{body}d"
 		}), "verify.signed_content", nil},
 
+		{"tolerance under a second", config.Verify{Type: "stripe", Secret: secret("whsec_a"), Tolerance: config.Duration(500 * time.Millisecond)}, "verify.tolerance", []string{"500ms"}},
+		{"tolerance of a nanosecond", config.Verify{Type: "slack", Secret: secret("s"), Tolerance: config.Duration(1)}, "verify.tolerance", nil},
+
 		{"unknown type", config.Verify{Type: "paypal", Secret: secret("s")}, "verify.type", []string{"paypal"}},
 		{"unknown type without secret", config.Verify{Type: "paypal"}, "verify.type", []string{"paypal"}},
 		{"empty type", config.Verify{Secret: secret("s")}, "verify.type", nil},
@@ -92,6 +95,7 @@ func TestNewAccepts(t *testing.T) {
 		{"hmac six parts", config.Verify{Type: "hmac", Header: "X-Sig", TimestampHeader: "X-T", SignedContent: "a{timestamp}b{body}c{body}", Secret: secret("s")}},
 		{"standardwebhooks without prefix", config.Verify{Type: "standardwebhooks", Secret: secret("c2VjcmV0")}},
 		{"tolerance", config.Verify{Type: "slack", Secret: secret("s"), Tolerance: config.Duration(time.Hour)}},
+		{"tolerance of one second", config.Verify{Type: "slack", Secret: secret("s"), Tolerance: config.Duration(time.Second)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v, err := verify.New(tc.c)

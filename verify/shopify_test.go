@@ -16,6 +16,25 @@ const (
 	shopifyBody = `{"id":820982911946154508,"email":"jon@example.com","topic":"orders/create"}`
 )
 
+// Shopify's documentation ("Deliver webhooks through HTTPS", step "Verify
+// the webhook", https://shopify.dev/docs/apps/build/webhooks/subscribe/https)
+// shows the computation (base64 of HMAC-SHA256 over the raw body, keyed by
+// the client secret) but publishes no vector with a known secret. These
+// were computed once with OpenSSL 3.0 and checked in:
+//
+//	$ body='{"id":820982911946154508,"email":"jon@example.com","topic":"orders/create"}'
+//	$ printf '%s' "$body" | openssl dgst -sha256 -hmac 'shpss_0123456789abcdef0123456789abcdef' -binary | openssl base64 -A
+//	0GgHsDbMD4zDlB0opqPP9cuWTUz2f1pf5Y6UFMMrkco=
+//	$ printf '%s' "$body" | openssl dgst -sha256 -hmac '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' -binary | openssl base64 -A
+//	rO6GA7EH8Tz/4tTBcwA+j/cCOBiAuZihvGQyWqNsAxQ=
+//	$ printf '' | openssl dgst -sha256 -hmac 'shpss_0123456789abcdef0123456789abcdef' -binary | openssl base64 -A
+//	oxs9shCVWn0CJ/tKWdRGk+uZNxs4X3hpGR375U2h7Qg=
+const (
+	shopifyOldSig   = "0GgHsDbMD4zDlB0opqPP9cuWTUz2f1pf5Y6UFMMrkco="
+	shopifyNewSig   = "rO6GA7EH8Tz/4tTBcwA+j/cCOBiAuZihvGQyWqNsAxQ="
+	shopifyEmptySig = "oxs9shCVWn0CJ/tKWdRGk+uZNxs4X3hpGR375U2h7Qg="
+)
+
 // shopifySig is Shopify's scheme as documented: base64 of HMAC-SHA256 over
 // the raw body, keyed by the app's client secret.
 func shopifySig(secret, body string) string { return hmacB64(sha256.New, secret, body) }
@@ -25,12 +44,16 @@ func TestShopify(t *testing.T) {
 	if v.Name() != "shopify" {
 		t.Fatalf("Name() = %q", v.Name())
 	}
+	if got := shopifySig(shopifyOld, shopifyBody); got != shopifyOldSig {
+		t.Fatalf("BUG: the reference signer disagrees with OpenSSL: %s", got)
+	}
 	body := shopifyBody
 	h := func(v string) verify.Headers { return header("X-Shopify-Hmac-Sha256", v) }
 	valid := shopifySig(shopifyOld, body)
 	raw, _ := base64.StdEncoding.DecodeString(valid)
 	run(t, v, []vcase{
 		{name: "valid", h: h(valid), body: body},
+		{name: "OpenSSL vector", h: h(shopifyOldSig), body: body},
 		{name: "rotation/second secret", h: h(shopifySig(shopifyNew, body)), body: body},
 		{name: "header name case", h: header("x-shopify-hmac-sha256", valid), body: body},
 

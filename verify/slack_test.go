@@ -11,13 +11,27 @@ import (
 	"github.com/ankusa/ankusa/verify"
 )
 
-// The example Slack publishes in "Verifying requests from Slack".
+// The example Slack publishes in "Verifying requests from Slack",
+// https://api.slack.com/authentication/verifying-requests-from-slack
+// (the step-by-step walk-through).
 const (
 	slackDocSecret = "8f742231b10e8888abcd99yyyzzz85a5"
 	slackDocTS     = 1531420618
 	slackDocBody   = "token=xyzz0WbapA4vBCDEFasx0q6G&team_id=T1DC2JH3J&team_domain=testteamnow&channel_id=G8PSS9T3V&channel_name=foobar&user_id=U2CERLKJA&user_name=roadrunner&command=%2Fwebhook-collect&text=&response_url=https%3A%2F%2Fhooks.slack.com%2Fcommands%2FT1DC2JH3J%2F397700885554%2F96rGlfmibIGlgcZRskXaIFfN&trigger_id=398738663015.47445629121.803a0bc887a14d10d2c447fce8b6703c"
 	slackDocSig    = "v0=a2114d57b48eac39b9ad189dd8316235a7b4a8d21a10bd27519666489c69b503"
 	slackNew       = "rotated0slack0signing0secret0000"
+)
+
+// Slack publishes one vector; these were computed once with OpenSSL 3.0
+// (which also gives the published value above), $body being slackDocBody:
+//
+//	$ printf '%s' "v0:1531420618:$body" | openssl dgst -sha256 -hmac 'rotated0slack0signing0secret0000'
+//	SHA2-256(stdin)= 05680373e8572079eb80ded671baf421d8b23b7eeb9383c8bf26b2ab1200cfc1
+//	$ printf '%s' 'v0:1531420618:' | openssl dgst -sha256 -hmac '8f742231b10e8888abcd99yyyzzz85a5'
+//	SHA2-256(stdin)= 55f41ec73231010289b54e669149ea021fccab11b5524355523533ce930cb739
+const (
+	slackNewSig   = "v0=05680373e8572079eb80ded671baf421d8b23b7eeb9383c8bf26b2ab1200cfc1"
+	slackEmptySig = "v0=55f41ec73231010289b54e669149ea021fccab11b5524355523533ce930cb739"
 )
 
 // slackSig is Slack's v0 scheme as documented.

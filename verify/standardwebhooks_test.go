@@ -15,7 +15,9 @@ import (
 	"github.com/ankusa/ankusa/verify"
 )
 
-// The example of the Standard Webhooks specification.
+// The example of the Standard Webhooks specification, as its reference Go
+// library checks it (TestWebhookSign):
+// https://github.com/standard-webhooks/standard-webhooks/blob/main/libraries/go/webhook_test.go
 const (
 	swDocSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 	swDocID     = "msg_p5jXN8AQM9LWM0D4loKWxJek"

@@ -49,6 +49,11 @@ func New(v config.Verify) (Verifier, error) {
 	if tol == 0 {
 		tol = DefaultTolerance
 	}
+	if tol < time.Second {
+		// Timestamps are whole seconds: a shorter tolerance would be
+		// truncated to none and refuse nearly every hook.
+		return nil, fmt.Errorf("verify.tolerance: %v is under a second (signed timestamps are whole seconds; omit it for the %v default)", tol, DefaultTolerance)
+	}
 	if !slices.Contains(config.VerifierTypes, v.Type) {
 		return nil, fmt.Errorf("verify.type: unknown verifier %q", v.Type)
 	}
