@@ -94,11 +94,14 @@ func TestKeepAlive(t *testing.T) {
 	if sum.Status["201"] != 200 || sum.Errors != 0 {
 		t.Fatalf("status %v, errors %d; want 200 answers 201", sum.Status, sum.Errors)
 	}
-	if got := ts.connections(); got != 4 {
-		t.Fatalf("requests came on %d connections, want one per worker, 4", got)
+	// Keep-alive: every request of a worker on its one connection. On a
+	// busy machine a worker can find the 200 requests gone before it sends
+	// one, so fewer than 4 connections may carry requests, never more.
+	if got := ts.connections(); got < 1 || got > 4 {
+		t.Fatalf("requests came on %d connections, want at most one per worker, 4", got)
 	}
-	if got := ts.ln.accepts.Load(); got != 1+4 {
-		t.Fatalf("server accepted %d connections, want 5: the probe and one per worker", got)
+	if got := ts.ln.accepts.Load(); got > 1+4 {
+		t.Fatalf("server accepted %d connections, want at most 5: the probe and one per worker", got)
 	}
 }
 
