@@ -21,9 +21,6 @@ const fairBound = 250 * time.Millisecond
 // tenant_concurrency of the sink's slots and a quarter of its queue, and
 // the sink serves tenants round-robin.
 func TestFairnessBacklogDoesNotStarveOthers(t *testing.T) {
-	if testing.Short() {
-		t.Skip("100k hooks")
-	}
 	var slowDone atomic.Int64
 	fk := newFakeSinks(func(sink string, d *dispatch.Delivery) error {
 		if d.Envelope.TenantID == "a" {

@@ -252,33 +252,6 @@ func redirectDial(t *testing.T, to string, asked chan<- string) func(context.Con
 	}
 }
 
-// TestBuildRequestAllocs: building a request with pooled attempts does
-// not allocate (static url, headers and secret).
-func TestBuildRequestAllocs(t *testing.T) {
-	if raceEnabled {
-		t.Skip("allocation counts mean nothing under the race detector")
-	}
-	for _, format := range []string{FormatRaw, FormatEnvelope} {
-		s := newSink(t, config.Sink{
-			URL:     "https://receiver.example.com/hooks",
-			Format:  format,
-			Headers: map[string]string{"Authorization": "Bearer token"},
-			Secret:  config.Secret{Value: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"},
-		}, withNow(testNow))
-		d := &dispatch.Delivery{Envelope: testEnvelope(), Attempt: 2}
-		allocs := testing.AllocsPerRun(200, func() {
-			a := acquireAttempt()
-			if err := s.buildRequest(a, d); err != nil {
-				t.Fatal(err)
-			}
-			releaseAttempt(a)
-		})
-		if allocs != 0 {
-			t.Errorf("format %s: %v allocations per request, want 0", format, allocs)
-		}
-	}
-}
-
 // checkHeaders checks header values; "" means absent.
 func checkHeaders(t *testing.T, h http.Header, want map[string]string) {
 	t.Helper()
