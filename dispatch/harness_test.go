@@ -38,13 +38,20 @@ type nodeOptions struct {
 	intakeBytes int64
 	now         func() time.Time
 	noDispatch  bool // open storage only
+	// metaFS wraps the meta store's file system (fault injection); the
+	// meta store's fatal errors go to the node's fatal channel with it.
+	metaFS func(vfs.FS) vfs.FS
+	// expectFatal: a stage's failure is what the test wants, not an error.
+	expectFatal bool
 }
 
 func openNode(t testing.TB, fs vfs.FS, fk *fakeSinks, o nodeOptions) *node {
 	t.Helper()
 	n := &node{t: t, fs: fs, sinks: fk, fatal: make(chan error, 4)}
 	onFatal := func(err error) {
-		t.Errorf("a stage failed: %v", err)
+		if !o.expectFatal {
+			t.Errorf("a stage failed: %v", err)
+		}
 		select {
 		case n.fatal <- err:
 		default:
@@ -53,7 +60,17 @@ func openNode(t testing.TB, fs vfs.FS, fk *fakeSinks, o nodeOptions) *node {
 	if err := wal.MkdirAllSynced(fs, "data"); err != nil {
 		t.Fatal(err)
 	}
-	m, err := meta.Open(meta.Options{Dir: "data/meta", FS: fs})
+	mo := meta.Options{Dir: "data/meta", FS: fs}
+	if o.metaFS != nil {
+		mo.FS = o.metaFS(fs)
+		// Fatalf must not return; the process would exit here, so the
+		// goroutine stops for good and the test looks at what was told.
+		mo.Fatalf = func(format string, args ...any) {
+			onFatal(fmt.Errorf(format, args...))
+			select {}
+		}
+	}
+	m, err := meta.Open(mo)
 	if err != nil {
 		t.Fatal(err)
 	}

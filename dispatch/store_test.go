@@ -9,6 +9,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 
 	"github.com/ankusa/ankusa/dispatch"
 	"github.com/ankusa/ankusa/envelope"
@@ -173,5 +174,36 @@ func TestHooksWithoutSinksMoveTheCheckpoint(t *testing.T) {
 	it.Close()
 	if rows != 0 {
 		t.Fatalf("%d rows left; hooks without sinks must not get any", rows)
+	}
+}
+
+// A meta store that cannot write stops the node (DESIGN.md §6 item 8):
+// the failed synced checkpoint is fatal, and the checkpoint does not move
+// past rows that may not be durable. The node is left as a killed process
+// would be: not closed.
+func TestMetaWriteFailureIsFatal(t *testing.T) {
+	var broken atomic.Bool
+	inj := errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if broken.Load() && (op.Kind == errorfs.OpFileSync || op.Kind == errorfs.OpFileSyncData || op.Kind == errorfs.OpFileWrite) {
+			return errors.New("injected: disk gone")
+		}
+		return nil
+	})
+	fk := newFakeSinks(func(string, *dispatch.Delivery) error { return &dispatch.Error{Status: 503, Err: errors.New("down")} })
+	n := openNode(t, vfs.NewMem(), fk, nodeOptions{sinks: twoSinks(nil), expectFatal: true,
+		metaFS: func(fs vfs.FS) vfs.FS { return errorfs.Wrap(fs, inj) }})
+	d := n.disp.Load()
+	n.commit("acme", 0)
+	waitFor(t, 5*time.Second, "the first checkpoint", func() bool { return d.Checkpoint() == 1 })
+	broken.Store(true)
+	n.commit("acme", 1)
+	select {
+	case err := <-n.fatal:
+		t.Logf("fatal, as it must be: %v", err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("a meta store that cannot write did not stop the node")
+	}
+	if got := d.Checkpoint(); got != 1 {
+		t.Fatalf("the checkpoint moved to %d over rows that were never synced", got)
 	}
 }
