@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
 	"github.com/ankusa/ankusa/config"
@@ -41,7 +42,8 @@ type nodeOptions struct {
 	// metaFS wraps the meta store's file system (fault injection); the
 	// meta store's fatal errors go to the node's fatal channel with it.
 	metaFS func(vfs.FS) vfs.FS
-	// expectFatal: a stage's failure is what the test wants, not an error.
+	// expectFatal: a stage's failure is what the test wants, not an error;
+	// such a node is abandoned, not closed, so it logs nowhere.
 	expectFatal bool
 }
 
@@ -119,6 +121,10 @@ func openNode(t testing.TB, fs vfs.FS, fk *fakeSinks, o nodeOptions) *node {
 	if o.noDispatch {
 		return n
 	}
+	logger := zaptest.NewLogger(t)
+	if o.expectFatal {
+		logger = zap.NewNop()
+	}
 	cfg := &config.Config{Sources: map[string]config.Source{"src": {TenantID: config.DefaultTenant, Verify: config.Verify{Type: "none"}, Sinks: o.sinks}}}
 	cfg.ApplyDefaults()
 	d, err := dispatch.Open(dispatch.Options{
@@ -128,7 +134,7 @@ func openNode(t testing.TB, fs vfs.FS, fk *fakeSinks, o nodeOptions) *node {
 		LastSeq:         w.LastSeq(),
 		IntakeBytes:     o.intakeBytes,
 		CheckpointEvery: 10 * time.Millisecond,
-		Logger:          zaptest.NewLogger(t),
+		Logger:          logger,
 		Now:             o.now,
 		OnFatal:         onFatal,
 	})

@@ -11,6 +11,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 
+	"github.com/ankusa/ankusa/config"
 	"github.com/ankusa/ankusa/dispatch"
 	"github.com/ankusa/ankusa/envelope"
 	"github.com/ankusa/ankusa/meta"
@@ -190,7 +191,7 @@ func TestMetaWriteFailureIsFatal(t *testing.T) {
 		return nil
 	})
 	fk := newFakeSinks(func(string, *dispatch.Delivery) error { return &dispatch.Error{Status: 503, Err: errors.New("down")} })
-	n := openNode(t, vfs.NewMem(), fk, nodeOptions{sinks: twoSinks(nil), expectFatal: true,
+	n := openNode(t, vfs.NewMem(), fk, nodeOptions{sinks: twoSinks(func(s *config.Sink) { s.MaxAttempts = 1 }), expectFatal: true,
 		metaFS: func(fs vfs.FS) vfs.FS { return errorfs.Wrap(fs, inj) }})
 	d := n.disp.Load()
 	n.commit("acme", 0)
