@@ -12,7 +12,8 @@
 //	9      16    event id (assigned by the commit loop, see ID)
 //	25     4     tenant ordinal (assigned by the commit loop)
 //	29     8     received_at, unix nanoseconds (int64)
-//	37     1     verification flags: bit 0 verified, bit 1 flagged, bit 2 quarantined
+//	37     1     verification flags: bit 0 verified, bit 1 flagged, bit 2 quarantined,
+//	             bits 4..6 the failure reason of a flagged or quarantined hook
 //	38     ...   tenant id      uvarint length + bytes
 //	             source id      uvarint length + bytes
 //	             verifier name  uvarint length + bytes

@@ -29,7 +29,37 @@ const (
 	FlagVerified    byte = 1 << 0
 	FlagFlagged     byte = 1 << 1
 	FlagQuarantined byte = 1 << 2
+	// Bits 4..6 hold why a flagged or quarantined hook failed verification
+	// (Fail*), so an operator looking at the pen sees the reason.
+	failShift      = 4
+	failMask  byte = 7 << failShift
 )
+
+// Verification failure reasons (Verification.Failure).
+const (
+	FailNone      uint8 = 0
+	FailMissing   uint8 = 1 // the signature header is absent
+	FailMalformed uint8 = 2 // the signature header does not parse
+	FailMismatch  uint8 = 3 // no signature matches a configured secret
+	FailExpired   uint8 = 4 // the signed timestamp is outside the tolerance
+)
+
+// FailureName is the reason's name in answers and listings.
+func FailureName(f uint8) string {
+	switch f {
+	case FailNone:
+		return ""
+	case FailMissing:
+		return "missing"
+	case FailMalformed:
+		return "malformed"
+	case FailMismatch:
+		return "mismatch"
+	case FailExpired:
+		return "expired"
+	}
+	return "unknown"
+}
 
 // MaxHeaders bounds the number of header fields an envelope may carry.
 const MaxHeaders = 1 << 12
@@ -49,6 +79,9 @@ type Verification struct {
 	Verified    bool
 	Flagged     bool
 	Quarantined bool
+	// Failure is why verification failed (FailNone when it did not);
+	// node-internal like Quarantined, not part of the JSON form.
+	Failure uint8
 }
 
 // Envelope is one hook as stored and delivered.
@@ -78,8 +111,11 @@ func (v Verification) Flags() byte {
 	if v.Quarantined {
 		f |= FlagQuarantined
 	}
-	return f
+	return f | FailureBits(v.Failure)
 }
+
+// FailureBits is a failure reason's bits in the flags byte.
+func FailureBits(reason uint8) byte { return reason << failShift & failMask }
 
 // AppendTo appends the binary form of e to dst.
 func (e *Envelope) AppendTo(dst []byte) []byte {
@@ -149,7 +185,8 @@ func Decode(src []byte, e *Envelope) ([]byte, error) {
 	_ = kind
 	e.ReceivedAt = int64(binary.BigEndian.Uint64(src[OffReceivedAt:]))
 	f := src[OffFlags]
-	e.Verification = Verification{Verified: f&FlagVerified != 0, Flagged: f&FlagFlagged != 0, Quarantined: f&FlagQuarantined != 0}
+	e.Verification = Verification{Verified: f&FlagVerified != 0, Flagged: f&FlagFlagged != 0, Quarantined: f&FlagQuarantined != 0,
+		Failure: (f & failMask) >> failShift}
 	d := decoder{b: src[FixedSize:]}
 	e.TenantID = d.str()
 	e.SourceID = d.str()

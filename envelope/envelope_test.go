@@ -122,6 +122,7 @@ func TestRoundTrip(t *testing.T) {
 		{}, {Verified: true}, {Flagged: true}, {Quarantined: true},
 		{Verified: true, Flagged: true}, {Flagged: true, Quarantined: true},
 		{Verifier: "none", Verified: true, Flagged: true, Quarantined: true},
+		{Quarantined: true, Failure: FailMismatch}, {Flagged: true, Failure: FailExpired},
 	} {
 		f("flags "+string(rune('0'+v.Flags())), func(e *Envelope) { e.Verification = v })
 	}
@@ -139,6 +140,15 @@ func TestFlags(t *testing.T) {
 	f(Verification{Flagged: true}, 2)
 	f(Verification{Quarantined: true}, 4)
 	f(Verification{Verifier: "x", Verified: true, Flagged: true, Quarantined: true}, 7)
+	f(Verification{Quarantined: true, Failure: FailMissing}, 0x14)
+	f(Verification{Flagged: true, Failure: FailExpired}, 0x42)
+	// A reason past 3 bits cannot spill into the other flags.
+	f(Verification{Failure: 0xff}, 0x70)
+	for r := FailNone; r <= FailExpired; r++ {
+		if r != FailNone && (FailureName(r) == "" || FailureName(r) == "unknown") {
+			t.Errorf("FailureName(%d) = %q", r, FailureName(r))
+		}
+	}
 }
 
 // TestDecodeIntoUsed checks that Decode overwrites every field of a reused

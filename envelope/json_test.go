@@ -90,6 +90,7 @@ func FuzzJSONString(f *testing.F) {
 func afterJSON(e Envelope) Envelope {
 	e.TenantOrdinal = 0
 	e.Verification.Quarantined = false
+	e.Verification.Failure = FailNone
 	e.TenantID, e.SourceID, e.DedupeKey = jsonView(e.TenantID), jsonView(e.SourceID), jsonView(e.DedupeKey)
 	e.Verification.Verifier = jsonView(e.Verification.Verifier)
 	var params []Param
@@ -204,7 +205,7 @@ func TestJSONRoundTrip(t *testing.T) {
 	f("negative received_at", func(e *Envelope) { e.ReceivedAt = -1 })
 	f("node-internal fields", func(e *Envelope) {
 		e.TenantOrdinal = 7
-		e.Verification = Verification{Verifier: "none", Verified: false, Flagged: true, Quarantined: true}
+		e.Verification = Verification{Verifier: "none", Verified: false, Flagged: true, Quarantined: true, Failure: FailMismatch}
 	})
 }
 

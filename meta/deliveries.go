@@ -24,8 +24,12 @@ const (
 //	version u8 = 1 | state u8 | attempts u16 | received_at i64 | started_at i64
 //	| due i64 | last_at i64 | last_status u16 | event id [16]
 //	| source (uvarint length, bytes) | last_error (uvarint length, bytes)
+//	[| release u8, only when not 0]
 //
-// Times are unix nanoseconds.
+// Times are unix nanoseconds. Release marks the rows of a hook released
+// from the quarantine pen: its deliveries say how (ReleaseVerified: it
+// verified with the source's current secret; ReleaseForced: an operator
+// forced it out unverified, so it is delivered flagged).
 type Delivery struct {
 	State    byte
 	Attempts uint16
@@ -39,7 +43,14 @@ type Delivery struct {
 	EventID    envelope.ID
 	Source     string
 	LastError  string
+	Release    byte
 }
+
+// Release marks of a row (see Delivery).
+const (
+	ReleaseVerified byte = 1
+	ReleaseForced   byte = 2
+)
 
 const deliveryVersion = 1
 
@@ -60,7 +71,11 @@ func (d *Delivery) AppendTo(dst []byte) []byte {
 	if len(e) > maxErrorBytes {
 		e = e[:maxErrorBytes]
 	}
-	return envelope.AppendString(dst, e)
+	dst = envelope.AppendString(dst, e)
+	if d.Release != 0 {
+		dst = append(dst, d.Release)
+	}
+	return dst
 }
 
 // RowState is the state of an encoded row without decoding the rest; 0 for
@@ -94,8 +109,15 @@ func DecodeDelivery(b []byte, d *Delivery) error {
 	if d.Source, rest, ok = readString(rest); !ok {
 		return fmt.Errorf("%w: delivery row source", ErrBadRecord)
 	}
-	if d.LastError, _, ok = readString(rest); !ok {
+	if d.LastError, rest, ok = readString(rest); !ok {
 		return fmt.Errorf("%w: delivery row last error", ErrBadRecord)
+	}
+	d.Release = 0
+	if len(rest) > 0 {
+		d.Release = rest[0]
+	}
+	if d.Release > ReleaseForced {
+		return fmt.Errorf("%w: delivery row release mark %d", ErrBadRecord, d.Release)
 	}
 	if d.State != RowPending && d.State != RowDead {
 		return fmt.Errorf("%w: delivery row state %d", ErrBadRecord, d.State)

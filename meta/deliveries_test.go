@@ -122,3 +122,61 @@ func TestDeliveryKeys(t *testing.T) {
 		t.Fatal("PrefixEnd")
 	}
 }
+
+// pinnedRowHex is TestDeliveryEncodingPinned's row, without a release mark.
+const pinnedRowHex = "01030003187c918f9ba4a001187c918f9ba4a002187c918fb9720500187c918fd73f6a0001f7" +
+	"019ad1211e800007000000000000002a06737472697065" + "19737461747573203530333a20726563656976657220646f776e"
+
+// The release mark is an optional trailing byte: a row without it is
+// byte for byte what a node wrote before the pen, and a row with it is
+// that and one byte more.
+func TestDeliveryReleaseMark(t *testing.T) {
+	r := testRow()
+	if got := hex.EncodeToString(r.AppendTo(nil)); got != pinnedRowHex {
+		t.Fatalf("a row without a release mark changed:\n got %s\nwant %s", got, pinnedRowHex)
+	}
+	for _, c := range []struct {
+		mark byte
+		tail string
+	}{{ReleaseVerified, "01"}, {ReleaseForced, "02"}} {
+		m := r
+		m.Release = c.mark
+		enc := m.AppendTo(nil)
+		if got := hex.EncodeToString(enc); got != pinnedRowHex+c.tail {
+			t.Fatalf("release %d:\n got %s\nwant %s", c.mark, got, pinnedRowHex+c.tail)
+		}
+		back := Delivery{Release: 9}
+		if err := DecodeDelivery(enc, &back); err != nil || back != m {
+			t.Fatalf("release %d round trip: %+v, %v", c.mark, back, err)
+		}
+		if RowState(enc) != RowDead {
+			t.Fatalf("release %d: RowState %d", c.mark, RowState(enc))
+		}
+		// The mark follows a last error cut to its bound.
+		long := m
+		long.LastError = strings.Repeat("e", 3*maxErrorBytes)
+		if err := DecodeDelivery(long.AppendTo(nil), &back); err != nil || back.Release != c.mark || len(back.LastError) != maxErrorBytes {
+			t.Fatalf("release %d with a long error: %d error bytes, release %d, %v", c.mark, len(back.LastError), back.Release, err)
+		}
+	}
+	// A row written before the pen decodes unreleased, whatever the row
+	// it is decoded into held.
+	old, _ := hex.DecodeString(pinnedRowHex)
+	back := Delivery{Release: ReleaseForced}
+	if err := DecodeDelivery(old, &back); err != nil || back.Release != 0 || back != r {
+		t.Fatalf("old row: %+v, %v", back, err)
+	}
+	// A mark past ReleaseForced is damage.
+	for _, bad := range []byte{ReleaseForced + 1, 0x80, 0xff} {
+		var d Delivery
+		if err := DecodeDelivery(append(append([]byte(nil), old...), bad), &d); !errors.Is(err, ErrBadRecord) {
+			t.Errorf("release mark %d: %v, want ErrBadRecord", bad, err)
+		}
+	}
+	// A pending row keeps its mark too.
+	p := r
+	p.State, p.Release, p.LastError, p.Attempts = RowPending, ReleaseForced, "", 0
+	if err := DecodeDelivery(p.AppendTo(nil), &back); err != nil || back != p {
+		t.Fatalf("pending released row: %+v, %v", back, err)
+	}
+}

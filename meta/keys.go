@@ -27,10 +27,17 @@
 //	                       dead-letter index, written in the row's batch
 //	a/<ord u32><seq u64><sink id>\x00<n u16>
 //	                       attempt log entry n of a row (see AttemptRecord)
+//	q/<ord u32><seq u64>   quarantine pen row (see PenRow), written by the
+//	                       row writer and rebuilt past the checkpoint like rows
+//	dd/<expiry day u32><ord u32><source>\x00<hash 16>
+//	                       node-scope dedupe key (see DedupeValue), written
+//	                       with the rows; a day's keys are swept with one
+//	                       range delete
+//	au/<at u64 ns><n u32>  audit row (see AuditRow), JSON
 //
 // Integers are big-endian so keys sort by them. Sink ids match the name
-// pattern, so they hold no 0x00. Later stages add their prefixes here (dd/
-// dedupe keys, m:erase:, m:erased:).
+// pattern, so they hold no 0x00. Later stages add their prefixes here
+// (m:erase:, m:erased:).
 package meta
 
 import "encoding/binary"
@@ -48,6 +55,9 @@ const (
 	PrefixDue             = "d/"
 	PrefixDead            = "x/"
 	PrefixAttempt         = "a/"
+	PrefixPen             = "q/"
+	PrefixDedupe          = "dd/"
+	PrefixAudit           = "au/"
 )
 
 func tenantKey(name string) []byte { return []byte(prefixTenant + name) }
