@@ -34,6 +34,8 @@ type Options struct {
 	// Deliveries serves the dead-letter and attempt-log routes (see the
 	// package doc); nil leaves them out.
 	Deliveries Deliveries
+	// Quarantine serves the quarantine pen's routes; nil leaves them out.
+	Quarantine Quarantine
 	// Logger logs what a client is not told (500s); nil: no logging.
 	Logger *zap.Logger
 }
@@ -57,6 +59,9 @@ func Register(mux *http.ServeMux, o Options) error {
 	}
 	if o.Deliveries != nil {
 		registerDeliveries(mux, auth, o.Deliveries, log)
+	}
+	if o.Quarantine != nil {
+		registerQuarantine(mux, auth, o.Quarantine, log)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ankusa/ankusa/admin"
 	"github.com/ankusa/ankusa/config"
+	"github.com/ankusa/ankusa/dedupe"
 	"github.com/ankusa/ankusa/edge"
 	"github.com/ankusa/ankusa/verify"
 )
@@ -21,8 +22,10 @@ func validateOptions() config.ValidateOptions {
 			_, err := verify.New(v)
 			return err
 		},
-		// quarantine and accept_flag arrive with the quarantine pen.
-		OnVerifyFailure: []string{"reject"},
+		CheckDedupe: func(key, verifierType string) error {
+			_, err := dedupe.NewExtractor(key, verifierType)
+			return err
+		},
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"go.uber.org/zap"
 
@@ -71,6 +72,37 @@ func adminErr(err error) error {
 		return fmt.Errorf("%w: %w", admin.ErrBadCursor, err)
 	case errors.Is(err, dispatch.ErrNotDead):
 		return fmt.Errorf("%w: %w", admin.ErrNotDead, err)
+	case errors.Is(err, dispatch.ErrNotQuarantined):
+		return fmt.Errorf("%w: %w", admin.ErrNotQuarantined, err)
+	case errors.Is(err, dispatch.ErrStillInvalid):
+		reason := strings.TrimPrefix(err.Error(), dispatch.ErrStillInvalid.Error()+": ")
+		return fmt.Errorf("%w: %s", admin.ErrStillInvalid, reason)
+	case errors.Is(err, dispatch.ErrSourceGone):
+		return fmt.Errorf("%w: %w", admin.ErrSourceGone, err)
+	case errors.Is(err, dispatch.ErrBusy):
+		return fmt.Errorf("%w: %w", admin.ErrBusy, err)
 	}
 	return err
+}
+
+// quarantine serves the admin API's quarantine routes from dispatch.
+type quarantine struct{ d *dispatch.Dispatcher }
+
+func (q quarantine) Quarantined(ctx context.Context, tenant string, f dispatch.Filter, cursor string, limit int) ([]dispatch.PenItem, string, error) {
+	items, next, err := q.d.Quarantined(ctx, tenant, f, cursor, limit)
+	return items, next, adminErr(err)
+}
+
+func (q quarantine) Release(ctx context.Context, tenant string, id envelope.ID, force bool, principal string) (dispatch.Released, error) {
+	out, err := q.d.Release(ctx, tenant, id, force, principal)
+	return out, adminErr(err)
+}
+
+func (q quarantine) Drop(ctx context.Context, tenant string, id envelope.ID, principal string) error {
+	return adminErr(q.d.DropQuarantined(ctx, tenant, id, principal))
+}
+
+func (q quarantine) DropAll(ctx context.Context, tenant string, f dispatch.Filter, principal string) (int, error) {
+	n, err := q.d.DropAllQuarantined(ctx, tenant, f, principal)
+	return n, adminErr(err)
 }

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -18,17 +19,20 @@ import (
 
 	"github.com/VictoriaMetrics/metrics"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
 	"github.com/ankusa/ankusa/admin"
 	"github.com/ankusa/ankusa/config"
+	"github.com/ankusa/ankusa/dedupe"
 	"github.com/ankusa/ankusa/dispatch"
 	"github.com/ankusa/ankusa/edge"
 	"github.com/ankusa/ankusa/envelope"
 	"github.com/ankusa/ankusa/meta"
 	"github.com/ankusa/ankusa/segment"
 	"github.com/ankusa/ankusa/source"
+	"github.com/ankusa/ankusa/tenant"
 	"github.com/ankusa/ankusa/wal"
 )
 
@@ -85,6 +89,7 @@ type node struct {
 	dispatch   atomic.Pointer[dispatch.Dispatcher]
 	direct     *dispatch.Direct // wal.type: none
 	router     *edge.Router
+	fleet      *dedupe.Fleet // dedupe.scope: fleet
 	public     interface{ ShutdownWithContext(context.Context) error }
 	admin      *http.Server
 	publicAddr string
@@ -133,6 +138,18 @@ func start(cfg *config.Config, recovery string, log *zap.Logger) (*node, error) 
 		n.closeStorage(log)
 		return nil, err
 	}
+	if cfg.RateLimits.Scope == "fleet" {
+		log.Warn("rate_limits.scope is fleet, but this build keeps each tenant's token bucket on the node: each node admits the full rate")
+	}
+	stage, err := n.dedupeStage(cfg, log)
+	if err != nil {
+		n.closeStorage(log)
+		return nil, err
+	}
+	var pen edge.Pen
+	if d := n.dispatch.Load(); d != nil {
+		pen = penAdapter{d}
+	}
 	n.router = edge.NewRouter(edge.Options{
 		Resolver:      resolver,
 		Sources:       sources,
@@ -140,6 +157,9 @@ func start(cfg *config.Config, recovery string, log *zap.Logger) (*node, error) 
 		WAL:           commit,
 		Limits:        cfg.Limits,
 		Logger:        log,
+		Pen:           pen,
+		Dedupe:        stage,
+		Tenants:       tenant.NewLimiter(cfg.RateLimits, monotonic()),
 	})
 	if err := n.startAdmin(cfg, log); err != nil {
 		n.closeStorage(log)
@@ -269,6 +289,8 @@ func (n *node) openDisk(cfg *config.Config, recovery string, ordinal uint16, sou
 		// The attempt log costs disk per delivery; its TTL is the knob.
 		IntakeBytes:   int64(cfg.Dispatch.IntakeBytes),
 		AttemptLogTTL: time.Duration(cfg.Dispatch.AttemptLogTTL),
+		DedupeNode:    cfg.Dedupe.Scope == "node",
+		MaxPenBytes:   int64(cfg.Limits.MaxQuarantineBytes),
 		Logger:        log,
 		OnFatal:       fatalStorage(log),
 	})
@@ -279,6 +301,77 @@ func (n *node) openDisk(cfg *config.Config, recovery string, ordinal uint16, sou
 
 	return w, nil
 }
+
+// dedupeStage is router step 13 for the configured scope, or nil when no
+// source dedupes.
+func (n *node) dedupeStage(cfg *config.Config, log *zap.Logger) (*dedupe.Stage, error) {
+	uses := false
+	for _, s := range cfg.Sources {
+		uses = uses || s.Dedupe != nil
+	}
+	if !uses {
+		return nil, nil
+	}
+	if cfg.Dedupe.Scope == "fleet" {
+		redis.SetLogger(redisLogger{log.Named("redis")})
+		f, err := dedupe.NewFleet(dedupe.FleetOptions{URL: cfg.Redis.URL, Namespace: cfg.Redis.Namespace, Logger: log})
+		if err != nil {
+			return nil, err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if err := f.Ping(ctx); err != nil {
+			// Dedupe never drops a hook: without Redis, hooks go through
+			// as new ones until it answers.
+			log.Warn("dedupe.scope is fleet and Redis does not answer; hooks are not deduplicated until it does", zap.String("redis.url", redactURL(cfg.Redis.URL)), zap.Error(err))
+		}
+		n.fleet = f
+		return dedupe.NewFleetStage(f, log), nil
+	}
+	d := n.dispatch.Load()
+	if d == nil {
+		return nil, errors.New("dedupe.scope: node needs the node's log (wal.type: disk)")
+	}
+	return dedupe.NewNodeStage(dedupe.NewNode(n.meta.DB(), n.wal.Ordinal), d.Written, log), nil
+}
+
+// monotonic is a monotonic clock in nanoseconds.
+func monotonic() func() int64 {
+	start := time.Now()
+	return func() int64 { return int64(time.Since(start)) }
+}
+
+// redactURL is u with its password replaced, for logs.
+func redactURL(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return "(unparsable)"
+	}
+	return p.Redacted()
+}
+
+// redisLogger routes go-redis's own lines (failed dials at the start of an
+// outage) into the node's log.
+type redisLogger struct{ log *zap.Logger }
+
+func (l redisLogger) Printf(_ context.Context, format string, v ...any) {
+	l.log.Warn(fmt.Sprintf(format, v...))
+}
+
+// penAdapter is the dispatcher's quarantine pen as the edge asks for it.
+type penAdapter struct{ d *dispatch.Dispatcher }
+
+func (p penAdapter) Reserve(tenant string, size int64) edge.PenAnswer {
+	switch ok, closed := p.d.ReservePen(tenant, size); {
+	case ok:
+		return edge.PenOK
+	case closed:
+		return edge.PenClosed
+	}
+	return edge.PenFull
+}
+
+func (p penAdapter) Unreserve(size int64) { p.d.UnreservePen(size) }
 
 // openDirect is wal.type: none: hooks go to their sinks before the 201.
 func (n *node) openDirect(cfg *config.Config, ordinal uint16, sources *source.Static, log *zap.Logger) (edge.Committer, error) {
@@ -348,6 +441,7 @@ func (n *node) startAdmin(cfg *config.Config, log *zap.Logger) error {
 	}
 	if d := n.dispatch.Load(); d != nil {
 		opts.Deliveries = deliveries{d}
+		opts.Quarantine = quarantine{d}
 	}
 	if err := admin.Register(mux, opts); err != nil {
 		return err
@@ -418,6 +512,9 @@ func (n *node) closeStorage(log *zap.Logger) bool {
 			log.Error("cannot close the direct delivery stage", zap.Error(err))
 			good = false
 		}
+	}
+	if n.fleet != nil {
+		_ = n.fleet.Close()
 	}
 	if n.wal == nil {
 		// wal.type: none, or a start that failed before the WAL opened.

@@ -63,11 +63,14 @@ type Limits struct {
 	MaxHeaderCount int `yaml:"max_header_count"`
 	// MaxPipelineBytes bounds the bytes of all hooks admitted but not yet
 	// committed, node-wide (router step 9).
-	MaxPipelineBytes Size     `yaml:"max_pipeline_bytes"`
-	MaxConnections   int      `yaml:"max_connections"`
-	ReadTimeout      Duration `yaml:"read_timeout"`
-	WriteTimeout     Duration `yaml:"write_timeout"`
-	IdleTimeout      Duration `yaml:"idle_timeout"`
+	MaxPipelineBytes Size `yaml:"max_pipeline_bytes"`
+	// MaxQuarantineBytes caps the quarantine pen: the bytes of every hook
+	// held there, node-wide. Past it a failed hook is 429 quarantine_full.
+	MaxQuarantineBytes Size     `yaml:"max_quarantine_bytes"`
+	MaxConnections     int      `yaml:"max_connections"`
+	ReadTimeout        Duration `yaml:"read_timeout"`
+	WriteTimeout       Duration `yaml:"write_timeout"`
+	IdleTimeout        Duration `yaml:"idle_timeout"`
 }
 
 // RouteResolver selects the catch-URL scheme.
@@ -172,6 +175,9 @@ type SourceStore struct {
 // Redis is the fleet's shared Redis.
 type Redis struct {
 	URL string `yaml:"url"`
+	// Namespace prefixes every key the node writes (default "ankusa:"),
+	// so fleets (or tests) can share one Redis.
+	Namespace string `yaml:"namespace"`
 }
 
 // Dedupe is the default dedupe scope and window.
@@ -232,7 +238,9 @@ type SourceDedupe struct {
 	TTL Duration `yaml:"ttl" json:"ttl,omitempty"`
 }
 
-// Quarantine is a source's quarantine bucket.
+// Quarantine is a source's quarantine bucket: hooks that failed
+// verification (quarantined or flagged) spend it, never the tenant's rate
+// limit.
 type Quarantine struct {
 	Rate  float64 `yaml:"rate" json:"rate"`
 	Burst int     `yaml:"burst" json:"burst"`

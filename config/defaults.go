@@ -13,14 +13,19 @@ const (
 	DefaultMaxHeaderBytes   = 16 << 10
 	DefaultMaxHeaderCount   = 100
 	DefaultMaxPipelineBytes = 256 << 20
-	DefaultMaxConnections   = 10000
-	DefaultReadTimeout      = 30 * time.Second
-	DefaultWriteTimeout     = 10 * time.Second
-	DefaultIdleTimeout      = 60 * time.Second
-	DefaultWALFileBytes     = 64 << 20
-	DefaultWALBatchBytes    = 8 << 20
-	DefaultTenantsMax       = 100000
-	DefaultTenant           = "default"
+	DefaultMaxQuarantine    = 256 << 20
+	// DefaultQuarantineRate and DefaultQuarantineBurst are a source's
+	// quarantine bucket when it names none.
+	DefaultQuarantineRate  = 5
+	DefaultQuarantineBurst = 50
+	DefaultMaxConnections  = 10000
+	DefaultReadTimeout     = 30 * time.Second
+	DefaultWriteTimeout    = 10 * time.Second
+	DefaultIdleTimeout     = 60 * time.Second
+	DefaultWALFileBytes    = 64 << 20
+	DefaultWALBatchBytes   = 8 << 20
+	DefaultTenantsMax      = 100000
+	DefaultTenant          = "default"
 )
 
 // ApplyDefaults fills every key left out.
@@ -48,6 +53,7 @@ func (c *Config) ApplyDefaults() {
 	setSize(&l.MaxBodyBytes, DefaultMaxBodyBytes)
 	setSize(&l.MaxHeaderBytes, DefaultMaxHeaderBytes)
 	setSize(&l.MaxPipelineBytes, DefaultMaxPipelineBytes)
+	setSize(&l.MaxQuarantineBytes, DefaultMaxQuarantine)
 	if l.MaxHeaderCount == 0 {
 		l.MaxHeaderCount = DefaultMaxHeaderCount
 	}
@@ -87,6 +93,9 @@ func (c *Config) ApplyDefaults() {
 	if c.SourceStore.Type == "" {
 		c.SourceStore.Type = "static"
 	}
+	if c.Redis.Namespace == "" {
+		c.Redis.Namespace = "ankusa:"
+	}
 	if c.Dedupe.Scope == "" {
 		c.Dedupe.Scope = "node"
 	}
@@ -110,6 +119,7 @@ func (c *Config) ApplyDefaults() {
 			s.OnVerifyFailure = "reject"
 		}
 		applySinkDefaults(s.Sinks)
+		ApplySourceDefaults(&s, c.Dedupe.TTL)
 		c.Sources[name] = s
 	}
 }
@@ -123,5 +133,18 @@ func setSize(s *Size, d Size) {
 func setDur(v *Duration, d time.Duration) {
 	if *v == 0 {
 		*v = Duration(d)
+	}
+}
+
+// ApplySourceDefaults fills the source keys whose defaults are not zero:
+// the dedupe ttl (dedupe.ttl) and the quarantine bucket.
+func ApplySourceDefaults(s *Source, dedupeTTL Duration) {
+	if s.Dedupe != nil && s.Dedupe.TTL == 0 {
+		d := *s.Dedupe
+		d.TTL = dedupeTTL
+		s.Dedupe = &d
+	}
+	if s.Quarantine == nil {
+		s.Quarantine = &Quarantine{Rate: DefaultQuarantineRate, Burst: DefaultQuarantineBurst}
 	}
 }

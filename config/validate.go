@@ -42,6 +42,9 @@ type ValidateOptions struct {
 	CheckVerify func(v Verify) error
 	// OnVerifyFailure lists the failure modes this build serves; nil: all.
 	OnVerifyFailure []string
+	// CheckDedupe reports what is wrong with a source's dedupe key spec
+	// for its verifier type; the error names the field.
+	CheckDedupe func(key, verifierType string) error
 }
 
 // Validate returns every problem of a defaulted configuration.
@@ -150,6 +153,15 @@ func Validate(c *Config, opts ValidateOptions) Problems {
 	if !slices.Contains([]string{"node", "fleet"}, c.Dedupe.Scope) {
 		p.add("dedupe.scope: %q must be node or fleet", c.Dedupe.Scope)
 	}
+	if c.Dedupe.TTL < Duration(time.Second) {
+		p.add("dedupe.ttl: %v must be at least 1s", time.Duration(c.Dedupe.TTL))
+	}
+	if c.Dedupe.Scope == "fleet" && c.Redis.URL == "" {
+		p.add("redis.url: required with dedupe.scope: fleet (keys are shared through Redis)")
+	}
+	if c.Limits.MaxQuarantineBytes < 1<<20 {
+		p.add("limits.max_quarantine_bytes: %d is below the minimum of 1MiB", c.Limits.MaxQuarantineBytes)
+	}
 	if !slices.Contains([]string{"json", "console"}, c.Log.Format) {
 		p.add("log.format: %q must be json or console", c.Log.Format)
 	}
@@ -164,6 +176,8 @@ func Validate(c *Config, opts ValidateOptions) Problems {
 			VerifierKnown:   opts.VerifierKnown,
 			CheckVerify:     opts.CheckVerify,
 			OnVerifyFailure: opts.OnVerifyFailure,
+			CheckDedupe:     opts.CheckDedupe,
+			DedupeScope:     c.Dedupe.Scope,
 		})...)
 	}
 	return p
@@ -245,6 +259,9 @@ type SourceContext struct {
 	VerifierKnown   func(name string) bool
 	CheckVerify     func(v Verify) error
 	OnVerifyFailure []string
+	CheckDedupe     func(key, verifierType string) error
+	// DedupeScope is dedupe.scope (node or fleet).
+	DedupeScope string
 }
 
 // Verifier types a source may name.
@@ -293,8 +310,32 @@ func ValidateSource(name string, s *Source, ctx SourceContext) Problems {
 	if ctx.WALType == "none" && !slices.ContainsFunc(s.Sinks, func(sk Sink) bool { return sk.Durable() }) {
 		p.add("%s.sinks: wal.type is none, so a hook is safe only once a durable sink (%v) has it, and this source has none; add one or use wal.type: disk", at, DurableSinkTypes)
 	}
-	if s.Dedupe != nil && s.Dedupe.Key == "" {
-		p.add("%s.dedupe.key: required when dedupe is set", at)
+	if d := s.Dedupe; d != nil {
+		switch {
+		case d.Key == "":
+			p.add("%s.dedupe.key: required when dedupe is set (header:NAME, json:PATH or auto)", at)
+		case ctx.CheckDedupe != nil:
+			if err := ctx.CheckDedupe(d.Key, vt); err != nil {
+				p.add("%s.%v", at, err)
+			}
+		}
+		if d.TTL != 0 && d.TTL < Duration(time.Second) {
+			p.add("%s.dedupe.ttl: %v must be at least 1s", at, time.Duration(d.TTL))
+		}
+		if ctx.WALType == "none" && ctx.DedupeScope == "node" {
+			p.add("%s.dedupe: node-scope keys are kept with the log and wal.type none keeps none; use dedupe.scope: fleet (Redis)", at)
+		}
+	}
+	if ctx.WALType == "none" && s.OnVerifyFailure == "quarantine" {
+		p.add("%s.on_verify_failure: quarantine holds hooks in the node's log and wal.type none keeps none; use reject or accept_flag", at)
+	}
+	if q := s.Quarantine; q != nil {
+		if q.Rate < 0 || math.IsNaN(q.Rate) || math.IsInf(q.Rate, 0) {
+			p.add("%s.quarantine.rate: %v must be a finite number of hooks per second, 0 or more", at, q.Rate)
+		}
+		if q.Burst < 1 {
+			p.add("%s.quarantine.burst: %d must be at least 1", at, q.Burst)
+		}
 	}
 	return p
 }

@@ -1,9 +1,13 @@
 package config
 
 import (
+	"errors"
+	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // finiteDefault is the rate limit tenantpath needs.
@@ -255,5 +259,273 @@ func TestWALNoneNeedsADurableSink(t *testing.T) {
 	probs := problemsOf(t, "wal: {type: none}\nsources: {s: {tenant_id: acme, verify: {type: none}}}", ValidateOptions{})
 	if !slices.ContainsFunc(probs, func(p string) bool { return strings.Contains(p, "durable") }) {
 		t.Fatalf("problems %q: want one saying a durable sink is needed", probs)
+	}
+}
+
+// rabbitSink is a durable sink, what a source needs under wal.type: none.
+const rabbitSink = "sinks: [{type: rabbitmq, url: 'amqp://mq.example/', exchange: hooks}]"
+
+// The dedupe, Redis and quarantine keys: each bound is a problem naming
+// the key, and the value just inside it is valid.
+func TestValidateDedupeAndQuarantine(t *testing.T) {
+	cases := []struct {
+		name, yaml string
+		want       []string // prefixes, in order; empty: valid
+	}{
+		{name: "dedupe.ttl under 1s", yaml: "dedupe: {ttl: 999ms}", want: []string{"dedupe.ttl: 999ms must be at least 1s"}},
+		{name: "dedupe.ttl 1s", yaml: "dedupe: {ttl: 1s}"},
+		{name: "fleet dedupe without redis", yaml: "dedupe: {scope: fleet}",
+			want: []string{"redis.url: required with dedupe.scope: fleet (keys are shared through Redis)"}},
+		{name: "fleet dedupe with redis", yaml: "dedupe: {scope: fleet}\nredis: {url: 'redis://127.0.0.1:6379/0'}"},
+		{name: "node dedupe needs no redis", yaml: "dedupe: {scope: node}"},
+		{name: "max_quarantine_bytes under 1MiB", yaml: "limits: {max_quarantine_bytes: 1048575}",
+			want: []string{"limits.max_quarantine_bytes: 1048575 is below the minimum of 1MiB"}},
+		{name: "max_quarantine_bytes 1MiB", yaml: "limits: {max_quarantine_bytes: 1MiB}"},
+
+		{name: "source dedupe without key", yaml: "sources: {s: {verify: {type: none}, dedupe: {}}}",
+			want: []string{"sources.s.dedupe.key: required when dedupe is set (header:NAME, json:PATH or auto)"}},
+		{name: "source dedupe ttl under 1s", yaml: "sources: {s: {verify: {type: none}, dedupe: {key: 'header:X-Id', ttl: 10ms}}}",
+			want: []string{"sources.s.dedupe.ttl: 10ms must be at least 1s"}},
+		{name: "source dedupe ttl 1s", yaml: "sources: {s: {verify: {type: none}, dedupe: {key: 'header:X-Id', ttl: 1s}}}"},
+		{name: "source dedupe without key nor ttl bound",
+			yaml: "sources: {s: {verify: {type: none}, dedupe: {ttl: 500ms}}}",
+			want: []string{"sources.s.dedupe.key: required", "sources.s.dedupe.ttl: 500ms must be at least 1s"}},
+		{name: "node dedupe with wal none",
+			yaml: "wal: {type: none}\nsources: {s: {verify: {type: none}, dedupe: {key: 'header:X-Id'}, " + rabbitSink + "}}",
+			want: []string{"sources.s.dedupe: node-scope keys are kept with the log and wal.type none keeps none; use dedupe.scope: fleet (Redis)"}},
+		{name: "fleet dedupe with wal none",
+			yaml: "wal: {type: none}\ndedupe: {scope: fleet}\nredis: {url: 'redis://r:6379'}\nsources: {s: {verify: {type: none}, dedupe: {key: 'header:X-Id'}, " + rabbitSink + "}}"},
+		{name: "wal none without dedupe", yaml: "wal: {type: none}\nsources: {s: {verify: {type: none}, " + rabbitSink + "}}"},
+		{name: "quarantine with wal none",
+			yaml: "wal: {type: none}\nsources: {s: {verify: {type: none}, on_verify_failure: quarantine, " + rabbitSink + "}}",
+			want: []string{"sources.s.on_verify_failure: quarantine holds hooks in the node's log and wal.type none keeps none; use reject or accept_flag"}},
+		{name: "accept_flag with wal none",
+			yaml: "wal: {type: none}\nsources: {s: {verify: {type: none}, on_verify_failure: accept_flag, " + rabbitSink + "}}"},
+		{name: "quarantine rate negative", yaml: "sources: {s: {verify: {type: none}, quarantine: {rate: -1, burst: 5}}}",
+			want: []string{"sources.s.quarantine.rate: -1 must be a finite number of hooks per second, 0 or more"}},
+		{name: "quarantine rate NaN", yaml: "sources: {s: {verify: {type: none}, quarantine: {rate: .nan, burst: 5}}}",
+			want: []string{"sources.s.quarantine.rate: NaN must be"}},
+		{name: "quarantine rate infinite", yaml: "sources: {s: {verify: {type: none}, quarantine: {rate: .inf, burst: 5}}}",
+			want: []string{"sources.s.quarantine.rate: +Inf must be"}},
+		{name: "quarantine rate minus infinity", yaml: "sources: {s: {verify: {type: none}, quarantine: {rate: -.inf, burst: 5}}}",
+			want: []string{"sources.s.quarantine.rate: -Inf must be"}},
+		{name: "quarantine burst 0", yaml: "sources: {s: {verify: {type: none}, quarantine: {rate: 1, burst: 0}}}",
+			want: []string{"sources.s.quarantine.burst: 0 must be at least 1"}},
+		{name: "quarantine burst negative and rate NaN", yaml: "sources: {s: {verify: {type: none}, quarantine: {rate: .nan, burst: -3}}}",
+			want: []string{"sources.s.quarantine.rate: NaN", "sources.s.quarantine.burst: -3 must be at least 1"}},
+		{name: "quarantine rate 0 burst 1", yaml: "sources: {s: {verify: {type: none}, quarantine: {rate: 0, burst: 1}}}"},
+		{name: "every new problem at once",
+			yaml: "wal: {type: none}\ndedupe: {ttl: 100ms}\nlimits: {max_quarantine_bytes: 1KiB}\n" +
+				"sources: {s: {verify: {type: none}, on_verify_failure: quarantine, dedupe: {ttl: 1ms}, quarantine: {rate: -2, burst: 0}, " + rabbitSink + "}}",
+			want: []string{"dedupe.ttl: ", "limits.max_quarantine_bytes: 1024 ", "sources.s.dedupe.key: ", "sources.s.dedupe.ttl: 1ms ",
+				"sources.s.dedupe: node-scope", "sources.s.on_verify_failure: quarantine holds", "sources.s.quarantine.rate: -2 ", "sources.s.quarantine.burst: 0 "}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			probs := problemsOf(t, c.yaml, buildOptions)
+			ok := len(probs) == len(c.want)
+			for i := 0; ok && i < len(probs); i++ {
+				ok = strings.HasPrefix(probs[i], c.want[i])
+			}
+			if !ok {
+				t.Fatalf("%s\n got  %q\n want prefixes %q", c.yaml, probs, c.want)
+			}
+		})
+	}
+}
+
+// CheckDedupe sees the key and the verifier type; its error is prefixed
+// with the source. It is not asked about a missing key.
+func TestValidateCheckDedupe(t *testing.T) {
+	var asked []string
+	opts := buildOptions
+	opts.VerifierKnown = nil
+	opts.CheckDedupe = func(key, vt string) error {
+		asked = append(asked, key+" "+vt)
+		if key == "auto" && vt == "none" {
+			return errors.New(`dedupe.key: auto needs a verifier that names the event id; verifier "none" does not`)
+		}
+		return nil
+	}
+	yaml := "sources:\n" +
+		"  a: {verify: {type: none}, dedupe: {key: auto}}\n" +
+		"  b: {verify: {type: stripe, secret: whsec_x}, dedupe: {key: auto}}\n" +
+		"  c: {verify: {type: none}, dedupe: {key: 'json:id'}}\n" +
+		"  d: {verify: {type: none}, dedupe: {ttl: 1h}}\n" +
+		"  e: {verify: {type: none}}\n"
+	probs := problemsOf(t, yaml, opts)
+	want := []string{
+		`sources.a.dedupe.key: auto needs a verifier that names the event id; verifier "none" does not`,
+		"sources.d.dedupe.key: required when dedupe is set (header:NAME, json:PATH or auto)",
+	}
+	if !slices.Equal(probs, want) {
+		t.Fatalf("problems\n%q\nwant\n%q", probs, want)
+	}
+	if wantAsked := []string{"auto none", "auto stripe", "json:id none"}; !slices.Equal(asked, wantAsked) {
+		t.Fatalf("CheckDedupe asked %q, want %q", asked, wantAsked)
+	}
+	// Without a CheckDedupe any non-empty key passes.
+	opts.CheckDedupe = nil
+	if probs := problemsOf(t, yaml, opts); !slices.Equal(probs, want[1:]) {
+		t.Fatalf("without CheckDedupe: %q", probs)
+	}
+}
+
+// ValidateSource, as the admin API calls it: the same rules on a spec
+// built in Go.
+func TestValidateSourceDedupeAndQuarantine(t *testing.T) {
+	base := func() Source {
+		s := Source{TenantID: "acme", Verify: Verify{Type: "none"}, OnVerifyFailure: "reject",
+			Sinks: []Sink{{Type: "rabbitmq", URL: "amqp://mq.example/", Exchange: "hooks"}}}
+		applySinkDefaults(s.Sinks)
+		return s
+	}
+	f := func(mod func(*Source), ctx SourceContext, want ...string) {
+		t.Helper()
+		s := base()
+		mod(&s)
+		probs := ValidateSource("s", &s, ctx)
+		if !slices.Equal([]string(probs), want) {
+			t.Fatalf("ValidateSource(%+v, %+v)\n got  %q\n want %q", s, ctx, probs, want)
+		}
+	}
+	disk := SourceContext{WALType: "disk", DedupeScope: "node"}
+	none := SourceContext{WALType: "none", DedupeScope: "node"}
+	fleetNone := SourceContext{WALType: "none", DedupeScope: "fleet"}
+	key := func(k string, ttl Duration) func(*Source) {
+		return func(s *Source) { s.Dedupe = &SourceDedupe{Key: k, TTL: ttl} }
+	}
+	f(key("header:X-Id", 0), disk)
+	f(key("header:X-Id", Duration(time.Second)), disk)
+	f(key("header:X-Id", Duration(time.Second-1)), disk, "sources.s.dedupe.ttl: 999.999999ms must be at least 1s")
+	f(key("header:X-Id", Duration(-time.Second)), disk, "sources.s.dedupe.ttl: -1s must be at least 1s")
+	f(key("", 0), disk, "sources.s.dedupe.key: required when dedupe is set (header:NAME, json:PATH or auto)")
+	f(key("header:X-Id", 0), none, "sources.s.dedupe: node-scope keys are kept with the log and wal.type none keeps none; use dedupe.scope: fleet (Redis)")
+	f(key("header:X-Id", 0), fleetNone)
+	f(func(s *Source) {}, none)
+
+	bad := SourceContext{WALType: "disk", CheckDedupe: func(key, vt string) error {
+		return fmt.Errorf("dedupe.key: %q: unknown form for verifier %s", key, vt)
+	}}
+	f(key("xml:id", 0), bad, `sources.s.dedupe.key: "xml:id": unknown form for verifier none`)
+
+	mode := func(m string) func(*Source) { return func(s *Source) { s.OnVerifyFailure = m } }
+	f(mode("quarantine"), disk)
+	f(mode("accept_flag"), disk)
+	f(mode("quarantine"), none, "sources.s.on_verify_failure: quarantine holds hooks in the node's log and wal.type none keeps none; use reject or accept_flag")
+	f(mode("accept_flag"), none)
+	f(mode("reject"), none)
+
+	bucket := func(rate float64, burst int) func(*Source) {
+		return func(s *Source) { s.Quarantine = &Quarantine{Rate: rate, Burst: burst} }
+	}
+	f(bucket(0, 1), disk)
+	f(bucket(DefaultQuarantineRate, DefaultQuarantineBurst), disk)
+	f(bucket(-0.5, 1), disk, "sources.s.quarantine.rate: -0.5 must be a finite number of hooks per second, 0 or more")
+	f(bucket(math.NaN(), 1), disk, "sources.s.quarantine.rate: NaN must be a finite number of hooks per second, 0 or more")
+	f(bucket(math.Inf(1), 1), disk, "sources.s.quarantine.rate: +Inf must be a finite number of hooks per second, 0 or more")
+	f(bucket(1, 0), disk, "sources.s.quarantine.burst: 0 must be at least 1")
+	f(bucket(1, -1), disk, "sources.s.quarantine.burst: -1 must be at least 1")
+}
+
+// quarantine and accept_flag are served (an older build refused them):
+// neither the default build options nor a list naming every mode refuse
+// them.
+func TestVerifyFailureModesAccepted(t *testing.T) {
+	all := buildOptions
+	all.OnVerifyFailure = []string{"reject", "quarantine", "accept_flag"}
+	for _, mode := range []string{"reject", "quarantine", "accept_flag"} {
+		yaml := "sources: {s: {tenant_id: acme, verify: {type: none}, on_verify_failure: " + mode + "}}"
+		for _, opts := range []ValidateOptions{buildOptions, all} {
+			cfg := mustLoad(t, yaml, opts)
+			if got := cfg.Sources["s"].OnVerifyFailure; got != mode {
+				t.Fatalf("%s: on_verify_failure %q", mode, got)
+			}
+		}
+	}
+	// A build that lists the modes it serves still refuses the others.
+	old := buildOptions
+	old.OnVerifyFailure = []string{"reject"}
+	probs := problemsOf(t, "sources: {s: {tenant_id: acme, verify: {type: none}, on_verify_failure: quarantine}}", old)
+	if len(probs) != 1 || !strings.HasPrefix(probs[0], `sources.s.on_verify_failure: "quarantine" is not available in this build yet`) {
+		t.Fatalf("problems %q", probs)
+	}
+}
+
+// The defaults of the new keys: node-wide and per source.
+func TestDefaultsDedupeQuarantineRedis(t *testing.T) {
+	cfg := mustLoad(t, "sources:\n"+
+		"  a: {verify: {type: none}, dedupe: {key: 'header:X-Id'}}\n"+
+		"  b: {verify: {type: none}, dedupe: {key: 'header:X-Id', ttl: 10m}, quarantine: {rate: 0.5, burst: 2}}\n"+
+		"  c: {verify: {type: none}}\n", buildOptions)
+	if cfg.Limits.MaxQuarantineBytes != DefaultMaxQuarantine || DefaultMaxQuarantine != 256<<20 {
+		t.Errorf("limits.max_quarantine_bytes = %d, want %d", cfg.Limits.MaxQuarantineBytes, 256<<20)
+	}
+	if cfg.Redis.Namespace != "ankusa:" || cfg.Redis.URL != "" {
+		t.Errorf("redis = %+v, want namespace ankusa: and no url", cfg.Redis)
+	}
+	if cfg.Dedupe.Scope != "node" || cfg.Dedupe.TTL.D() != 72*time.Hour {
+		t.Errorf("dedupe = %+v", cfg.Dedupe)
+	}
+	a, b, c := cfg.Sources["a"], cfg.Sources["b"], cfg.Sources["c"]
+	if a.Dedupe == nil || a.Dedupe.Key != "header:X-Id" || a.Dedupe.TTL.D() != 72*time.Hour {
+		t.Errorf("sources.a.dedupe = %+v, want dedupe.ttl (72h)", a.Dedupe)
+	}
+	if b.Dedupe == nil || b.Dedupe.TTL.D() != 10*time.Minute {
+		t.Errorf("sources.b.dedupe = %+v, want its own 10m", b.Dedupe)
+	}
+	if c.Dedupe != nil {
+		t.Errorf("sources.c.dedupe = %+v, want none", c.Dedupe)
+	}
+	if a.Quarantine == nil || *a.Quarantine != (Quarantine{Rate: DefaultQuarantineRate, Burst: DefaultQuarantineBurst}) ||
+		DefaultQuarantineRate != 5 || DefaultQuarantineBurst != 50 {
+		t.Errorf("sources.a.quarantine = %+v, want 5/s burst 50", a.Quarantine)
+	}
+	if b.Quarantine == nil || *b.Quarantine != (Quarantine{Rate: 0.5, Burst: 2}) {
+		t.Errorf("sources.b.quarantine = %+v, want its own", b.Quarantine)
+	}
+
+	// Given keys are kept; a source's ttl follows dedupe.ttl.
+	cfg = mustLoad(t, "dedupe: {ttl: 2h, scope: fleet}\nredis: {url: 'redis://r:6379', namespace: 'ci-7:'}\nlimits: {max_quarantine_bytes: 8MiB}\n"+
+		"sources: {a: {verify: {type: none}, dedupe: {key: 'header:X-Id'}}}", buildOptions)
+	if cfg.Redis.Namespace != "ci-7:" || cfg.Limits.MaxQuarantineBytes != 8<<20 || cfg.Sources["a"].Dedupe.TTL.D() != 2*time.Hour {
+		t.Errorf("redis %+v, max_quarantine_bytes %d, sources.a.dedupe %+v", cfg.Redis, cfg.Limits.MaxQuarantineBytes, cfg.Sources["a"].Dedupe)
+	}
+}
+
+// ApplySourceDefaults fills a spec's dedupe ttl and quarantine bucket
+// without writing through the pointers it was given (a spec may share
+// them with the one it was copied from).
+func TestApplySourceDefaults(t *testing.T) {
+	shared := &SourceDedupe{Key: "json:id"}
+	s := Source{Dedupe: shared}
+	ApplySourceDefaults(&s, Duration(time.Hour))
+	if s.Dedupe.TTL.D() != time.Hour || s.Dedupe.Key != "json:id" {
+		t.Fatalf("dedupe %+v, want json:id for 1h", s.Dedupe)
+	}
+	if shared.TTL != 0 || s.Dedupe == shared {
+		t.Fatalf("the shared dedupe spec was written: %+v", shared)
+	}
+	if s.Quarantine == nil || *s.Quarantine != (Quarantine{Rate: DefaultQuarantineRate, Burst: DefaultQuarantineBurst}) {
+		t.Fatalf("quarantine %+v", s.Quarantine)
+	}
+
+	own := &Quarantine{Rate: 1, Burst: 1}
+	s = Source{Dedupe: &SourceDedupe{Key: "auto", TTL: Duration(time.Minute)}, Quarantine: own}
+	ApplySourceDefaults(&s, Duration(time.Hour))
+	if s.Dedupe.TTL.D() != time.Minute || s.Quarantine != own || *own != (Quarantine{Rate: 1, Burst: 1}) {
+		t.Fatalf("given keys changed: dedupe %+v, quarantine %+v", s.Dedupe, s.Quarantine)
+	}
+
+	s = Source{}
+	ApplySourceDefaults(&s, Duration(time.Hour))
+	if s.Dedupe != nil {
+		t.Fatalf("a source without dedupe got %+v", s.Dedupe)
+	}
+	// Twice is once.
+	before := s
+	ApplySourceDefaults(&s, Duration(2*time.Hour))
+	if *s.Quarantine != *before.Quarantine || s.Dedupe != nil {
+		t.Fatalf("second ApplySourceDefaults changed %+v", s)
 	}
 }

@@ -35,6 +35,15 @@ func (d *Dispatcher) attempt(r *runner, t *task) {
 			return
 		}
 	}
+	if t.row.Release != 0 {
+		// Released from the quarantine pen: delivered as verified, or,
+		// forced out, as flagged (never as the quarantined record says).
+		released := *env
+		released.Verification.Quarantined = false
+		released.Verification.Verified = t.row.Release == meta.ReleaseVerified
+		released.Verification.Flagged = t.row.Release == meta.ReleaseForced
+		env = &released
+	}
 	target := r.source
 	if tg, ok := r.sink.(Targeter); ok {
 		target = tg.Target(env)

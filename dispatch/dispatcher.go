@@ -49,6 +49,12 @@ type Options struct {
 	Now           func() time.Time
 	// OnFatal is called once when the meta store fails: the node stops.
 	OnFatal func(error)
+	// DedupeNode: node-scope dedupe keys are written with the rows
+	// (dedupe.scope: node).
+	DedupeNode bool
+	// MaxPenBytes caps the quarantine pen (limits.max_quarantine_bytes;
+	// default 256 MiB).
+	MaxPenBytes int64
 }
 
 // EnsureDefaults fills unset options.
@@ -61,6 +67,9 @@ func (o *Options) EnsureDefaults() {
 	}
 	if o.AttemptLogTTL == 0 {
 		o.AttemptLogTTL = 24 * time.Hour
+	}
+	if o.MaxPenBytes == 0 {
+		o.MaxPenBytes = config.DefaultMaxQuarantine
 	}
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
@@ -80,6 +89,7 @@ type Dispatcher struct {
 
 	in       intake
 	written  uint64        // last seq with rows written (writer goroutine)
+	flushed  atomic.Uint64 // last seq whose rows are readable (not yet durable)
 	ckpt     atomic.Uint64 // last seq whose rows are durable
 	lastCkpt time.Time
 
@@ -97,6 +107,8 @@ type Dispatcher struct {
 	inflight map[uint32]int // attempts running, by tenant ordinal
 
 	pending, dead atomic.Int64 // rows by state, for the backlog gauges
+
+	pen pen // the quarantine pen's accounting
 
 	schedWake chan struct{}
 	stop      chan struct{}
@@ -133,7 +145,11 @@ func Open(o Options) (*Dispatcher, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := d.loadPen(); err != nil {
+		return nil, err
+	}
 	d.written = max(ckpt, o.LastSeq)
+	d.flushed.Store(d.written)
 	if d.written > ckpt {
 		if err := o.Meta.SetDispatchCheckpoint(d.written); err != nil {
 			return nil, err
@@ -156,6 +172,10 @@ func Open(o Options) (*Dispatcher, error) {
 // Checkpoint is the seq up to which every hook's rows are durable: the
 // WAL and segments below it are not needed to rebuild anything.
 func (d *Dispatcher) Checkpoint() uint64 { return d.ckpt.Load() }
+
+// Written is the seq up to which every hook's rows and node-scope dedupe
+// keys are in the store (readable; durable once the checkpoint passes).
+func (d *Dispatcher) Written() uint64 { return d.flushed.Load() }
 
 // InFlight is the number of attempts running for the tenant with ordinal
 // ord (the erase job waits for 0).

@@ -45,6 +45,11 @@ type nodeOptions struct {
 	// expectFatal: a stage's failure is what the test wants, not an error;
 	// such a node is abandoned, not closed, so it logs nowhere.
 	expectFatal bool
+	// source edits the spec of source "src" (a verifier, dedupe).
+	source func(*config.Source)
+	// dedupeNode writes node-scope dedupe keys; maxPenBytes caps the pen.
+	dedupeNode  bool
+	maxPenBytes int64
 }
 
 func openNode(t testing.TB, fs vfs.FS, fk *fakeSinks, o nodeOptions) *node {
@@ -125,7 +130,11 @@ func openNode(t testing.TB, fs vfs.FS, fk *fakeSinks, o nodeOptions) *node {
 	if o.expectFatal {
 		logger = zap.NewNop()
 	}
-	cfg := &config.Config{Sources: map[string]config.Source{"src": {TenantID: config.DefaultTenant, Verify: config.Verify{Type: "none"}, Sinks: o.sinks}}}
+	spec := config.Source{TenantID: config.DefaultTenant, Verify: config.Verify{Type: "none"}, Sinks: o.sinks}
+	if o.source != nil {
+		o.source(&spec)
+	}
+	cfg := &config.Config{Sources: map[string]config.Source{"src": spec}}
 	cfg.ApplyDefaults()
 	d, err := dispatch.Open(dispatch.Options{
 		Meta: m, Hooks: s, Sources: source.NewStatic(cfg),
@@ -137,6 +146,8 @@ func openNode(t testing.TB, fs vfs.FS, fk *fakeSinks, o nodeOptions) *node {
 		Logger:          logger,
 		Now:             o.now,
 		OnFatal:         onFatal,
+		DedupeNode:      o.dedupeNode,
+		MaxPenBytes:     o.maxPenBytes,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -183,12 +194,17 @@ func (n *node) commit(tenant string, i int) envelope.Envelope {
 // it, and returns the envelope with the identity the request got back
 // (set also when commit fails).
 func commitHook(commit func(*wal.Request) error, tenant, src string, body []byte) (envelope.Envelope, error) {
-	e := envelope.Envelope{
+	return commitEnvelope(commit, envelope.Envelope{
 		TenantID: tenant, SourceID: src, ReceivedAt: time.Now().UnixNano(),
 		Headers:      []envelope.Header{{Name: "Content-Type", Value: "application/json"}},
 		Body:         body,
 		Verification: envelope.Verification{Verifier: "none"},
-	}
+	})
+}
+
+// commitEnvelope commits e as the ingest path does and returns it with
+// the identity it got.
+func commitEnvelope(commit func(*wal.Request) error, e envelope.Envelope) (envelope.Envelope, error) {
 	req := wal.AcquireRequest()
 	defer wal.ReleaseRequest(req)
 	req.Buf = e.AppendTo(req.Buf)

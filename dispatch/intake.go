@@ -41,8 +41,13 @@ func (d *Dispatcher) Handoff(batch []*wal.Request) {
 	snap := d.o.Sources.Snapshot()
 	in.mu.Lock()
 	for _, r := range batch {
-		if !d.delivers(snap, r.Buf[wal.FrameHeaderSize:]) {
+		switch d.needs(snap, r.Buf[wal.FrameHeaderSize:]) {
+		case needNothing:
 			in.addRange(r.Seq, true)
+			continue
+		case needPenRow:
+			// Rare (the quarantine bucket bounds them): read back.
+			in.addRange(r.Seq, false)
 			continue
 		}
 		n := int64(len(r.Buf))
@@ -72,21 +77,33 @@ func (in *intake) addRange(seq uint64, skip bool) {
 	in.items = append(in.items, item{from: seq, to: seq, skip: skip})
 }
 
-// delivers reports whether a committed record has anything to deliver:
-// its source has sinks and it is not held in quarantine. It reads the
-// record in place, without decoding or allocating: hooks of sources
-// without sinks cost dispatch nothing but their seq.
-func (d *Dispatcher) delivers(snap *source.Snapshot, payload []byte) bool {
+// What the row writer has to do for a committed record.
+const (
+	needNothing = iota // no sinks, no dedupe key to keep
+	needRows           // delivery rows (or a node-scope dedupe key)
+	needPenRow         // held in the quarantine pen
+)
+
+// needs reports what a committed record needs from the row writer. It
+// reads the record in place, without decoding or allocating: hooks of
+// sources without sinks cost dispatch nothing but their seq.
+func (d *Dispatcher) needs(snap *source.Snapshot, payload []byte) int {
 	_, name, ok := envelope.Names(payload)
-	if !ok || payload[envelope.OffFlags]&envelope.FlagQuarantined != 0 {
-		return false
+	if !ok {
+		return needNothing
+	}
+	if payload[envelope.OffFlags]&envelope.FlagQuarantined != 0 {
+		return needPenRow
 	}
 	src := snap.Lookup(name)
 	if src == nil {
 		unknownSource.Inc()
-		return false
+		return needNothing
 	}
-	return len(src.Spec.Sinks) > 0
+	if len(src.Spec.Sinks) > 0 || d.o.DedupeNode && src.Dedupe != nil && payload[envelope.OffFlags]&envelope.FlagFlagged == 0 {
+		return needRows
+	}
+	return needNothing
 }
 
 // take returns everything queued; the caller gives the slice back with

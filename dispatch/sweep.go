@@ -7,6 +7,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"go.uber.org/zap"
 
+	"github.com/ankusa/ankusa/dedupe"
 	"github.com/ankusa/ankusa/meta"
 )
 
@@ -22,6 +23,11 @@ func (d *Dispatcher) sweepLoop() {
 		case <-d.stop:
 			return
 		case <-t.C:
+			if d.o.DedupeNode {
+				if err := dedupe.Sweep(d.db, d.o.Now().UnixNano()); err != nil {
+					d.o.Logger.Error("cannot sweep expired dedupe keys", zap.Error(err))
+				}
+			}
 			if n, err := d.sweepAttempts(); err != nil {
 				d.o.Logger.Error("cannot sweep the attempt log", zap.Error(err))
 			} else if n > 0 {

@@ -9,6 +9,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"go.uber.org/zap"
 
+	"github.com/ankusa/ankusa/dedupe"
 	"github.com/ankusa/ankusa/envelope"
 	"github.com/ankusa/ankusa/meta"
 	"github.com/ankusa/ankusa/wal"
@@ -129,9 +130,14 @@ func (w *rowWriter) addHook(e *envelope.Envelope, sh *shared) error {
 	}
 	if e.Verification.Quarantined {
 		release() // held in the quarantine pen, not dispatched
-		return nil
+		return w.addPenRow(e)
 	}
 	src := d.o.Sources.Snapshot().Lookup([]byte(e.SourceID))
+	if src != nil && d.o.DedupeNode && src.Dedupe != nil && e.DedupeKey != "" && !e.Verification.Flagged {
+		if err := dedupe.AddKey(w.b, e.TenantOrdinal, e.TenantID, e.SourceID, []byte(e.DedupeKey), e.ID, e.Seq, e.ReceivedAt, src.DedupeTTL); err != nil {
+			return err
+		}
+	}
 	if src == nil || len(src.Spec.Sinks) == 0 {
 		release()
 		if src == nil {
@@ -182,6 +188,32 @@ func (w *rowWriter) addHook(e *envelope.Envelope, sh *shared) error {
 	return nil
 }
 
+// addPenRow holds a quarantined hook in the pen. Its bytes were reserved
+// by the edge; a row the rebuild adds is counted when the pen is loaded.
+func (w *rowWriter) addPenRow(e *envelope.Envelope) error {
+	w.key = meta.PenKey(w.key[:0], e.TenantOrdinal, e.Seq)
+	if w.rebuild {
+		// Only absent rows: one an operator released or dropped after
+		// the checkpoint moved past it stays gone (see waitCheckpoint).
+		exists, err := w.exists(w.key)
+		if err != nil || exists {
+			return err
+		}
+	}
+	row := meta.PenRow{ReceivedAt: e.ReceivedAt, EventID: e.ID, Bytes: uint32(len(e.Body)), Failure: e.Verification.Failure, Source: e.SourceID}
+	w.val = row.AppendTo(w.val[:0])
+	if err := w.b.Set(w.key, w.val, nil); err != nil {
+		return err
+	}
+	w.d.pen.rows.Add(1)
+	w.d.penGauges()
+	w.hooks++
+	if w.hooks >= rowBatchHooks {
+		return w.flush()
+	}
+	return nil
+}
+
 func (w *rowWriter) exists(key []byte) (bool, error) {
 	_, closer, err := w.d.db.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
@@ -203,6 +235,7 @@ func (w *rowWriter) flush() error {
 		}
 		w.b.Reset()
 	}
+	w.d.flushed.Store(w.d.written)
 	for o := range w.ords {
 		w.d.markActive(o)
 	}

@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -11,8 +12,10 @@ import (
 	"github.com/valyala/fasthttp"
 	"go.uber.org/zap"
 
+	"github.com/ankusa/ankusa/dedupe"
 	"github.com/ankusa/ankusa/envelope"
 	"github.com/ankusa/ankusa/source"
+	"github.com/ankusa/ankusa/verify"
 	"github.com/ankusa/ankusa/wal"
 )
 
@@ -36,32 +39,86 @@ func (r *Router) ingest(ctx *fasthttp.RequestCtx, a *admitted) {
 	}
 	bodyLen := len(buf) - lenAt - 4
 	binary.BigEndian.PutUint32(buf[lenAt:], uint32(bodyLen))
-	// 12. signature over the raw body bytes. (on_verify_failure quarantine
-	// and accept_flag, and the token debit, arrive with the quarantine pen
-	// and the tenant stage; config refuses them until then.)
-	if vf := a.src.Verifier; vf.Name() != "none" {
-		if err := vf.Verify(&ctx.Request.Header, buf[lenAt+4:], time.Unix(0, r.o.Now())); err != nil {
-			wal.ReleaseRequest(req)
+	body := buf[lenAt+4:]
+	flags := &buf[wal.FrameHeaderSize+envelope.OffFlags]
+	src := a.src
+	// 12. signature over the raw body bytes, then the token: a hook that
+	// failed spends the source's quarantine bucket, never the tenant's.
+	failed := false
+	if vf := src.Verifier; vf.Name() != "none" {
+		err := vf.Verify(&ctx.Request.Header, body, time.Unix(0, r.o.Now()))
+		reason := verify.Failure(err)
+		src.Counters.Verified[reason].Inc()
+		if err == nil {
+			*flags |= envelope.FlagVerified
+		} else {
 			verifyFailures.Inc()
-			reply(ctx, vSignature, false)
+			if v, wait := r.onFailure(src, a.tenant, flags, reason, int64(bodyLen)); v != vOK {
+				wal.ReleaseRequest(req)
+				replyWait(ctx, v, wait, false)
+				return
+			}
+			failed = true
+		}
+	}
+	// Only a hook that passed verification spends the tenant's token.
+	if !failed && r.o.Tenants != nil {
+		if ok, wait := r.o.Tenants.Take(a.tenant); !ok {
+			wal.ReleaseRequest(req)
+			replyWait(ctx, vRateLimited, wait, false)
 			return
 		}
-		buf[wal.FrameHeaderSize+envelope.OffFlags] |= envelope.FlagVerified
 	}
-	// 13. dedupe arrives with the dedupe stage.
-	buf = envelope.AppendString(buf, "") // dedupe key
+	//
+	// 13. dedupe: only hooks that passed (a forged request must not claim
+	// a real hook's key, nor match one).
+	var ticket dedupe.Ticket
+	var key []byte
+	if src.Dedupe != nil && !failed && r.o.Dedupe != nil {
+		// (Declared here: a JSON key escapes to the heap, and only hooks
+		// of a deduping source should pay for it.)
+		var kbuf [dedupe.MaxKeyBytes]byte
+		var ok bool
+		if key, ok = src.Dedupe.Key(kbuf[:0], &ctx.Request.Header, body); ok {
+			k := dedupe.MakeKey(a.tenant, src.Name, key)
+			t, orig, dup, err := r.o.Dedupe.Begin(ctx, k, src.DedupeTTL, r.o.Now())
+			if err != nil {
+				wal.ReleaseRequest(req)
+				r.logError("cannot tell a hook from a duplicate", err)
+				reply(ctx, vUnavailable, false)
+				return
+			}
+			if dup {
+				wal.ReleaseRequest(req)
+				src.Counters.Duplicates.Inc()
+				replyID(ctx, fasthttp.StatusOK, orig, `,"duplicate":true}`)
+				return
+			}
+			ticket = t
+		} else {
+			key = nil
+		}
+	}
+	buf = envelope.AppendString(buf, key)
 	req.Buf = buf
+	quarantined := buf[wal.FrameHeaderSize+envelope.OffFlags]&envelope.FlagQuarantined != 0
 	wal.SealPayload(req.Buf)
-	// 14. commit: WAL append + group fsync, then 201.
+	// 14. commit: WAL append + group fsync, then 201 (202 quarantined).
 	// (The commit's wait is measured by the WAL's own batch and fdatasync
 	// histograms; timing it here cost two clock reads per request.)
 	err := r.o.WAL.Commit(req)
 	if err != nil {
 		wal.ReleaseRequest(req)
-		commitFailures.Inc()
-		if r.logThrottler.allow() {
-			r.o.Logger.Error("cannot commit hook", zap.Error(err))
+		if key != nil {
+			// Not ctx: it ends when the server drains, and a key left
+			// pending would hold a retry back for a whole lease.
+			r.o.Dedupe.Aborted(context.WithoutCancel(ctx), ticket)
 		}
+		if quarantined {
+			r.o.Pen.Unreserve(int64(bodyLen))
+		}
+		commitFailures.Inc()
+		r.logError("cannot commit hook", err)
 		if errors.Is(err, wal.ErrTooLarge) {
 			reply(ctx, vTooLarge, false)
 			return
@@ -74,15 +131,70 @@ func (r *Router) ingest(ctx *fasthttp.RequestCtx, a *admitted) {
 		return
 	}
 	bodyBytes.Add(bodyLen)
-	var out [64]byte
-	b := append(out[:0], `{"id":"`...)
-	b = req.ID.AppendText(b)
-	b = append(b, `"}`...)
+	if key != nil {
+		r.o.Dedupe.Committed(context.WithoutCancel(ctx), ticket, req.ID, req.Seq)
+	}
+	id := req.ID
 	wal.ReleaseRequest(req)
-	ctx.Response.SetStatusCode(fasthttp.StatusCreated)
+	if quarantined {
+		replyID(ctx, fasthttp.StatusAccepted, id, `,"quarantined":true}`)
+		return
+	}
+	replyID(ctx, fasthttp.StatusCreated, id, `}`)
+}
+
+// onFailure applies the source's on_verify_failure to a hook that failed
+// verification for reason: reject, or mark it quarantined or flagged
+// after spending a token of the source's quarantine bucket (and, for the
+// pen, reserving its body's size). A verdict other than vOK is the answer, with
+// wait the Retry-After of a 429.
+func (r *Router) onFailure(src *source.Source, tenant string, flags *byte, reason uint8, size int64) (verdict, time.Duration) {
+	mode := src.Spec.OnVerifyFailure
+	if mode != "quarantine" && mode != "accept_flag" {
+		return vSignature, 0
+	}
+	if ok, wait := r.quarantineBucket(src).Take(r.o.Mono()); !ok {
+		quarantineLimited.Inc()
+		return vQuarantineLimited, wait
+	}
+	*flags |= envelope.FailureBits(reason)
+	if mode == "accept_flag" {
+		*flags |= envelope.FlagFlagged
+		src.Counters.Flagged.Inc()
+		return vOK, 0
+	}
+	if r.o.Pen == nil {
+		return vUnavailable, 0
+	}
+	switch r.o.Pen.Reserve(tenant, size) {
+	case PenFull:
+		penFull.Inc()
+		return vPenFull, penRetry
+	case PenClosed:
+		return vTenantErasing, 0
+	}
+	*flags |= envelope.FlagQuarantined
+	src.Counters.Quarantined.Inc()
+	return vOK, 0
+}
+
+// replyID answers a committed (or duplicate) hook: {"id":"<id>"+tail.
+func replyID(ctx *fasthttp.RequestCtx, status int, id envelope.ID, tail string) {
+	var out [96]byte
+	b := append(out[:0], `{"id":"`...)
+	b = id.AppendText(b)
+	b = append(b, '"')
+	b = append(b, tail...)
+	ctx.Response.SetStatusCode(status)
 	ctx.Response.Header.SetContentTypeBytes(contentTypeJSON)
 	ctx.Response.SetBody(b)
-	countStatus(fasthttp.StatusCreated)
+	countStatus(status)
+}
+
+func (r *Router) logError(msg string, err error) {
+	if r.logThrottler.allow() {
+		r.o.Logger.Error(msg, zap.Error(err))
+	}
 }
 
 // encodeHead appends the envelope up to the body (see package envelope).

@@ -16,8 +16,12 @@ var (
 	bodyBytes      = metrics.NewCounter("ankusa_edge_body_bytes_total")
 	commitFailures = metrics.NewCounter("ankusa_edge_commit_failures_total")
 	verifyFailures = metrics.NewCounter("ankusa_edge_signature_failures_total")
-	panicsTotal    = metrics.NewCounter("ankusa_edge_panics_total")
-	connRejections = metrics.NewCounter("ankusa_edge_connections_refused_total")
+	// quarantineLimited counts hooks refused because their source's
+	// quarantine bucket was empty; penFull those refused by the pen's cap.
+	quarantineLimited = metrics.NewCounter("ankusa_edge_quarantine_limited_total")
+	penFull           = metrics.NewCounter("ankusa_edge_quarantine_full_total")
+	panicsTotal       = metrics.NewCounter("ankusa_edge_panics_total")
+	connRejections    = metrics.NewCounter("ankusa_edge_connections_refused_total")
 )
 
 func init() {

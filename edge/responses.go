@@ -4,8 +4,12 @@ import (
 	"errors"
 	"io"
 	"net"
+	"strconv"
+	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/ankusa/ankusa/tenant"
 )
 
 // Error codes of the public listener (DESIGN.md §2.1).
@@ -20,6 +24,9 @@ const (
 	codeSignature        = "signature_invalid"
 	codeRequestTimeout   = "request_timeout"
 	codeNoDurableSink    = "no_durable_sink"
+	codeRateLimited      = "rate_limited"
+	codeQuarantineFull   = "quarantine_full"
+	codeTenantErasing    = "tenant_erasing"
 )
 
 // verdict is an answer decided before the body is read.
@@ -38,6 +45,12 @@ const (
 	vHeaderTooBig // past the transport's read buffer (fasthttp's 431)
 	vTimeout      // the request did not arrive within limits.read_timeout
 	vNoDurable    // wal.type none and the source has no durable sink
+	// vQuarantineLimited: a hook failed verification and its source's
+	// quarantine bucket is empty.
+	vQuarantineLimited
+	vPenFull       // the quarantine pen is at limits.max_quarantine_bytes
+	vTenantErasing // the tenant is being erased
+	vRateLimited   // the tenant's token bucket is empty
 	numVerdicts
 )
 
@@ -59,13 +72,22 @@ var answers = [numVerdicts]answer{
 	vHeaderTooBig:  {fasthttp.StatusRequestHeaderFieldsTooLarge, errBody(codeInvalidHeader, "the request headers are too large, too many or malformed"), false},
 	vTimeout:       {fasthttp.StatusRequestTimeout, errBody(codeRequestTimeout, "the request did not arrive in time"), false},
 	vNoDurable:     {fasthttp.StatusServiceUnavailable, errBody(codeNoDurableSink, "this node runs without a WAL and this source has no durable sink; its owner must add one"), true},
+	vQuarantineLimited: {fasthttp.StatusTooManyRequests, errBody(codeRateLimited,
+		"too many hooks to this source failed signature verification: its quarantine bucket is empty; retry later"), true},
+	vPenFull:       {fasthttp.StatusTooManyRequests, errBody(codeQuarantineFull, "the quarantine pen is full: hooks that failed verification wait for an operator; retry later"), true},
+	vTenantErasing: {fasthttp.StatusServiceUnavailable, errBody(codeTenantErasing, "this tenant is being erased"), false},
+	vRateLimited:   {fasthttp.StatusTooManyRequests, errBody(codeRateLimited, "this tenant is sending faster than its rate limit; retry after Retry-After seconds"), true},
 }
+
+// penRetry is the Retry-After of a full pen: it empties only when an
+// operator releases or drops hooks.
+const penRetry = 60 * time.Second
 
 // verdictHeader carries a verdict from HeaderReceived to the handler. It is
 // deleted from every incoming request first, so a sender cannot set it.
 const verdictHeader = "X-Ankusa-Internal-Verdict"
 
-var verdictValues = [numVerdicts]string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9", ":", ";"}
+var verdictValues = [numVerdicts]string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9", ":", ";", "<", "=", ">", "?"}
 
 func errBody(code, msg string) []byte {
 	return []byte(`{"error":"` + code + `","message":"` + msg + `"}`)
@@ -96,6 +118,16 @@ func reply(ctx *fasthttp.RequestCtx, v verdict, closeConn bool) {
 	}
 	ctx.Response.SetBodyRaw(a.body)
 	countStatus(a.status)
+}
+
+// replyWait is reply with a Retry-After of wait (rounded up to whole
+// seconds) when wait is set.
+func replyWait(ctx *fasthttp.RequestCtx, v verdict, wait time.Duration, closeConn bool) {
+	reply(ctx, v, closeConn)
+	if wait > 0 && answers[v].retryAfter {
+		var b [8]byte
+		ctx.Response.Header.SetBytesV("Retry-After", strconv.AppendInt(b[:0], int64(tenant.RetryAfterSeconds(wait)), 10))
+	}
 }
 
 // transportError is the server's ErrorHandler. It answers what fasthttp

@@ -2,6 +2,7 @@ package edge
 
 import (
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -9,7 +10,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ankusa/ankusa/config"
+	"github.com/ankusa/ankusa/dedupe"
 	"github.com/ankusa/ankusa/source"
+	"github.com/ankusa/ankusa/tenant"
 	"github.com/ankusa/ankusa/wal"
 )
 
@@ -29,7 +32,37 @@ type Options struct {
 	Logger        *zap.Logger
 	// Now returns the receive time in unix nanoseconds (default: the clock).
 	Now func() int64
+	// Mono is a monotonic clock in nanoseconds for token buckets (default:
+	// time since the router was made).
+	Mono func() int64
+	// Pen is the quarantine pen (nil: a source that quarantines answers
+	// 503 for a hook that failed verification).
+	Pen Pen
+	// Dedupe is router step 13 (nil: sources' dedupe keys are not
+	// checked).
+	Dedupe *dedupe.Stage
+	// Tenants are the tenants' token buckets, checked at step 7 and
+	// debited at step 12 (nil: no tenant is limited).
+	Tenants *tenant.Limiter
 }
+
+// Pen is what the edge asks of the quarantine pen.
+type Pen interface {
+	// Reserve takes n bytes of the pen's cap for a hook of tenant.
+	Reserve(tenant string, n int64) PenAnswer
+	// Unreserve gives back a reservation whose hook was not committed.
+	Unreserve(n int64)
+}
+
+// PenAnswer is the pen's answer to a reservation.
+type PenAnswer uint8
+
+// Pen answers.
+const (
+	PenOK     PenAnswer = iota
+	PenFull             // past limits.max_quarantine_bytes
+	PenClosed           // the tenant is being erased
+)
 
 // Router is the catch-all POST handler of the public listener. It runs the
 // router order of DESIGN.md §2.1; every check that needs no body runs in
@@ -43,6 +76,35 @@ type Router struct {
 	pipeline     atomic.Int64
 	hooked       atomic.Bool // HeaderReceived runs before Handle (NewServer)
 	logThrottler throttle
+	qbuckets     sync.Map // source name → *quarantineBucket
+}
+
+// quarantineBucket is a source's quarantine bucket with the spec it was
+// made from: buckets outlive snapshots, so a source edit keeps what the
+// bucket holds and only changes its rate.
+type quarantineBucket struct {
+	b    *tenant.Bucket
+	spec config.Quarantine
+}
+
+// quarantineBucket returns the source's bucket, made or reconfigured to its
+// current spec.
+func (r *Router) quarantineBucket(src *source.Source) *tenant.Bucket {
+	spec := config.Quarantine{Rate: config.DefaultQuarantineRate, Burst: config.DefaultQuarantineBurst}
+	if src.Spec.Quarantine != nil {
+		spec = *src.Spec.Quarantine
+	}
+	now := r.o.Mono()
+	if v, ok := r.qbuckets.Load(src.Name); ok {
+		qb := v.(*quarantineBucket)
+		if qb.spec != spec {
+			qb.b.Reconfigure(spec.Rate, spec.Burst, now)
+			qb.spec = spec
+		}
+		return qb.b
+	}
+	v, _ := r.qbuckets.LoadOrStore(src.Name, &quarantineBucket{b: tenant.NewBucket(spec.Rate, spec.Burst, now), spec: spec})
+	return v.(*quarantineBucket).b
 }
 
 // NewRouter returns a router.
@@ -52,6 +114,10 @@ func NewRouter(o Options) *Router {
 	}
 	if o.Now == nil {
 		o.Now = func() int64 { return time.Now().UnixNano() }
+	}
+	if o.Mono == nil {
+		start := time.Now()
+		o.Mono = func() int64 { return int64(time.Since(start)) }
 	}
 	r := &Router{
 		o:           o,
@@ -291,8 +357,16 @@ func (r *Router) Handle(ctx *fasthttp.RequestCtx) {
 		reply(ctx, v, true)
 		return
 	}
-	// 6. tenant being erased, 7. token bucket, 8. tenant queue caps: these
-	// arrive with the tenant stage.
+	// 6. tenant being erased: arrives with the erase job.
+	// 7. the tenant's token bucket has a token (taken at step 12, once
+	// the hook passed verification).
+	if r.o.Tenants != nil {
+		if ok, wait := r.o.Tenants.Check(a.tenant); !ok {
+			replyWait(ctx, vRateLimited, wait, true)
+			return
+		}
+	}
+	// 8. tenant queue caps: arrive with the tenant stage.
 	// 9. node-wide pipeline bytes.
 	cost := int64(h.ContentLength())
 	if cost < 0 {

@@ -7,8 +7,13 @@ package source
 import (
 	"errors"
 	"sync/atomic"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
 
 	"github.com/ankusa/ankusa/config"
+	"github.com/ankusa/ankusa/dedupe"
+	"github.com/ankusa/ankusa/envelope"
 	"github.com/ankusa/ankusa/verify"
 )
 
@@ -25,7 +30,41 @@ type Source struct {
 	MaxBodyBytes int64
 	// Verifier checks the source's signatures.
 	Verifier verify.Verifier
+	// Dedupe reads a hook's dedupe key (nil: the source does not dedupe);
+	// DedupeTTL is how long a key is remembered.
+	Dedupe    *dedupe.Extractor
+	DedupeTTL time.Duration
+	// Counters are the source's metrics, looked up once per snapshot so
+	// the request path does not build names.
+	Counters *Counters
 	Spec     config.Source
+}
+
+// Counters are a source's verification and dedupe metrics. The source
+// label is bounded by the sources the node has.
+type Counters struct {
+	// Verified counts verification outcomes: index 0 is a pass, the rest
+	// are envelope.Fail* reasons.
+	Verified    [envelope.FailExpired + 1]*metrics.Counter
+	Quarantined *metrics.Counter
+	Flagged     *metrics.Counter
+	Duplicates  *metrics.Counter
+}
+
+func countersFor(name string) *Counters {
+	c := &Counters{
+		Quarantined: metrics.GetOrCreateCounter(`ankusa_quarantined_total{source="` + name + `"}`),
+		Flagged:     metrics.GetOrCreateCounter(`ankusa_flagged_total{source="` + name + `"}`),
+		Duplicates:  metrics.GetOrCreateCounter(`ankusa_duplicates_total{source="` + name + `"}`),
+	}
+	for i := range c.Verified {
+		outcome := envelope.FailureName(uint8(i))
+		if i == 0 {
+			outcome = "ok"
+		}
+		c.Verified[i] = metrics.GetOrCreateCounter(`ankusa_verifications_total{source="` + name + `",outcome="` + outcome + `"}`)
+	}
+	return c
 }
 
 // Snapshot is one consistent view of every source. The edge loads it
@@ -54,7 +93,20 @@ func NewSnapshot(specs map[string]config.Source, routes []config.Route, globalMa
 			// if one gets here anyway it fails closed.
 			v = verify.Refuse{Type: spec.Verify.Type, Err: err}
 		}
+		var x *dedupe.Extractor
+		var ttl time.Duration
+		if spec.Dedupe != nil {
+			if x, err = dedupe.NewExtractor(spec.Dedupe.Key, spec.Verify.Type); err != nil {
+				// Validation refuses such a source; one that gets here
+				// anyway goes without dedupe (it never drops a hook).
+				x = nil
+			}
+			ttl = spec.Dedupe.TTL.D()
+		}
 		s.sources[name] = &Source{
+			Dedupe:       x,
+			DedupeTTL:    ttl,
+			Counters:     countersFor(name),
 			Verifier:     v,
 			Name:         name,
 			TenantID:     tenant,

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ankusa/ankusa/config"
+	"github.com/ankusa/ankusa/envelope"
 )
 
 // Headers is what a verifier reads of a request; *fasthttp.RequestHeader
@@ -142,3 +143,19 @@ func (r Refuse) Verify(Headers, []byte, time.Time) error {
 
 // Name is the configured type.
 func (r Refuse) Name() string { return r.Type }
+
+// Failure is the envelope's reason code for a Verify error (DESIGN.md
+// §2.3: kept with a flagged or quarantined hook so its operator sees why).
+func Failure(err error) uint8 {
+	switch {
+	case err == nil:
+		return envelope.FailNone
+	case errors.Is(err, ErrMissing):
+		return envelope.FailMissing
+	case errors.Is(err, ErrMalformed):
+		return envelope.FailMalformed
+	case errors.Is(err, ErrExpired):
+		return envelope.FailExpired
+	}
+	return envelope.FailMismatch
+}

@@ -1,0 +1,430 @@
+package dispatch
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/ankusa/ankusa/envelope"
+	"github.com/ankusa/ankusa/meta"
+	"github.com/ankusa/ankusa/verify"
+)
+
+// The quarantine pen (DESIGN.md §6 item 6): a hook that failed
+// verification under on_verify_failure: quarantine is a WAL record like
+// any other; the row writer holds it here with a pen row (q/<ord><seq>)
+// instead of delivery rows, and it is delivered only once an operator
+// releases it.
+
+// Errors of the pen's operator calls.
+var (
+	// ErrNotQuarantined: the tenant has no such hook in the pen.
+	ErrNotQuarantined = errors.New("dispatch: no such quarantined hook")
+	// ErrStillInvalid: a release's re-verification with the source's
+	// current secrets failed; the hook stays in the pen. The error names
+	// the reason after a colon (mismatch, expired, ...).
+	ErrStillInvalid = errors.New("dispatch: the hook does not verify with the source's current secrets")
+	// ErrSourceGone: the hook's source no longer exists, so nothing
+	// could deliver it.
+	ErrSourceGone = errors.New("dispatch: the hook's source no longer exists")
+	// ErrBusy: the hook's pen row is not yet covered by the checkpoint;
+	// retry in a moment.
+	ErrBusy = errors.New("dispatch: the hook was quarantined a moment ago; retry")
+)
+
+// pen is the pen's accounting: rows and body bytes held (the bytes of
+// hooks the edge reserved and the writer has not yet written included),
+// and the tenants it refuses.
+type pen struct {
+	rows, bytes atomic.Int64
+	closed      sync.Map // tenant name → struct{}
+}
+
+var (
+	penRowsGauge  = metrics.NewGauge("ankusa_quarantine_hooks", nil)
+	penBytesGauge = metrics.NewGauge("ankusa_quarantine_bytes", nil)
+	penReleased   = metrics.NewCounter("ankusa_quarantine_released_total")
+	penDropped    = metrics.NewCounter("ankusa_quarantine_dropped_total")
+)
+
+func (d *Dispatcher) penGauges() {
+	penRowsGauge.Set(float64(d.pen.rows.Load()))
+	penBytesGauge.Set(float64(d.pen.bytes.Load()))
+}
+
+// loadPen counts the pen's rows and bytes (at Open, after the rebuild).
+func (d *Dispatcher) loadPen() error {
+	lo := []byte(meta.PrefixPen)
+	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: meta.PrefixEnd(lo)})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	var rows, bytes int64
+	for ok := it.First(); ok; ok = it.Next() {
+		var p meta.PenRow
+		if err := meta.DecodePenRow(it.Value(), &p); err != nil {
+			damagedRows.Inc()
+			continue
+		}
+		rows++
+		bytes += int64(p.Bytes)
+	}
+	d.pen.rows.Store(rows)
+	d.pen.bytes.Store(bytes)
+	d.penGauges()
+	return it.Error()
+}
+
+// ReservePen takes n bytes of the pen's cap for a quarantined hook of
+// tenant, before its commit. closed: the pen refuses the tenant (it is
+// being erased).
+func (d *Dispatcher) ReservePen(tenant string, n int64) (ok, closed bool) {
+	if _, c := d.pen.closed.Load(tenant); c {
+		return false, true
+	}
+	if d.pen.bytes.Add(n) > d.o.MaxPenBytes {
+		d.pen.bytes.Add(-n)
+		return false, false
+	}
+	d.penGauges()
+	return true, false
+}
+
+// UnreservePen gives back a reservation whose hook was not committed.
+func (d *Dispatcher) UnreservePen(n int64) {
+	d.pen.bytes.Add(-n)
+	d.penGauges()
+}
+
+// ClosePen makes the pen refuse the tenant's hooks (the erase job closes
+// the tenant first); OpenPen undoes it.
+func (d *Dispatcher) ClosePen(tenant string) { d.pen.closed.Store(tenant, struct{}{}) }
+
+// OpenPen lets the pen take the tenant's hooks again.
+func (d *Dispatcher) OpenPen(tenant string) { d.pen.closed.Delete(tenant) }
+
+// PenItem is one quarantined hook, as the operator sees it.
+type PenItem struct {
+	Tenant     string
+	Source     string
+	ID         envelope.ID
+	Seq        uint64
+	ReceivedAt time.Time
+	Bytes      int
+	// Failure is why verification failed (missing, malformed, mismatch,
+	// expired).
+	Failure string
+}
+
+func penItem(tenant string, seq uint64, p *meta.PenRow) PenItem {
+	return PenItem{Tenant: tenant, Source: p.Source, ID: p.EventID, Seq: seq, ReceivedAt: time.Unix(0, p.ReceivedAt).UTC(),
+		Bytes: int(p.Bytes), Failure: envelope.FailureName(p.Failure)}
+}
+
+func (f *Filter) matchPen(p *meta.PenRow) bool {
+	r := Row{Source: p.Source, ReceivedAt: time.Unix(0, p.ReceivedAt)}
+	return f.Match(&r)
+}
+
+// Quarantined lists a tenant's quarantined hooks passing the filter, in
+// seq order after cursor.
+func (d *Dispatcher) Quarantined(_ context.Context, tenant string, f Filter, cursor string, limit int) ([]PenItem, string, error) {
+	ord, ok := d.ordinal(tenant)
+	if !ok {
+		return []PenItem{}, "", nil
+	}
+	prefix := meta.TenantPrefix(meta.PrefixPen, ord)
+	lo := prefix
+	if cursor != "" {
+		c, err := hex.DecodeString(cursor)
+		if err != nil || len(c) != 8 {
+			return nil, "", ErrBadCursor
+		}
+		lo = meta.PenKey(nil, ord, binary.BigEndian.Uint64(c)+1)
+	}
+	items := []PenItem{}
+	next := ""
+	err := d.scanPen(ord, lo, f, func(seq uint64, p *meta.PenRow) bool {
+		if len(items) == limit {
+			next = hex.EncodeToString(binary.BigEndian.AppendUint64(nil, items[len(items)-1].Seq))
+			return true
+		}
+		items = append(items, penItem(tenant, seq, p))
+		return false
+	})
+	return items, next, err
+}
+
+// scanPen calls fn with every pen row of the tenant passing the filter,
+// from key lo on, until fn says stop.
+func (d *Dispatcher) scanPen(ord uint32, lo []byte, f Filter, fn func(seq uint64, p *meta.PenRow) (stop bool)) error {
+	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: meta.PrefixEnd(meta.TenantPrefix(meta.PrefixPen, ord))})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for ok := it.First(); ok; ok = it.Next() {
+		_, seq, kok := meta.ParsePenKey(it.Key())
+		var p meta.PenRow
+		if !kok || meta.DecodePenRow(it.Value(), &p) != nil {
+			damagedRows.Inc()
+			continue
+		}
+		if f.matchPen(&p) && fn(seq, &p) {
+			break
+		}
+	}
+	return it.Error()
+}
+
+// findPen finds a tenant's pen row by event id.
+func (d *Dispatcher) findPen(tenant string, id envelope.ID) (uint32, uint64, meta.PenRow, error) {
+	var p meta.PenRow
+	ord, ok := d.ordinal(tenant)
+	if !ok {
+		return 0, 0, p, ErrNotQuarantined
+	}
+	seq := uint64(0)
+	if e, err := d.o.Hooks.Fetch(id); err == nil {
+		if e.TenantID != tenant {
+			return 0, 0, p, ErrNotQuarantined
+		}
+		seq = e.Seq
+	} else {
+		// The hook may be gone from local disk: its pen row still names it.
+		err := d.scanPen(ord, meta.TenantPrefix(meta.PrefixPen, ord), Filter{}, func(s uint64, r *meta.PenRow) bool {
+			if r.EventID == id {
+				seq = s
+				return true
+			}
+			return false
+		})
+		if err != nil {
+			return 0, 0, p, err
+		}
+		if seq == 0 {
+			return 0, 0, p, ErrNotQuarantined
+		}
+	}
+	v, closer, err := d.db.Get(meta.PenKey(nil, ord, seq))
+	if errors.Is(err, pebble.ErrNotFound) {
+		if seq > d.flushed.Load() {
+			return 0, 0, p, ErrBusy // committed; its row is on its way
+		}
+		return 0, 0, p, ErrNotQuarantined
+	}
+	if err != nil {
+		return 0, 0, p, fmt.Errorf("cannot read a quarantine row: %w", err)
+	}
+	defer closer.Close()
+	if err := meta.DecodePenRow(v, &p); err != nil {
+		return 0, 0, p, err
+	}
+	if p.EventID != id {
+		return 0, 0, p, ErrNotQuarantined
+	}
+	return ord, seq, p, nil
+}
+
+// waitCheckpoint waits (briefly) until the checkpoint covers seq: the
+// rebuild after a crash recreates only absent rows past the checkpoint,
+// so an operator's change to a row it does not yet cover could be undone
+// by it.
+func (d *Dispatcher) waitCheckpoint(ctx context.Context, seq uint64) error {
+	deadline := time.Now().Add(5 * time.Second)
+	for d.ckpt.Load() < seq {
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return ErrBusy
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return nil
+}
+
+// Released is what a release did.
+type Released struct {
+	// Verified: the hook verified with the source's current secrets.
+	// Otherwise it was forced out and is delivered flagged.
+	Verified bool
+	// Rows is the number of delivery rows created (the source's sinks).
+	Rows int
+}
+
+// Release moves a quarantined hook into normal dispatch. Without force the
+// hook is verified again, with the source's current secrets, at the time
+// it was received; a hook that still fails stays (ErrStillInvalid). With
+// force it goes unverified: its deliveries say flagged, and an audit row
+// records who forced it. Either way the pen row goes and the delivery
+// rows come in one synced batch.
+func (d *Dispatcher) Release(ctx context.Context, tenant string, id envelope.ID, force bool, principal string) (Released, error) {
+	var out Released
+	ord, seq, p, err := d.findPen(tenant, id)
+	if err != nil {
+		return out, err
+	}
+	src := d.o.Sources.Snapshot().Lookup([]byte(p.Source))
+	if src == nil {
+		return out, ErrSourceGone
+	}
+	mark := meta.ReleaseForced
+	if !force {
+		e, err := d.o.Hooks.Fetch(id)
+		if err != nil {
+			return out, fmt.Errorf("cannot read the hook to verify it again: %w", err)
+		}
+		if err := src.Verifier.Verify(envHeaders(e.Headers), e.Body, time.Unix(0, e.ReceivedAt)); err != nil {
+			return out, fmt.Errorf("%w: %s", ErrStillInvalid, envelope.FailureName(verify.Failure(err)))
+		}
+		mark, out.Verified = meta.ReleaseVerified, true
+	}
+	if err := d.waitCheckpoint(ctx, seq); err != nil {
+		return out, err
+	}
+	b := d.db.NewBatch()
+	defer b.Close()
+	_ = b.Delete(meta.PenKey(nil, ord, seq), nil)
+	now := d.o.Now().UnixNano()
+	for _, spec := range src.Spec.Sinks {
+		row := meta.Delivery{State: meta.RowPending, ReceivedAt: p.ReceivedAt, StartedAt: now, Due: now, EventID: id, Source: p.Source, Release: mark}
+		_ = b.Set(meta.RowKey(nil, ord, seq, spec.ID), row.AppendTo(nil), nil)
+		_ = b.Set(meta.DueKey(nil, ord, now, seq, spec.ID), nil, nil)
+		out.Rows++
+	}
+	action := "quarantine.release"
+	if force {
+		action = "quarantine.release_forced"
+	}
+	if err := meta.AddAudit(b, meta.AuditRow{At: d.o.Now().UTC(), Principal: principal, Action: action, Tenant: tenant,
+		Entity: id.String(), Detail: "source " + p.Source}); err != nil {
+		return out, err
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return out, fmt.Errorf("cannot release a quarantined hook: %w", err)
+	}
+	d.pen.rows.Add(-1)
+	d.pen.bytes.Add(-int64(p.Bytes))
+	d.penGauges()
+	penReleased.Inc()
+	if out.Rows > 0 {
+		d.pending.Add(int64(out.Rows))
+		backlogGauges(d)
+		d.markActive(ord)
+		d.wakeScheduler()
+	}
+	return out, nil
+}
+
+// DropQuarantined deletes a quarantined hook's pen row (a synced write,
+// with an audit row): it is never delivered. The hook stays in the log
+// and the archive like any other.
+func (d *Dispatcher) DropQuarantined(ctx context.Context, tenant string, id envelope.ID, principal string) error {
+	ord, seq, p, err := d.findPen(tenant, id)
+	if err != nil {
+		return err
+	}
+	if err := d.waitCheckpoint(ctx, seq); err != nil {
+		return err
+	}
+	b := d.db.NewBatch()
+	defer b.Close()
+	_ = b.Delete(meta.PenKey(nil, ord, seq), nil)
+	if err := meta.AddAudit(b, meta.AuditRow{At: d.o.Now().UTC(), Principal: principal, Action: "quarantine.drop", Tenant: tenant,
+		Entity: id.String(), Detail: "source " + p.Source}); err != nil {
+		return err
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("cannot drop a quarantined hook: %w", err)
+	}
+	d.pen.rows.Add(-1)
+	d.pen.bytes.Add(-int64(p.Bytes))
+	d.penGauges()
+	penDropped.Inc()
+	return nil
+}
+
+// DropAllQuarantined drops every quarantined hook of the tenant passing the
+// filter, in synced batches of at most 1000, with one audit row each.
+func (d *Dispatcher) DropAllQuarantined(ctx context.Context, tenant string, f Filter, principal string) (int, error) {
+	ord, ok := d.ordinal(tenant)
+	if !ok {
+		return 0, nil
+	}
+	type victim struct {
+		seq   uint64
+		bytes int64
+	}
+	var batch []victim
+	total := 0
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		if err := d.waitCheckpoint(ctx, batch[len(batch)-1].seq); err != nil {
+			return err
+		}
+		b := d.db.NewBatch()
+		defer b.Close()
+		var bytes int64
+		for _, v := range batch {
+			_ = b.Delete(meta.PenKey(nil, ord, v.seq), nil)
+			bytes += v.bytes
+		}
+		detail := fmt.Sprintf("%d hooks", len(batch))
+		if f.Source != "" {
+			detail += ", source " + f.Source
+		}
+		if err := meta.AddAudit(b, meta.AuditRow{At: d.o.Now().UTC(), Principal: principal, Action: "quarantine.drop_all", Tenant: tenant, Detail: detail}); err != nil {
+			return err
+		}
+		if err := b.Commit(pebble.Sync); err != nil {
+			return fmt.Errorf("cannot drop quarantined hooks: %w", err)
+		}
+		d.pen.rows.Add(-int64(len(batch)))
+		d.pen.bytes.Add(-bytes)
+		d.penGauges()
+		penDropped.Add(len(batch))
+		total += len(batch)
+		batch = batch[:0]
+		return nil
+	}
+	var ferr error
+	err := d.scanPen(ord, meta.TenantPrefix(meta.PrefixPen, ord), f, func(seq uint64, p *meta.PenRow) bool {
+		batch = append(batch, victim{seq, int64(p.Bytes)})
+		if len(batch) >= 1000 {
+			ferr = flush()
+			return ferr != nil
+		}
+		return false
+	})
+	if err == nil {
+		err = ferr
+	}
+	if err == nil {
+		err = flush()
+	}
+	return total, err
+}
+
+// envHeaders reads a stored hook's headers as a verifier does a request's
+// (names compared without case; the first field of a name wins, as
+// fasthttp's Peek does).
+type envHeaders []envelope.Header
+
+func (h envHeaders) Peek(key string) []byte {
+	for _, f := range h {
+		if strings.EqualFold(f.Name, key) {
+			return []byte(f.Value)
+		}
+	}
+	return nil
+}
