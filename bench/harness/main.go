@@ -5,6 +5,10 @@
 // several rounds and connection counts, then an open-loop run at half the
 // appliance's measured maximum, and prints one table of the medians.
 //
+// With -verify (`make bench-verify`) it measures the cost of signature
+// verification instead: the appliance alone, a source without verification
+// and one verifying Stripe signatures in alternation (see verify.go).
+//
 // It writes the table as markdown to -out and every raw figure as JSON to
 // -json. It exits 1 if any server answered anything but 201 or a request
 // failed, or if the appliance's req/s falls below -min-ratio of gcref's
@@ -45,6 +49,7 @@ type options struct {
 	settle    time.Duration
 	redo      int
 	vsWrk     bool
+	verify    bool
 }
 
 func main() {
@@ -63,14 +68,18 @@ func run() int {
 	if o.vsWrk {
 		return runVsWrk(ctx, o, started)
 	}
-	res, err := measureAll(ctx, o)
+	measureMode, judge, render := measureAll, (*results).judge, (*results).markdown
+	if o.verify {
+		measureMode, judge, render = measureVerify, (*results).judgeVerify, (*results).verifyMarkdown
+	}
+	res, err := measureMode(ctx, o)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "harness:", err)
 		return 1
 	}
 	res.WallSeconds = time.Since(started).Seconds()
-	res.judge(o)
-	return benchkit.Publish("harness", res.markdown(o), o.out, o.jsonOut, res, res.Failures)
+	judge(res, o)
+	return benchkit.Publish("harness", render(res, o), o.out, o.jsonOut, res, res.Failures)
 }
 
 func parseFlags(args []string) (*options, error) {
@@ -90,6 +99,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.settle, "settle", time.Minute, "before each run, wait up to this long for the rest of the machine to go quiet (under 20% of one core for half a second)")
 	fs.IntVar(&o.redo, "redo", 2, "run again, up to this many times, a run during which other processes used more than 15% of one core")
 	fs.BoolVar(&o.vsWrk, "vs-wrk", false, "check the instrument instead: wrk and loadgen in turn against the ceiling, closed loop and at a paced rate (-rounds, -d, -warmup apply)")
+	fs.BoolVar(&o.verify, "verify", false, "measure stripe signature verification instead: the appliance alone, a plain source and a verifying one in alternation, -rounds each at -conns (default 256); with -quick 1 round of 3s")
 	fs.StringVar(&o.tmp, "tmp", "", "parent of the servers' data directories (default: the system temp dir; it must be on the disk under test)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -97,14 +107,24 @@ func parseFlags(args []string) (*options, error) {
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
+	if o.verify {
+		if err := verifyFlags(fs); err != nil {
+			return nil, err
+		}
+		benchkit.Unset(fs, map[string]func(){"conns": func() { *conns = "256" }})
+	}
 	if o.quick {
-		benchkit.Unset(fs, map[string]func(){
+		defaults := map[string]func(){
 			"rounds":    func() { o.rounds = 1 },
 			"conns":     func() { *conns = "256" },
 			"d":         func() { o.duration = 3 * time.Second },
 			"warmup":    func() { o.warmup = time.Second },
 			"min-ratio": func() { o.minRatio = 0.5 },
-		})
+		}
+		if o.verify {
+			delete(defaults, "min-ratio") // the guard is the side by side's
+		}
+		benchkit.Unset(fs, defaults)
 	}
 	for _, s := range strings.Split(*conns, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))

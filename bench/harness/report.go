@@ -23,6 +23,8 @@ type results struct {
 	Ratios      []ratio          `json:"ratios"`
 	Open        []summary        `json:"open,omitempty"`
 	OpenP99     float64          `json:"open_p99_ankusa_over_gcref,omitempty"`
+	Variants    []variantSummary `json:"variants,omitempty"` // -verify
+	Verify      []verifyRatio    `json:"verify,omitempty"`   // -verify
 	Notes       []string         `json:"notes,omitempty"`
 	Failures    []string         `json:"failures"`
 	WallSeconds float64          `json:"wall_seconds"`
@@ -134,6 +136,12 @@ func (res *results) judge(o *options) {
 			}
 		}
 	}
+	res.judgeRuns()
+}
+
+// judgeRuns adds what every mode says of its runs: notes on the runs made
+// again or disturbed by other work, and a failure for each run's problem.
+func (res *results) judgeRuns() {
 	busiest := 0.0
 	for _, r := range res.Runs {
 		busiest = max(busiest, r.OtherCPU)
@@ -156,7 +164,7 @@ func (res *results) judge(o *options) {
 	}
 	for _, r := range res.Runs {
 		for _, p := range r.Problems {
-			res.Failures = append(res.Failures, fmt.Sprintf("%s, %s loop, round %d, %d connections: %s", r.Server, r.Mode, r.Round, r.Conns, p))
+			res.Failures = append(res.Failures, fmt.Sprintf("%s, %s loop, round %d, %d connections: %s", r.label(), r.Mode, r.Round, r.Conns, p))
 		}
 	}
 }
@@ -195,6 +203,18 @@ func div(a, b float64) float64 {
 		return 0
 	}
 	return a / b
+}
+
+// within reports whether ratio is within tol of 1, either way.
+func within(ratio, tol float64) bool {
+	return ratio >= 1-tol && ratio <= 1+tol
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
 }
 
 // ms formats microseconds as milliseconds.

@@ -228,12 +228,7 @@ func (rep *wrkReport) markdown() string {
 		return benchkit.Median(v)
 	}
 	us := func(v float64) string { return fmt.Sprintf("%.0f", v) }
-	verdict := func(ratio float64) string {
-		if ratio >= 1-agreeWithin && ratio <= 1+agreeWithin {
-			return "yes"
-		}
-		return "no"
-	}
+	verdict := func(ratio float64) string { return yesNo(within(ratio, agreeWithin)) }
 	t := benchkit.Table{Header: []string{"case", "client", "req/s", "p50 µs", "p90 µs", "p99 µs", "p99.9 µs", "client CPU µs/req"}, Left: map[int]bool{0: true, 1: true}}
 	cpuPer := func(cpu, rps float64, d time.Duration) float64 { return div(cpu*1e6, rps*d.Seconds()) }
 	// wrk runs for the duration; loadgen for its warm-up too, at about the
