@@ -110,7 +110,7 @@ func (h *deliveryHandlers) all(w http.ResponseWriter, r *http.Request, verb stri
 	if !ok {
 		return
 	}
-	f, ok := parseBulkQuery(w, r, verb, needFilter)
+	f, ok := parseBulkQuery(w, r, "dead letter", verb, needFilter)
 	if !ok {
 		return
 	}

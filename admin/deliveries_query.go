@@ -22,10 +22,16 @@ type listQuery struct {
 // parseListQuery reads state (required, only "dead"), the filter, cursor
 // and limit, or answers a 400 naming the parameter.
 func parseListQuery(w http.ResponseWriter, r *http.Request) (listQuery, bool) {
+	return parsePageQuery(w, r, checkState, "state")
+}
+
+// parsePageQuery reads a listing's filter, cursor and limit, and the
+// extra parameters check looks at, or answers a 400 naming the parameter.
+func parsePageQuery(w http.ResponseWriter, r *http.Request, check func(map[string]string) string, extra ...string) (listQuery, bool) {
 	q := listQuery{limit: defaultDeliveryLimit}
-	vs, msg := queryParams(r, "state", "source", "since", "until", "cursor", "limit")
-	if msg == "" {
-		msg = checkState(vs)
+	vs, msg := queryParams(r, append([]string{"source", "since", "until", "cursor", "limit"}, extra...)...)
+	if msg == "" && check != nil {
+		msg = check(vs)
 	}
 	if msg == "" {
 		q.filter, msg = parseFilter(vs)
@@ -55,10 +61,11 @@ func checkState(vs map[string]string) string {
 	return ""
 }
 
-// parseBulkQuery reads the filter of a retry or drop of many dead letters,
-// and all=true; with needFilter an empty filter needs all=true. It answers
-// a 400 naming the parameter when there is something wrong.
-func parseBulkQuery(w http.ResponseWriter, r *http.Request, verb string, needFilter bool) (dispatch.Filter, bool) {
+// parseBulkQuery reads the filter of a change to many rows (dead letters,
+// quarantined hooks: what), and all=true; with needFilter an empty filter
+// needs all=true. It answers a 400 naming the parameter when there is
+// something wrong.
+func parseBulkQuery(w http.ResponseWriter, r *http.Request, what, verb string, needFilter bool) (dispatch.Filter, bool) {
 	vs, msg := queryParams(r, "source", "since", "until", "all")
 	var f dispatch.Filter
 	if msg == "" {
@@ -69,7 +76,7 @@ func parseBulkQuery(w http.ResponseWriter, r *http.Request, verb string, needFil
 		msg = fmt.Sprintf("all: %q must be true or false", all)
 	}
 	if msg == "" && needFilter && all != "true" && f.Source == "" && f.Since.IsZero() && f.Until.IsZero() {
-		msg = fmt.Sprintf("all: every dead letter of the tenant would be %s; give source, since or until, or all=true to mean it", verb)
+		msg = fmt.Sprintf("all: every %s of the tenant would be %s; give source, since or until, or all=true to mean it", what, verb)
 	}
 	if msg != "" {
 		writeError(w, http.StatusBadRequest, codeInvalidRequest, msg)

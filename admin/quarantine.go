@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 
 	"go.uber.org/zap"
@@ -86,24 +85,11 @@ func (h *quarantineHandlers) list(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	vs, msg := queryParams(r, "source", "since", "until", "cursor", "limit")
-	var f dispatch.Filter
-	if msg == "" {
-		f, msg = parseFilter(vs)
-	}
-	limit := defaultDeliveryLimit
-	if v, ok := vs["limit"]; ok && msg == "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > maxDeliveryLimit {
-			msg = fmt.Sprintf("limit: %q must be a whole number from 1 to %d", v, maxDeliveryLimit)
-		}
-		limit = n
-	}
-	if msg != "" {
-		writeError(w, http.StatusBadRequest, codeInvalidRequest, msg)
+	q, ok := parsePageQuery(w, r, nil)
+	if !ok {
 		return
 	}
-	items, next, err := h.q.Quarantined(r.Context(), tenant, f, vs["cursor"], limit)
+	items, next, err := h.q.Quarantined(r.Context(), tenant, q.filter, q.cursor, q.limit)
 	if err != nil {
 		h.fail(w, r, "cannot list quarantined hooks", err)
 		return
@@ -165,20 +151,8 @@ func (h *quarantineHandlers) dropAll(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	vs, msg := queryParams(r, "source", "since", "until", "all")
-	var f dispatch.Filter
-	if msg == "" {
-		f, msg = parseFilter(vs)
-	}
-	all, given := vs["all"]
-	if msg == "" && given && all != "true" && all != "false" {
-		msg = fmt.Sprintf("all: %q must be true or false", all)
-	}
-	if msg == "" && all != "true" && f.Source == "" && f.Since.IsZero() && f.Until.IsZero() {
-		msg = "all: every quarantined hook of the tenant would be dropped; give source, since or until, or all=true to mean it"
-	}
-	if msg != "" {
-		writeError(w, http.StatusBadRequest, codeInvalidRequest, msg)
+	f, ok := parseBulkQuery(w, r, "quarantined hook", "dropped", true)
+	if !ok {
 		return
 	}
 	n, err := h.q.DropAll(r.Context(), tenant, f, principalName(r))

@@ -115,17 +115,6 @@ func (g *Guard) Committed(r *Reservation, id envelope.ID, seq uint64) {
 	close(r.done)
 }
 
-// Forget drops a committed key the store now holds by other means (the
-// fleet scope's Redis).
-func (g *Guard) Forget(r *Reservation) {
-	s := g.shard(r.key)
-	s.mu.Lock()
-	if s.m[r.key] == r {
-		delete(s.m, r.key)
-	}
-	s.mu.Unlock()
-}
-
 // Abort releases r: its hook did not commit (or was a duplicate found in
 // the store). A waiting request tries the key itself.
 func (g *Guard) Abort(r *Reservation) {
