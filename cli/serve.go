@@ -160,6 +160,7 @@ func start(cfg *config.Config, recovery string, log *zap.Logger) (*node, error) 
 		Pen:           pen,
 		Dedupe:        stage,
 		Tenants:       tenant.NewLimiter(cfg.RateLimits, monotonic()),
+		Queues:        tenant.NewQueues(cfg.RateLimits),
 	})
 	if err := n.startAdmin(cfg, log); err != nil {
 		n.closeStorage(log)

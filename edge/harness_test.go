@@ -132,6 +132,11 @@ func startNode(t testing.TB, cfg *config.Config, opts ...nodeOption) *node {
 		if got := r.PipelineBytes(); got != 0 {
 			t.Errorf("PipelineBytes() = %d after shutdown, want 0", got)
 		}
+		if o.Queues != nil {
+			if hooks, bytes := o.Queues.Totals(); hooks != 0 || bytes != 0 || o.Queues.Active() != 0 {
+				t.Errorf("tenant queues hold %d hooks, %d bytes, %d tenants after shutdown, want none", hooks, bytes, o.Queues.Active())
+			}
+		}
 		if err := w.Close(); err != nil {
 			t.Errorf("wal close: %v", err)
 		}

@@ -27,6 +27,7 @@ const (
 	codeRateLimited      = "rate_limited"
 	codeQuarantineFull   = "quarantine_full"
 	codeTenantErasing    = "tenant_erasing"
+	codeTenantOverload   = "tenant_overload"
 )
 
 // verdict is an answer decided before the body is read.
@@ -51,6 +52,9 @@ const (
 	vPenFull       // the quarantine pen is at limits.max_quarantine_bytes
 	vTenantErasing // the tenant is being erased
 	vRateLimited   // the tenant's token bucket is empty
+	// vTenantOverload: the tenant holds its max_queue or max_queue_bytes
+	// (or, near the node's bound, its share of it) in the pipeline.
+	vTenantOverload
 	numVerdicts
 )
 
@@ -77,6 +81,8 @@ var answers = [numVerdicts]answer{
 	vPenFull:       {fasthttp.StatusTooManyRequests, errBody(codeQuarantineFull, "the quarantine pen is full: hooks that failed verification wait for an operator; retry later"), true},
 	vTenantErasing: {fasthttp.StatusServiceUnavailable, errBody(codeTenantErasing, "this tenant is being erased"), false},
 	vRateLimited:   {fasthttp.StatusTooManyRequests, errBody(codeRateLimited, "this tenant is sending faster than its rate limit; retry after Retry-After seconds"), true},
+	vTenantOverload: {fasthttp.StatusTooManyRequests, errBody(codeTenantOverload,
+		"this tenant has as many hooks waiting to be stored as it may; retry later"), true},
 }
 
 // penRetry is the Retry-After of a full pen: it empties only when an
@@ -87,7 +93,7 @@ const penRetry = 60 * time.Second
 // deleted from every incoming request first, so a sender cannot set it.
 const verdictHeader = "X-Ankusa-Internal-Verdict"
 
-var verdictValues = [numVerdicts]string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9", ":", ";", "<", "=", ">", "?"}
+var verdictValues = [numVerdicts]string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9", ":", ";", "<", "=", ">", "?", "@"}
 
 func errBody(code, msg string) []byte {
 	return []byte(`{"error":"` + code + `","message":"` + msg + `"}`)

@@ -44,6 +44,8 @@ type Options struct {
 	// Tenants are the tenants' token buckets, checked at step 7 and
 	// debited at step 12 (nil: no tenant is limited).
 	Tenants *tenant.Limiter
+	// Queues are the tenants' queue caps, step 8 (nil: none).
+	Queues *tenant.Queues
 }
 
 // Pen is what the edge asks of the quarantine pen.
@@ -366,13 +368,34 @@ func (r *Router) Handle(ctx *fasthttp.RequestCtx) {
 			return
 		}
 	}
-	// 8. tenant queue caps: arrive with the tenant stage.
-	// 9. node-wide pipeline bytes.
+	// What the request will cost the pipeline until it is committed: its
+	// declared length (chunked: the bound) and its header block.
 	cost := int64(h.ContentLength())
 	if cost < 0 {
 		cost = a.limit // chunked: the bound
 	}
 	cost += int64(len(h.RawHeaders()))
+	// 9 (the bound). Past the node's own bound everyone waits: 503.
+	projected := r.pipeline.Load() + cost
+	if projected > r.maxPipeline {
+		reply(ctx, vOverloaded, true)
+		return
+	}
+	// 8. the tenant's queue caps; near the node's bound, also its share of
+	// it, so the tenant holding the most is refused (429) before anyone
+	// meets the 503.
+	if q := r.o.Queues; q != nil {
+		share := int64(0)
+		if near := r.maxPipeline / 8 * 7; projected > near {
+			share = near / max(q.Active(), 1)
+		}
+		if !q.Reserve(a.tenant, cost, share) {
+			replyWait(ctx, vTenantOverload, time.Second, true)
+			return
+		}
+		defer q.Release(a.tenant, cost)
+	}
+	// 9. node-wide pipeline bytes (again: others reserved meanwhile).
 	if r.pipeline.Add(cost) > r.maxPipeline {
 		r.pipeline.Add(-cost)
 		reply(ctx, vOverloaded, true)

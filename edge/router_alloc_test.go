@@ -12,6 +12,7 @@ import (
 	"github.com/ankusa/ankusa/edge"
 	"github.com/ankusa/ankusa/envelope"
 	"github.com/ankusa/ankusa/source"
+	"github.com/ankusa/ankusa/tenant"
 	"github.com/ankusa/ankusa/wal"
 )
 
@@ -59,6 +60,8 @@ func configRouter(t testing.TB, yaml string, w edge.Committer) *edge.Router {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The tenant stage as the node runs it: its token buckets and queue
+	// caps are on the path too.
 	return edge.NewRouter(edge.Options{
 		Resolver:      res,
 		Sources:       source.NewStatic(cfg),
@@ -66,6 +69,8 @@ func configRouter(t testing.TB, yaml string, w edge.Committer) *edge.Router {
 		Limits:        cfg.Limits,
 		RoutesEnabled: cfg.Routes.Enabled,
 		Now:           func() int64 { return 1 },
+		Tenants:       tenant.NewLimiter(cfg.RateLimits, func() int64 { return 1 }),
+		Queues:        tenant.NewQueues(cfg.RateLimits),
 	})
 }
 
