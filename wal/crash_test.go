@@ -59,10 +59,14 @@ func (c *crasher) crash(where string) {
 }
 
 // fs wraps the MemFS so that a clone is taken before every write, and
-// before and after every sync, of WAL files and directories.
+// before and after every sync, of WAL files and directories, and before
+// and after every create, rename and remove.
 func (c *crasher) fs() *hookFS {
 	return &hookFS{
 		FS: c.mem,
+		aroundMeta: func(when, op, path string) {
+			c.crash(when + " " + op + " " + path)
+		},
 		beforeWrite: func(path string) error {
 			c.crash("before write " + path)
 			return nil
@@ -97,7 +101,7 @@ func TestCrashAtSyncPoints(t *testing.T) {
 			runCrashWorkload(t, c, tc.seed)
 			repaired := 0
 			for _, p := range c.points {
-				if verifyCrash(t, p) {
+				if strings.Contains(verifyCrash(t, p), "torn tail") {
 					repaired++
 				}
 			}
@@ -162,9 +166,9 @@ func runCrashWorkload(t *testing.T, c *crasher, seed uint64) {
 	}
 }
 
-// verifyCrash recovers a crash clone and checks it. It reports whether
-// recovery had a torn tail to cut.
-func verifyCrash(t *testing.T, p crashPoint) bool {
+// verifyCrash recovers a crash clone and checks it. It returns what
+// recovery logged (a torn tail it cut, files it removed).
+func verifyCrash(t *testing.T, p crashPoint) string {
 	t.Helper()
 	fail := func(format string, args ...any) {
 		t.Helper()
@@ -213,7 +217,7 @@ func verifyCrash(t *testing.T, p crashPoint) bool {
 	if logs.Len() != before {
 		fail("second recovery repaired something: %s", logs.String())
 	}
-	return strings.Contains(logs.String(), "torn tail")
+	return logs.String()
 }
 
 // TestCrashDuringRecovery crashes at every sync point of a recovery that

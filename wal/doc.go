@@ -16,8 +16,14 @@
 // # Files
 //
 // The log is a sequence of files named by FileName (000000000001.wal, ...),
-// rotated before a batch would take the active file past MaxFileBytes. Each
-// file starts with a 16-byte header:
+// rotated before a batch would take the active file past MaxFileBytes.
+// Once a file becomes active, a goroutine prepares the next one off the
+// loop: created under its .tmp name, its header written and fsynced.
+// Rotation renames it into the log (waiting only if the preparation has
+// not finished), and the rotating batch fsyncs the directory after its
+// fdatasync, before it is acknowledged. A failed preparation is fatal,
+// like a failed sync. Close removes the prepared file if the log never
+// used it. Each file starts with a 16-byte header:
 //
 //	0   8  magic "ANKUSAWL"
 //	8   4  version (1), big-endian
@@ -55,6 +61,8 @@
 // the next, and ends within 2 × MaxBatchBytes of it. The file is cut there
 // (by rewriting the good prefix and renaming it over the file, then syncing
 // the directory). A bad record anywhere else is corruption: Open refuses
-// with ErrCorrupt naming the file and offset, unless Options.Recovery is
-// RecoverTruncate, which cuts the log there.
+// with ErrCorrupt naming the file and offset, and changes no file, unless
+// Options.Recovery is RecoverTruncate, which cuts the log there. Leftover
+// .tmp files (a tail cut or a file preparation a crash interrupted) are
+// removed once recovery has succeeded.
 package wal

@@ -73,7 +73,9 @@ func opAt(kind errorfs.OpKind, path string) func(errorfs.Op) bool {
 // TestFatalFault injects an I/O error into a commit's write, fdatasync or
 // rotation and checks that it is fatal: OnFatal once, the batch and every
 // later commit fail with ErrFatal, nothing of them is counted as durable,
-// and Close reports the failure.
+// and Close reports the failure. (Rotation renames a file prepared off the
+// loop into the log and syncs the directory; TestPrepareFault fails the
+// preparation.)
 func TestFatalFault(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -83,8 +85,8 @@ func TestFatalFault(t *testing.T) {
 	}{
 		{"fdatasync", opOn(errorfs.OpFileSyncData, ".wal"), false, "cannot fdatasync wal file"},
 		{"write", opOn(errorfs.OpFileWrite, ".wal"), false, "cannot write wal file"},
-		{"rotation create", opOn(errorfs.OpCreate, ".wal"), true, "cannot create wal file"},
-		{"rotation header sync", opOn(errorfs.OpFileSync, ".wal"), true, "cannot fsync wal file"},
+		{"rotation rename", opOn(errorfs.OpRename, ".wal.tmp"), true, "cannot rename wal file"},
+		{"rotation directory open", opAt(errorfs.OpOpenDir, dir), true, "cannot open directory"},
 		{"rotation directory sync", opAt(errorfs.OpFileSync, dir), true, "cannot fsync directory"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

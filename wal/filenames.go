@@ -6,7 +6,13 @@ import (
 	"strings"
 )
 
-const fileSuffix = ".wal"
+const (
+	fileSuffix = ".wal"
+	// tmpSuffix marks a file that is not yet, or no longer, part of the
+	// log: a tail cut being written, a file being prepared. Recovery
+	// removes them.
+	tmpSuffix = ".tmp"
+)
 
 // FileName is the name of WAL file number n.
 func FileName(n uint64) string { return fmt.Sprintf("%012d%s", n, fileSuffix) }
@@ -20,4 +26,6 @@ func ParseFileName(name string) (uint64, bool) {
 	return n, err == nil && n > 0
 }
 
-func tmpName(n uint64) string { return FileName(n) + ".tmp" }
+// tmpName is the name WAL file n is written under before it is renamed
+// into the log.
+func tmpName(n uint64) string { return FileName(n) + tmpSuffix }

@@ -271,24 +271,52 @@ func (l *logLines) Len() int {
 }
 
 // hookFS wraps a file system and calls its hooks around the syncs and
-// writes of every file or directory it opens for writing. A hook that
-// returns an error fails the operation instead of running it.
+// writes of every file or directory it opens for writing, and around
+// creates, renames and removes (aroundMeta, with "before" or "after", the
+// operation and its path). A hook that returns an error fails the
+// operation instead of running it. A file keeps the path it was created
+// under: the file the WAL prepares ahead of rotation is written and
+// synced under its .tmp name even after its rename.
 type hookFS struct {
 	vfs.FS
 	beforeSync  func(path string) error
 	afterSync   func(path string)
 	beforeWrite func(path string) error
+	aroundMeta  func(when, op, path string)
 
 	syncs     atomic.Int64 // Sync calls on files and directories
 	dataSyncs atomic.Int64 // SyncData calls
 }
 
+func (fs *hookFS) meta(op, path string, do func() error) error {
+	if fs.aroundMeta != nil {
+		fs.aroundMeta("before", op, path)
+	}
+	err := do()
+	if err == nil && fs.aroundMeta != nil {
+		fs.aroundMeta("after", op, path)
+	}
+	return err
+}
+
 func (fs *hookFS) Create(name string, cat vfs.DiskWriteCategory) (vfs.File, error) {
-	f, err := fs.FS.Create(name, cat)
+	var f vfs.File
+	err := fs.meta("create", name, func() (err error) {
+		f, err = fs.FS.Create(name, cat)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
 	return &hookFile{File: f, fs: fs, path: name}, nil
+}
+
+func (fs *hookFS) Rename(oldname, newname string) error {
+	return fs.meta("rename", oldname, func() error { return fs.FS.Rename(oldname, newname) })
+}
+
+func (fs *hookFS) Remove(name string) error {
+	return fs.meta("remove", name, func() error { return fs.FS.Remove(name) })
 }
 
 func (fs *hookFS) OpenDir(name string) (vfs.File, error) {

@@ -9,14 +9,15 @@ import (
 	"time"
 )
 
-// TestMain fails the package if a commit loop is still running once every
-// test has closed its logs: Close must stop the loop, whatever state the
-// log is in (failed, closed twice, closed with commits queued).
+// TestMain fails the package if a commit loop, or the preparation of a
+// file ahead of rotation, is still running once every test has closed its
+// logs: Close must stop both, whatever state the log is in (failed, closed
+// twice, closed with commits queued or a preparation under way).
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if code == 0 {
 		if stacks, ok := loopsGone(2 * time.Second); !ok {
-			fmt.Fprintf(os.Stderr, "a WAL commit loop outlived its test:\n%s\n", stacks)
+			fmt.Fprintf(os.Stderr, "a WAL commit loop or file preparation outlived its test:\n%s\n", stacks)
 			code = 1
 		}
 	}
@@ -28,7 +29,7 @@ func loopsGone(wait time.Duration) ([]byte, bool) {
 	deadline := time.Now().Add(wait)
 	for {
 		buf = buf[:runtime.Stack(buf[:cap(buf)], true)]
-		if !bytes.Contains(buf, []byte("wal.(*WAL).loop")) {
+		if !bytes.Contains(buf, []byte("wal.(*WAL).loop(")) && !bytes.Contains(buf, []byte("wal.(*WAL).prepare(")) {
 			return nil, true
 		}
 		if time.Now().After(deadline) {

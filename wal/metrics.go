@@ -16,6 +16,13 @@ var (
 	rotationsTotal = metrics.NewCounter("ankusa_wal_rotations_total")
 	fatalTotal     = metrics.NewCounter("ankusa_wal_fatal_errors_total")
 
+	// A rotation that had to wait for its file to be prepared: the log
+	// fills files faster than it makes them (raise wal.max_file_bytes).
+	rotationWaitsTotal = metrics.NewCounter("ankusa_wal_rotation_waits_total")
+	// Preparing a file ahead of rotation: create, header fsync, rename,
+	// directory fsync (off the commit loop).
+	prepareSeconds = metrics.NewPrometheusHistogram("ankusa_wal_prepare_file_seconds")
+
 	current atomic.Pointer[WAL]
 	_       = metrics.NewGauge("ankusa_wal_queue_bytes", func() float64 {
 		if w := current.Load(); w != nil {

@@ -55,6 +55,13 @@ func headerValid(b []byte) (n uint32, ok bool) {
 	return n, c == binary.BigEndian.Uint32(b[12:16])
 }
 
+// appendFileHeader appends the 16-byte header every WAL file starts with.
+func appendFileHeader(dst []byte) []byte {
+	dst = append(dst, fileMagic...)
+	dst = binary.BigEndian.AppendUint32(dst, fileVersion)
+	return append(dst, 0, 0, 0, 0)
+}
+
 // frameBatch is the batch number of a frame whose header is valid.
 func frameBatch(b []byte) uint32 { return binary.BigEndian.Uint32(b[8:12]) }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
@@ -37,38 +38,54 @@ func ListFiles(fs vfs.FS, dir string) ([]uint64, error) {
 }
 
 // recoverDir scans every file, cuts a torn tail, and refuses corruption.
+// A refused recovery changes no file.
 func recoverDir(opts Options) (*recovered, error) {
 	st := &recovered{tenants: map[string]uint32{}}
-	// Leftovers of an interrupted tail cut are never the log.
-	if names, err := opts.FS.List(opts.Dir); err == nil {
-		for _, n := range names {
-			if len(n) > 4 && n[len(n)-4:] == ".tmp" {
-				_ = opts.FS.Remove(opts.FS.PathJoin(opts.Dir, n))
-			}
-		}
-	}
 	nums, err := ListFiles(opts.FS, opts.Dir)
 	if err != nil {
 		return nil, err
 	}
+	if err := st.scanFiles(opts, nums); err != nil {
+		return nil, err
+	}
+	// Leftovers of an interrupted tail cut or of a file prepared ahead of
+	// rotation (prepare.go) are never the log; they go once the log is
+	// known good.
+	names, err := opts.FS.List(opts.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("cannot list wal directory %q: %w", opts.Dir, err)
+	}
+	for _, n := range names {
+		if strings.HasSuffix(n, tmpSuffix) {
+			if err := opts.FS.Remove(opts.FS.PathJoin(opts.Dir, n)); err != nil {
+				return nil, fmt.Errorf("cannot remove leftover wal file %q: %w", n, err)
+			}
+		}
+	}
+	return st, nil
+}
+
+// scanFiles applies every file of nums to st, in order, cutting the log at
+// a torn tail of the last file or, with RecoverTruncate, at corruption.
+func (st *recovered) scanFiles(opts Options, nums []uint64) error {
 	for i, num := range nums {
 		last := i == len(nums)-1
 		path := opts.FS.PathJoin(opts.Dir, FileName(num))
 		data, err := readFile(opts.FS, path)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if i > 0 && num != nums[i-1]+1 {
 			ce := &CorruptError{File: path, Offset: 0, Reason: fmt.Sprintf("wal file %s before it is missing (files are numbered without gaps)", FileName(nums[i-1]+1))}
 			if opts.Recovery != RecoverTruncate {
-				return nil, ce
+				return ce
 			}
 			opts.Logf("wal: -wal-recovery=truncate: %s is missing; cutting the log there, dropping %d later files", FileName(nums[i-1]+1), len(nums)-i)
 			if err := removeFiles(opts, nums[i:]); err != nil {
-				return nil, err
+				return err
 			}
 			if err := syncDir(opts.FS, opts.Dir); err != nil {
-				return nil, err
+				return err
 			}
 			break
 		}
@@ -88,11 +105,11 @@ func recoverDir(opts Options) (*recovered, error) {
 		}
 		ce, ok := scanErr.(*CorruptError)
 		if !ok {
-			return nil, scanErr
+			return scanErr
 		}
 		torn := last && tornTail(data, ce.Offset, 2*opts.MaxBatchBytes, goodBatch, hasGood)
 		if !torn && opts.Recovery != RecoverTruncate {
-			return nil, ce
+			return ce
 		}
 		if torn {
 			opts.Logf("wal: %s has a torn tail at offset %d (%s): cutting %d bytes that were never acknowledged", path, ce.Offset, ce.Reason, int64(len(data))-ce.Offset)
@@ -100,21 +117,21 @@ func recoverDir(opts Options) (*recovered, error) {
 			opts.Logf("wal: -wal-recovery=truncate: cutting %s at offset %d (%s), dropping %d bytes and %d later files", path, ce.Offset, ce.Reason, int64(len(data))-ce.Offset, len(nums)-i-1)
 		}
 		if err := rewritePrefix(opts.FS, opts.Dir, num, data[:good]); err != nil {
-			return nil, err
+			return err
 		}
 		// Later files go; the next file the log creates follows this one,
 		// so numbering stays without gaps.
 		if err := removeFiles(opts, nums[i+1:]); err != nil {
-			return nil, err
+			return err
 		}
 		if len(nums[i+1:]) > 0 {
 			if err := syncDir(opts.FS, opts.Dir); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		break
 	}
-	return st, nil
+	return nil
 }
 
 // removeFiles removes WAL files, the last first, so that a crash in the
@@ -258,10 +275,7 @@ func tornTail(data []byte, off, maxBatch int64, goodBatch uint32, hasGood bool) 
 // write a temporary file, sync it, rename it over, sync the directory.
 func rewritePrefix(fs vfs.FS, dir string, num uint64, good []byte) error {
 	if len(good) < fileHeaderSize {
-		var hdr [fileHeaderSize]byte
-		copy(hdr[:], fileMagic)
-		binary.BigEndian.PutUint32(hdr[8:], fileVersion)
-		good = hdr[:]
+		good = appendFileHeader(nil)
 	}
 	tmp := fs.PathJoin(dir, tmpName(num))
 	f, err := fs.Create(tmp, vfs.WriteCategoryUnspecified)

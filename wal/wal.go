@@ -1,7 +1,6 @@
 package wal
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -108,6 +107,9 @@ type WAL struct {
 	durable   Position
 	committed chan struct{} // signalled (never blocking) after each durable batch
 
+	prepared chan preparedFile // a preparation's result (prepare.go); capacity 1
+	closeErr error             // what Close returns if the log did not fail; set by the loop before it stops
+
 	// Owned by the loop.
 	file     vfs.File
 	fileNum  uint64
@@ -117,6 +119,10 @@ type WAL struct {
 	iov      [][]byte
 	tenBuf   []byte
 	scratch  []byte // the batch, joined, for files without a descriptor
+
+	// Owned by the loop too: the file prepared ahead of rotation.
+	next      *preparedFile // ready for rotation to switch to
+	preparing bool          // a preparation runs and will answer on prepared
 }
 
 // Request is one record on its way through the commit loop. Acquire it,
@@ -180,6 +186,7 @@ func Open(opts Options) (*WAL, error) {
 		stopped:   make(chan struct{}),
 		tenants:   map[string]uint32{},
 		committed: make(chan struct{}, 1),
+		prepared:  make(chan preparedFile, 1),
 	}
 	for name, ord := range opts.Tenants {
 		w.tenants[name] = ord
@@ -213,6 +220,7 @@ func Open(opts Options) (*WAL, error) {
 	}
 	w.durable = Position{File: w.fileNum, Size: w.fileSize, Seq: seq}
 	setGauges(w)
+	w.prepareNext()
 	go w.loop()
 	return w, nil
 }
@@ -250,8 +258,10 @@ func (w *WAL) Commit(r *Request) error {
 	return r.err
 }
 
-// Close stops taking commits, commits everything queued, and closes the
-// active file.
+// Close stops taking commits, commits everything queued, closes the
+// active file and removes the file prepared ahead of rotation. It returns
+// ErrFatal if the log failed, or why the prepared file could not be
+// removed (the log itself is whole then, and the next Open removes it).
 func (w *WAL) Close() error {
 	w.mu.Lock()
 	already := w.closed
@@ -267,7 +277,7 @@ func (w *WAL) Close() error {
 	if w.failed.Load() {
 		return ErrFatal
 	}
-	return nil
+	return w.closeErr
 }
 
 // LastSeq is the seq of the last durable hook.
@@ -304,8 +314,15 @@ func (w *WAL) TenantCount() int {
 func (w *WAL) loop() {
 	defer close(w.stopped)
 	for {
-		<-w.signal
+		select {
+		case <-w.signal:
+		case p := <-w.prepared:
+			if err := w.receive(p); err != nil {
+				w.fail(nil, err)
+			}
+		}
 		for {
+			w.pollPrepared()
 			batch, more, closed := w.take()
 			if len(batch) > 0 {
 				w.commitBatch(batch)
@@ -393,7 +410,8 @@ func (w *WAL) commitBatch(batch []*Request) {
 	for _, r := range batch {
 		w.iov = append(w.iov, r.Buf)
 	}
-	if w.fileSize > fileHeaderSize && w.fileSize+size > w.opts.MaxFileBytes {
+	rotated := w.fileSize > fileHeaderSize && w.fileSize+size > w.opts.MaxFileBytes
+	if rotated {
 		if err := w.rotate(); err != nil {
 			w.fail(batch, err)
 			return
@@ -409,7 +427,17 @@ func (w *WAL) commitBatch(batch []*Request) {
 		w.fail(batch, fmt.Errorf("cannot fdatasync wal file %s: %w", FileName(w.fileNum), err))
 		return
 	}
-	observeCommit(len(batch), size, time.Since(syncStart))
+	syncTime := time.Since(syncStart)
+	if rotated {
+		// The new file's name is durable only once the directory is
+		// synced: a crash before that could lose the file, and this batch
+		// with it. (install says why this comes after the fdatasync.)
+		if err := syncDir(w.opts.FS, w.opts.Dir); err != nil {
+			w.fail(batch, fmt.Errorf("cannot add wal file %s to the log: %w", FileName(w.fileNum), err))
+			return
+		}
+	}
+	observeCommit(len(batch), size, syncTime)
 	w.lastSeq.Store(seq)
 	w.lastIDMu.Lock()
 	w.lastID = lastID
@@ -430,6 +458,11 @@ func (w *WAL) commitBatch(batch []*Request) {
 	default:
 	}
 	w.answer(batch, nil)
+	if rotated {
+		// After the answer: the preparation's fsync does not compete with
+		// this batch's syncs.
+		w.prepareNext()
+	}
 }
 
 // Position is how far the log is durable: every byte of files before File,
@@ -493,42 +526,46 @@ func (w *WAL) fail(batch []*Request, err error) {
 }
 
 func (w *WAL) finish() {
-	if w.file == nil {
-		return
-	}
-	if !w.failed.Load() {
-		if err := w.file.SyncData(); err != nil {
-			w.failed.Store(true)
-			fatalTotal.Inc()
-			w.opts.OnFatal(fmt.Errorf("cannot fdatasync wal file %s at close: %w", FileName(w.fileNum), err))
+	if w.file != nil {
+		if !w.failed.Load() {
+			if err := w.file.SyncData(); err != nil {
+				w.failed.Store(true)
+				fatalTotal.Inc()
+				w.opts.OnFatal(fmt.Errorf("cannot fdatasync wal file %s at close: %w", FileName(w.fileNum), err))
+			}
 		}
+		_ = w.file.Close()
+		w.file = nil
 	}
-	_ = w.file.Close()
-	w.file = nil
+	w.closeErr = w.dropPrepared()
 }
 
+// rotate switches to the prepared file, waiting for it if its preparation
+// still runs. Rotation happens between batches: every batch of the old
+// file is synced, so a later file is never followed by a torn one.
 func (w *WAL) rotate() error {
-	if err := w.file.Close(); err != nil {
-		return fmt.Errorf("cannot close wal file %s: %w", FileName(w.fileNum), err)
+	p, err := w.nextFile()
+	if err != nil {
+		return err
 	}
-	w.file = nil
-	w.fileNum++
+	if err := w.install(p); err != nil {
+		return err
+	}
 	rotationsTotal.Inc()
-	return w.createFile()
+	return nil
 }
 
 // createFile creates file w.fileNum with its header, syncs it and the
-// directory, so a later fdatasync of appended data is enough.
+// directory, so a later fdatasync of appended data is enough. Open uses
+// it for the first file of a run, under its final name; rotation uses
+// files prepared ahead (prepare.go).
 func (w *WAL) createFile() error {
 	path := w.opts.FS.PathJoin(w.opts.Dir, FileName(w.fileNum))
 	f, err := w.opts.FS.Create(path, vfs.WriteCategoryUnspecified)
 	if err != nil {
 		return fmt.Errorf("cannot create wal file %q: %w", path, err)
 	}
-	var hdr [fileHeaderSize]byte
-	copy(hdr[:], fileMagic)
-	binary.BigEndian.PutUint32(hdr[8:], fileVersion)
-	if _, err := f.Write(hdr[:]); err != nil {
+	if _, err := f.Write(appendFileHeader(nil)); err != nil {
 		f.Close()
 		return fmt.Errorf("cannot write wal file %q: %w", path, err)
 	}
