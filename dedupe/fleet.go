@@ -7,17 +7,15 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net/url"
-	"runtime"
 	"sync/atomic"
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
 	"github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/maintnotifications"
 	"go.uber.org/zap"
 
 	"github.com/ankusa/ankusa/envelope"
+	"github.com/ankusa/ankusa/internal/redisx"
 )
 
 // Fleet defaults.
@@ -29,7 +27,7 @@ const (
 	// (dial_timeout, read_timeout, write_timeout, pool_timeout): a hung
 	// Redis costs a request about this much, then the hook goes on
 	// without dedupe.
-	DefaultRedisTimeout = 200 * time.Millisecond
+	DefaultRedisTimeout = redisx.DefaultTimeout
 )
 
 // Polling another node's pending lease: the first wait, and the longest.
@@ -87,21 +85,9 @@ type Fleet struct {
 // builds the client. It does not need Redis to be up: connections are
 // made on use.
 func NewFleet(o FleetOptions) (*Fleet, error) {
-	if o.URL == "" {
-		return nil, errors.New("redis.url: empty (fleet dedupe needs redis://host:port/db)")
-	}
-	u, err := url.Parse(o.URL)
+	rdb, addr, err := redisx.NewClient(o.URL)
 	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err // url.Error repeats the URL, password and all
-		}
-		return nil, fmt.Errorf("redis.url: not a URL (%v); want redis://host:port/db", err)
-	}
-	addr := u.Redacted()
-	opt, err := redis.ParseURL(o.URL)
-	if err != nil {
-		return nil, fmt.Errorf("redis.url %q: %v", addr, err)
+		return nil, err
 	}
 	if o.Lease < 0 || o.Lease > 0 && o.Lease < time.Millisecond {
 		return nil, fmt.Errorf("dedupe fleet: lease %v must be at least 1ms", o.Lease)
@@ -115,33 +101,8 @@ func NewFleet(o FleetOptions) (*Fleet, error) {
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
 	}
-	// What redis.url's query does not set: short timeouts, one dial
-	// attempt and no command retries, so a dead or hung Redis costs a
-	// request one timeout. A connection broken while idle is found by the
-	// pool's health check before use, not by a failed command.
-	if opt.DialTimeout == 0 {
-		opt.DialTimeout = DefaultRedisTimeout
-	}
-	if opt.ReadTimeout == 0 {
-		opt.ReadTimeout = DefaultRedisTimeout
-	}
-	if opt.WriteTimeout == 0 {
-		opt.WriteTimeout = DefaultRedisTimeout
-	}
-	if opt.PoolTimeout == 0 {
-		opt.PoolTimeout = DefaultRedisTimeout
-	}
-	if opt.PoolSize == 0 {
-		opt.PoolSize = min(10*runtime.GOMAXPROCS(0), 64)
-	}
-	if opt.MaxRetries == 0 {
-		opt.MaxRetries = -1
-	}
-	opt.DialerRetries = 1
-	opt.ContextTimeoutEnabled = true
-	opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 	return &Fleet{
-		rdb:   redis.NewClient(opt),
+		rdb:   rdb,
 		ns:    o.Namespace,
 		lease: o.Lease,
 		addr:  addr,
