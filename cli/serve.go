@@ -29,6 +29,7 @@ import (
 	"github.com/ankusa/ankusa/dispatch"
 	"github.com/ankusa/ankusa/edge"
 	"github.com/ankusa/ankusa/envelope"
+	"github.com/ankusa/ankusa/internal/redisx"
 	"github.com/ankusa/ankusa/meta"
 	"github.com/ankusa/ankusa/segment"
 	"github.com/ankusa/ankusa/source"
@@ -90,6 +91,7 @@ type node struct {
 	direct     *dispatch.Direct // wal.type: none
 	router     *edge.Router
 	fleet      *dedupe.Fleet // dedupe.scope: fleet
+	rdb        *redis.Client // rate_limits.scope: fleet
 	public     interface{ ShutdownWithContext(context.Context) error }
 	admin      *http.Server
 	publicAddr string
@@ -138,8 +140,10 @@ func start(cfg *config.Config, recovery string, log *zap.Logger) (*node, error) 
 		n.closeStorage(log)
 		return nil, err
 	}
-	if cfg.RateLimits.Scope == "fleet" {
-		log.Warn("rate_limits.scope is fleet, but this build keeps each tenant's token bucket on the node: each node admits the full rate")
+	limiter, err := n.rateLimiter(cfg, log)
+	if err != nil {
+		n.closeStorage(log)
+		return nil, err
 	}
 	stage, err := n.dedupeStage(cfg, log)
 	if err != nil {
@@ -159,7 +163,7 @@ func start(cfg *config.Config, recovery string, log *zap.Logger) (*node, error) 
 		Logger:        log,
 		Pen:           pen,
 		Dedupe:        stage,
-		Tenants:       tenant.NewLimiter(cfg.RateLimits, monotonic()),
+		Tenants:       limiter,
 		Queues:        tenant.NewQueues(cfg.RateLimits),
 	})
 	if err := n.startAdmin(cfg, log); err != nil {
@@ -342,6 +346,26 @@ func monotonic() func() int64 {
 	return func() int64 { return int64(time.Since(start)) }
 }
 
+// rateLimiter is the tenants' token buckets: on the node, or shared
+// through Redis (rate_limits.scope: fleet).
+func (n *node) rateLimiter(cfg *config.Config, log *zap.Logger) (edge.RateLimiter, error) {
+	if cfg.RateLimits.Scope != "fleet" {
+		return tenant.NewLimiter(cfg.RateLimits, monotonic()), nil
+	}
+	redis.SetLogger(redisLogger{log.Named("redis")})
+	rdb, addr, err := redisx.NewClient(cfg.Redis.URL)
+	if err != nil {
+		return nil, err
+	}
+	n.rdb = rdb
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		log.Warn("rate_limits.scope is fleet and Redis does not answer; each node limits tenants with its own buckets until it does", zap.String("redis.url", addr), zap.Error(err))
+	}
+	return tenant.NewFleetLimiter(cfg.RateLimits, rdb, cfg.Redis.Namespace, monotonic(), log), nil
+}
+
 // redactURL is u with its password replaced, for logs.
 func redactURL(u string) string {
 	p, err := url.Parse(u)
@@ -516,6 +540,9 @@ func (n *node) closeStorage(log *zap.Logger) bool {
 	}
 	if n.fleet != nil {
 		_ = n.fleet.Close()
+	}
+	if n.rdb != nil {
+		_ = n.rdb.Close()
 	}
 	if n.wal == nil {
 		// wal.type: none, or a start that failed before the WAL opened.

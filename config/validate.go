@@ -159,6 +159,9 @@ func Validate(c *Config, opts ValidateOptions) Problems {
 	if c.Dedupe.Scope == "fleet" && c.Redis.URL == "" {
 		p.add("redis.url: required with dedupe.scope: fleet (keys are shared through Redis)")
 	}
+	if c.RateLimits.Scope == "fleet" && c.Redis.URL == "" {
+		p.add("redis.url: required with rate_limits.scope: fleet (buckets are shared through Redis)")
+	}
 	if c.Limits.MaxQuarantineBytes < 1<<20 {
 		p.add("limits.max_quarantine_bytes: %d is below the minimum of 1MiB", c.Limits.MaxQuarantineBytes)
 	}

@@ -43,9 +43,18 @@ type Options struct {
 	Dedupe *dedupe.Stage
 	// Tenants are the tenants' token buckets, checked at step 7 and
 	// debited at step 12 (nil: no tenant is limited).
-	Tenants *tenant.Limiter
+	Tenants RateLimiter
 	// Queues are the tenants' queue caps, step 8 (nil: none).
 	Queues *tenant.Queues
+}
+
+// RateLimiter decides from a tenant's token bucket (tenant.Limiter on the
+// node, tenant.FleetLimiter shared through Redis).
+type RateLimiter interface {
+	// Check reports whether a token is there, taking none (step 7).
+	Check(tenant string) (ok bool, wait time.Duration)
+	// Take takes one (step 12, once the hook verified).
+	Take(tenant string) (ok bool, wait time.Duration)
 }
 
 // Pen is what the edge asks of the quarantine pen.
