@@ -154,6 +154,13 @@ func start(cfg *config.Config, recovery string, log *zap.Logger) (*node, error) 
 	if d := n.dispatch.Load(); d != nil {
 		pen = penAdapter{d}
 	}
+	mono := monotonic()
+	var known func(string) bool
+	var full func() bool
+	if w := n.wal; w != nil {
+		known = func(t string) bool { _, ok := w.Ordinal(t); return ok }
+		full = func() bool { return w.TenantCount() >= cfg.Tenants.Max }
+	}
 	n.router = edge.NewRouter(edge.Options{
 		Resolver:      resolver,
 		Sources:       sources,
@@ -165,6 +172,10 @@ func start(cfg *config.Config, recovery string, log *zap.Logger) (*node, error) 
 		Dedupe:        stage,
 		Tenants:       limiter,
 		Queues:        tenant.NewQueues(cfg.RateLimits),
+		Mono:          mono,
+		TenantKnown:   known,
+		TenantsFull:   full,
+		NewTenants:    tenant.NewBucket(cfg.Tenants.CreateRate, cfg.Tenants.CreateBurst, mono()),
 	})
 	if err := n.startAdmin(cfg, log); err != nil {
 		n.closeStorage(log)
@@ -228,6 +239,7 @@ func (n *node) openDisk(cfg *config.Config, recovery string, ordinal uint16, sou
 		FloorSeq:      floorSeq,
 		FloorID:       floorID,
 		Tenants:       tenants,
+		MaxTenants:    cfg.Tenants.Max,
 		Recovery:      recovery,
 		Logf:          func(f string, a ...any) { sugar.Warnf(f, a...) },
 		OnFatal:       fatalStorage(log),

@@ -124,6 +124,11 @@ func (r *RateLimit) Finite() bool {
 // Tenants bounds the number of tenants.
 type Tenants struct {
 	Max int `yaml:"max"`
+	// CreateRate and CreateBurst bound how fast the node creates tenants
+	// (new ordinals), so a flood of invented names cannot burn through
+	// Max.
+	CreateRate  float64 `yaml:"create_rate"`
+	CreateBurst int     `yaml:"create_burst"`
 }
 
 // WAL is the write-ahead log.

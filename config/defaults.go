@@ -25,7 +25,11 @@ const (
 	DefaultWALFileBytes    = 64 << 20
 	DefaultWALBatchBytes   = 8 << 20
 	DefaultTenantsMax      = 100000
-	DefaultTenant          = "default"
+	// DefaultTenantCreateRate and DefaultTenantCreateBurst bound how fast
+	// new tenants are created, node-wide.
+	DefaultTenantCreateRate  = 100
+	DefaultTenantCreateBurst = 1000
+	DefaultTenant            = "default"
 )
 
 // ApplyDefaults fills every key left out.
@@ -76,6 +80,12 @@ func (c *Config) ApplyDefaults() {
 	}
 	if c.Tenants.Max == 0 {
 		c.Tenants.Max = DefaultTenantsMax
+	}
+	if c.Tenants.CreateRate == 0 {
+		c.Tenants.CreateRate = DefaultTenantCreateRate
+	}
+	if c.Tenants.CreateBurst == 0 {
+		c.Tenants.CreateBurst = DefaultTenantCreateBurst
 	}
 	if c.WAL.Type == "" {
 		c.WAL.Type = "disk"

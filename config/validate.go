@@ -107,6 +107,12 @@ func Validate(c *Config, opts ValidateOptions) Problems {
 	if c.Tenants.Max < 1 {
 		p.add("tenants.max: %d must be at least 1", c.Tenants.Max)
 	}
+	if r := c.Tenants.CreateRate; r < 0 || math.IsNaN(r) || math.IsInf(r, 0) {
+		p.add("tenants.create_rate: %v must be a finite number of new tenants per second", r)
+	}
+	if c.Tenants.CreateBurst < 0 {
+		p.add("tenants.create_burst: %d must not be negative", c.Tenants.CreateBurst)
+	}
 	switch c.WAL.Type {
 	case "disk":
 	case "none":

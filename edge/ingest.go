@@ -24,7 +24,7 @@ const readChunk = 32 << 10
 
 // ingest runs router steps 11-14 for an admitted request: read the body
 // into a pooled WAL record, (verify, dedupe), commit, answer.
-func (r *Router) ingest(ctx *fasthttp.RequestCtx, a *admitted) {
+func (r *Router) ingest(ctx *fasthttp.RequestCtx, a *admitted, newTenant bool) {
 	req := wal.AcquireRequest()
 	buf := r.encodeHead(req.Buf, &ctx.Request.Header, a)
 	lenAt := len(buf)
@@ -101,6 +101,19 @@ func (r *Router) ingest(ctx *fasthttp.RequestCtx, a *admitted) {
 	}
 	buf = envelope.AppendString(buf, key)
 	req.Buf = buf
+	if newTenant && r.o.NewTenants != nil {
+		if ok, wait := r.o.NewTenants.Take(r.o.Mono()); !ok {
+			wal.ReleaseRequest(req)
+			if key != nil {
+				r.o.Dedupe.Aborted(context.WithoutCancel(ctx), ticket)
+			}
+			if failed && buf[wal.FrameHeaderSize+envelope.OffFlags]&envelope.FlagQuarantined != 0 {
+				r.o.Pen.Unreserve(int64(bodyLen))
+			}
+			replyWait(ctx, vNewTenantsLimited, wait, false)
+			return
+		}
+	}
 	quarantined := buf[wal.FrameHeaderSize+envelope.OffFlags]&envelope.FlagQuarantined != 0
 	wal.SealPayload(req.Buf)
 	// 14. commit: WAL append + group fsync, then 201 (202 quarantined).
@@ -121,6 +134,10 @@ func (r *Router) ingest(ctx *fasthttp.RequestCtx, a *admitted) {
 		r.logError("cannot commit hook", err)
 		if errors.Is(err, wal.ErrTooLarge) {
 			reply(ctx, vTooLarge, false)
+			return
+		}
+		if errors.Is(err, wal.ErrTenantLimit) {
+			reply(ctx, vTenantLimit, false)
 			return
 		}
 		if errors.Is(err, source.ErrNoDurableSink) {

@@ -28,6 +28,7 @@ const (
 	codeQuarantineFull   = "quarantine_full"
 	codeTenantErasing    = "tenant_erasing"
 	codeTenantOverload   = "tenant_overload"
+	codeTenantLimit      = "tenant_limit"
 )
 
 // verdict is an answer decided before the body is read.
@@ -55,6 +56,8 @@ const (
 	// vTenantOverload: the tenant holds its max_queue or max_queue_bytes
 	// (or, near the node's bound, its share of it) in the pipeline.
 	vTenantOverload
+	vTenantLimit       // a new tenant past tenants.max
+	vNewTenantsLimited // the node creates tenants no faster than tenants.create_rate
 	numVerdicts
 )
 
@@ -83,6 +86,9 @@ var answers = [numVerdicts]answer{
 	vRateLimited:   {fasthttp.StatusTooManyRequests, errBody(codeRateLimited, "this tenant is sending faster than its rate limit; retry after Retry-After seconds"), true},
 	vTenantOverload: {fasthttp.StatusTooManyRequests, errBody(codeTenantOverload,
 		"this tenant has as many hooks waiting to be stored as it may; retry later"), true},
+	vTenantLimit: {fasthttp.StatusForbidden, errBody(codeTenantLimit, "this node holds as many tenants as it may (tenants.max)"), false},
+	vNewTenantsLimited: {fasthttp.StatusTooManyRequests, errBody(codeRateLimited,
+		"the node is creating new tenants as fast as it may; retry later"), true},
 }
 
 // penRetry is the Retry-After of a full pen: it empties only when an
@@ -93,7 +99,7 @@ const penRetry = 60 * time.Second
 // deleted from every incoming request first, so a sender cannot set it.
 const verdictHeader = "X-Ankusa-Internal-Verdict"
 
-var verdictValues = [numVerdicts]string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9", ":", ";", "<", "=", ">", "?", "@"}
+var verdictValues = [numVerdicts]string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9", ":", ";", "<", "=", ">", "?", "@", "A", "B"}
 
 func errBody(code, msg string) []byte {
 	return []byte(`{"error":"` + code + `","message":"` + msg + `"}`)

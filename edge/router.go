@@ -46,6 +46,15 @@ type Options struct {
 	Tenants RateLimiter
 	// Queues are the tenants' queue caps, step 8 (nil: none).
 	Queues *tenant.Queues
+	// TenantKnown reports whether a tenant has an ordinal, TenantsFull
+	// whether tenants.max ordinals exist (step 10; nil: no limit). The
+	// commit loop enforces the cap too (wal.ErrTenantLimit): this check
+	// only spares reading the body of a hook that would be refused.
+	TenantKnown func(tenant string) bool
+	TenantsFull func() bool
+	// NewTenants bounds how fast tenants are created, node-wide (nil: no
+	// bound).
+	NewTenants *tenant.Bucket
 }
 
 // RateLimiter decides from a tenant's token bucket (tenant.Limiter on the
@@ -410,9 +419,23 @@ func (r *Router) Handle(ctx *fasthttp.RequestCtx) {
 		reply(ctx, vOverloaded, true)
 		return
 	}
-	// 10. tenants.max arrives with tenant ordinals' limit.
 	defer r.pipeline.Add(-cost)
-	r.ingest(ctx, &a)
+	// 10. a new tenant: none past tenants.max, and not faster than the
+	// node creates tenants (the token is taken just before the commit).
+	newTenant := r.o.TenantKnown != nil && !r.o.TenantKnown(a.tenant)
+	if newTenant {
+		if r.o.TenantsFull() {
+			reply(ctx, vTenantLimit, true)
+			return
+		}
+		if b := r.o.NewTenants; b != nil {
+			if ok, wait := b.Peek(r.o.Mono()); !ok {
+				replyWait(ctx, vNewTenantsLimited, wait, true)
+				return
+			}
+		}
+	}
+	r.ingest(ctx, &a, newTenant)
 }
 
 // recovered reports a panic on the request path.

@@ -16,6 +16,9 @@ var (
 	ErrClosed = errors.New("wal: closed")
 	// ErrTooLarge is returned for a record larger than MaxBatchBytes.
 	ErrTooLarge = errors.New("wal: record larger than wal.max_batch_bytes")
+	// ErrTenantLimit is returned for a hook of a new tenant once
+	// MaxTenants ordinals exist.
+	ErrTenantLimit = errors.New("wal: tenants.max reached; a new tenant cannot be created")
 )
 
 // CorruptError says where recovery found corruption.

@@ -14,7 +14,10 @@ var (
 	recordsTotal   = metrics.NewCounter("ankusa_wal_records_total")
 	batchesTotal   = metrics.NewCounter("ankusa_wal_batches_total")
 	rotationsTotal = metrics.NewCounter("ankusa_wal_rotations_total")
-	fatalTotal     = metrics.NewCounter("ankusa_wal_fatal_errors_total")
+	// tenantLimited counts hooks refused because their new tenant would
+	// pass tenants.max.
+	tenantLimited = metrics.NewCounter("ankusa_wal_tenant_limit_refusals_total")
+	fatalTotal    = metrics.NewCounter("ankusa_wal_fatal_errors_total")
 
 	// A rotation that had to wait for its file to be prepared: the log
 	// fills files faster than it makes them (raise wal.max_file_bytes).

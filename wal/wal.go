@@ -1,9 +1,11 @@
 package wal
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,6 +38,11 @@ type Options struct {
 	FloorID  envelope.ID
 	// Tenants are ordinals known outside the WAL (the meta store mirror).
 	Tenants map[string]uint32
+	// MaxTenants caps ordinals (tenants.max; 0: no cap). Ordinals are never
+	// reused, so every tenant ever created counts, erased ones too; the
+	// hooks of a tenant past the cap are refused with ErrTenantLimit in
+	// the loop that assigns ordinals, so no race can pass it.
+	MaxTenants int
 	// Recovery is RecoverStrict (default) or RecoverTruncate.
 	Recovery string
 	// Now is the clock (default time.Now).
@@ -368,6 +375,11 @@ func (w *WAL) commitBatch(batch []*Request) {
 		w.answer(batch, ErrFatal)
 		return
 	}
+	if w.opts.MaxTenants > 0 {
+		if batch = w.refuseNewTenants(batch); len(batch) == 0 {
+			return
+		}
+	}
 	start := w.opts.Now()
 	nowMs := uint64(start.UnixMilli())
 	w.batchNum++
@@ -492,6 +504,31 @@ type tenantRec struct {
 	name     string
 	ord      uint32
 	off, end int
+}
+
+// refuseNewTenants answers ErrTenantLimit to the hooks of tenants that
+// would need an ordinal past MaxTenants and returns the others, in order,
+// in batch's own array.
+func (w *WAL) refuseNewTenants(batch []*Request) []*Request {
+	room := w.opts.MaxTenants - int(w.nextOrd-1)
+	var admitted [][]byte // new tenants of this batch: few
+	kept := batch[:0]
+	for _, r := range batch {
+		name, _ := tenantOf(r.Buf[FrameHeaderSize:])
+		_, known := w.lookupTenant(name)
+		if !known && !slices.ContainsFunc(admitted, func(a []byte) bool { return bytes.Equal(a, name) }) {
+			if room <= 0 {
+				tenantLimited.Inc()
+				r.err = ErrTenantLimit
+				r.done <- struct{}{}
+				continue
+			}
+			room--
+			admitted = append(admitted, name)
+		}
+		kept = append(kept, r)
+	}
+	return kept
 }
 
 func (w *WAL) lookupTenant(name []byte) (uint32, bool) {
