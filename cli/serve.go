@@ -90,8 +90,9 @@ type node struct {
 	dispatch   atomic.Pointer[dispatch.Dispatcher]
 	direct     *dispatch.Direct // wal.type: none
 	router     *edge.Router
-	fleet      *dedupe.Fleet // dedupe.scope: fleet
-	rdb        *redis.Client // rate_limits.scope: fleet
+	fleet      *dedupe.Fleet  // dedupe.scope: fleet
+	rdb        *redis.Client  // rate_limits.scope: fleet
+	policy     *tenant.Policy // every tenant's limits, overrides included
 	public     interface{ ShutdownWithContext(context.Context) error }
 	admin      *http.Server
 	publicAddr string
@@ -140,6 +141,13 @@ func start(cfg *config.Config, recovery string, log *zap.Logger) (*node, error) 
 		n.closeStorage(log)
 		return nil, err
 	}
+	// Every tenant's limits: the config's, and overrides set at runtime
+	// (stored in the meta store, so they survive a restart).
+	n.policy = tenant.NewPolicy(cfg.RateLimits)
+	if err := n.policy.LoadOverrides(n.meta); err != nil {
+		n.closeStorage(log)
+		return nil, err
+	}
 	limiter, err := n.rateLimiter(cfg, log)
 	if err != nil {
 		n.closeStorage(log)
@@ -171,7 +179,7 @@ func start(cfg *config.Config, recovery string, log *zap.Logger) (*node, error) 
 		Pen:           pen,
 		Dedupe:        stage,
 		Tenants:       limiter,
-		Queues:        tenant.NewQueues(cfg.RateLimits),
+		Queues:        tenant.NewPolicyQueues(n.policy),
 		Mono:          mono,
 		TenantKnown:   known,
 		TenantsFull:   full,
@@ -362,7 +370,7 @@ func monotonic() func() int64 {
 // through Redis (rate_limits.scope: fleet).
 func (n *node) rateLimiter(cfg *config.Config, log *zap.Logger) (edge.RateLimiter, error) {
 	if cfg.RateLimits.Scope != "fleet" {
-		return tenant.NewLimiter(cfg.RateLimits, monotonic()), nil
+		return tenant.NewPolicyLimiter(n.policy, monotonic()), nil
 	}
 	redis.SetLogger(redisLogger{log.Named("redis")})
 	rdb, addr, err := redisx.NewClient(cfg.Redis.URL)
@@ -375,7 +383,7 @@ func (n *node) rateLimiter(cfg *config.Config, log *zap.Logger) (edge.RateLimite
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		log.Warn("rate_limits.scope is fleet and Redis does not answer; each node limits tenants with its own buckets until it does", zap.String("redis.url", addr), zap.Error(err))
 	}
-	return tenant.NewFleetLimiter(cfg.RateLimits, rdb, cfg.Redis.Namespace, monotonic(), log), nil
+	return tenant.NewPolicyFleetLimiter(n.policy, rdb, cfg.Redis.Namespace, monotonic(), log), nil
 }
 
 // redactURL is u with its password replaced, for logs.

@@ -34,6 +34,7 @@
 //	                       with the rows; a day's keys are swept with one
 //	                       range delete
 //	au/<at u64 ns><n u32>  audit row (see AuditRow), JSON
+//	m:ratelimit:<tenant>   a tenant's runtime rate-limit override, JSON
 //
 // Integers are big-endian so keys sort by them. Sink ids match the name
 // pattern, so they hold no 0x00. Later stages add their prefixes here

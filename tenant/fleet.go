@@ -58,10 +58,16 @@ type FleetLimiter struct {
 // NewFleetLimiter decides with Redis rdb, keys under ns
 // ("<ns>rl:<tenant>", so an erase can delete them), at the rates of rl.
 func NewFleetLimiter(rl config.RateLimits, rdb *redis.Client, ns string, mono func() int64, log *zap.Logger) *FleetLimiter {
+	return NewPolicyFleetLimiter(NewPolicy(rl), rdb, ns, mono, log)
+}
+
+// NewPolicyFleetLimiter is NewFleetLimiter at the rates of p, overrides
+// included.
+func NewPolicyFleetLimiter(p *Policy, rdb *redis.Client, ns string, mono func() int64, log *zap.Logger) *FleetLimiter {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	return &FleetLimiter{limits: NewLimiter(rl, mono), rdb: rdb, ns: ns, log: log, timeout: 100 * time.Millisecond}
+	return &FleetLimiter{limits: NewPolicyLimiter(p, mono), rdb: rdb, ns: ns, log: log, timeout: 100 * time.Millisecond}
 }
 
 // Key is the Redis key of a tenant's bucket.
@@ -74,8 +80,8 @@ func (f *FleetLimiter) Check(tenant string) (bool, time.Duration) { return f.dec
 func (f *FleetLimiter) Take(tenant string) (bool, time.Duration) { return f.decide(tenant, true) }
 
 func (f *FleetLimiter) decide(tenant string, take bool) (bool, time.Duration) {
-	rl, limited := f.limits.limitOf(tenant)
-	if !limited {
+	rl, finite := f.limits.policy.Of(tenant)
+	if !finite {
 		return true, 0
 	}
 	if f.local.Load() && time.Now().UnixNano() < f.retryAt.Load() {

@@ -27,17 +27,23 @@ const limiterShards = 64
 // however many tenant names arrive in URLs. Safe for concurrent use; a
 // tenant that has a bucket costs no allocation.
 type Limiter struct {
-	def     config.RateLimit
-	limited bool // def bounds tenants the config does not list
-	tenants map[string]config.RateLimit
-	mono    func() int64
-	seed    maphash.Seed
-	shards  [limiterShards]limShard
+	policy *Policy
+	mono   func() int64
+	seed   maphash.Seed
+	shards [limiterShards]limShard
+}
+
+// limited is a tenant's bucket with the limits it was made for: an
+// override changes them in place, keeping the tokens held.
+type limited struct {
+	b     *Bucket
+	rate  float64
+	burst int
 }
 
 type limShard struct {
 	mu   sync.Mutex
-	m    map[string]*Bucket
+	m    map[string]*limited
 	ops  int // decisions since the last sweep
 	next int // decisions between sweeps: the size after the last one
 }
@@ -45,22 +51,16 @@ type limShard struct {
 // NewLimiter builds the buckets rl describes; mono is a monotonic clock in
 // nanoseconds.
 func NewLimiter(rl config.RateLimits, mono func() int64) *Limiter {
-	l := &Limiter{tenants: rl.Tenants, mono: mono, seed: maphash.MakeSeed()}
-	if rl.Default != nil {
-		l.def, l.limited = *rl.Default, rl.Default.Finite()
-	}
-	for i := range l.shards {
-		l.shards[i].m = map[string]*Bucket{}
-	}
-	return l
+	return NewPolicyLimiter(NewPolicy(rl), mono)
 }
 
-// limitOf is the tenant's limit; ok false: unlimited.
-func (l *Limiter) limitOf(tenant string) (config.RateLimit, bool) {
-	if rl, ok := l.tenants[tenant]; ok {
-		return rl, rl.Finite()
+// NewPolicyLimiter builds the buckets of p, overrides included.
+func NewPolicyLimiter(p *Policy, mono func() int64) *Limiter {
+	l := &Limiter{policy: p, mono: mono, seed: maphash.MakeSeed()}
+	for i := range l.shards {
+		l.shards[i].m = map[string]*limited{}
 	}
-	return l.def, l.limited
+	return l
 }
 
 // Check is router step 7: does the tenant's bucket hold a token now? It
@@ -76,20 +76,24 @@ func (l *Limiter) Take(tenant string) (ok bool, wait time.Duration) {
 }
 
 func (l *Limiter) decide(tenant string, take bool) (bool, time.Duration) {
-	rl, limited := l.limitOf(tenant)
-	if !limited {
+	rl, finite := l.policy.Of(tenant)
+	if !finite {
 		return true, 0
 	}
 	now := l.mono()
 	s := &l.shards[maphash.String(l.seed, tenant)%limiterShards]
 	s.mu.Lock()
-	b := s.m[tenant]
-	if b == nil {
+	e := s.m[tenant]
+	if e == nil {
 		// The name may point into a request's buffer: keep a copy.
-		b = NewBucket(rl.Rate, rl.Burst, now)
-		s.m[strings.Clone(tenant)] = b
+		e = &limited{b: NewBucket(rl.Rate, rl.Burst, now), rate: rl.Rate, burst: rl.Burst}
+		s.m[strings.Clone(tenant)] = e
 		trackedBucket.Inc()
+	} else if e.rate != rl.Rate || e.burst != rl.Burst {
+		e.b.Reconfigure(rl.Rate, rl.Burst, now)
+		e.rate, e.burst = rl.Rate, rl.Burst
 	}
+	b := e.b
 	// Decided under the shard's lock, so a sweep cannot forget a bucket
 	// between its lookup and its use (the token would be taken from a
 	// bucket no one sees again).
@@ -118,8 +122,8 @@ func (l *Limiter) decide(tenant string, take bool) (bool, time.Duration) {
 // sweep forgets the shard's full buckets; under s.mu.
 func (l *Limiter) sweep(s *limShard, now int64) {
 	s.ops = 0
-	for name, b := range s.m {
-		if b.Full(now) {
+	for name, e := range s.m {
+		if e.b.Full(now) {
 			delete(s.m, name)
 			evictedTotal.Inc()
 			trackedBucket.Dec()

@@ -26,13 +26,12 @@ var (
 // buckets are), so a tenant sending one hook at a time costs no allocation
 // and memory stays bounded. Safe for concurrent use.
 type Queues struct {
-	def     config.RateLimit
-	tenants map[string]config.RateLimit
-	seed    maphash.Seed
-	shards  [limiterShards]queueShard
-	active  atomic.Int64 // tenants with something queued
-	hooks   atomic.Int64
-	bytes   atomic.Int64
+	policy *Policy
+	seed   maphash.Seed
+	shards [limiterShards]queueShard
+	active atomic.Int64 // tenants with something queued
+	hooks  atomic.Int64
+	bytes  atomic.Int64
 }
 
 type queueShard struct {
@@ -45,11 +44,11 @@ type queueShard struct {
 type queue struct{ hooks, bytes int64 }
 
 // NewQueues builds the caps rl describes (0: no cap).
-func NewQueues(rl config.RateLimits) *Queues {
-	q := &Queues{tenants: rl.Tenants, seed: maphash.MakeSeed()}
-	if rl.Default != nil {
-		q.def = *rl.Default
-	}
+func NewQueues(rl config.RateLimits) *Queues { return NewPolicyQueues(NewPolicy(rl)) }
+
+// NewPolicyQueues builds the caps of p, overrides included.
+func NewPolicyQueues(p *Policy) *Queues {
+	q := &Queues{policy: p, seed: maphash.MakeSeed()}
 	for i := range q.shards {
 		q.shards[i].m = map[string]*queue{}
 	}
@@ -57,10 +56,7 @@ func NewQueues(rl config.RateLimits) *Queues {
 }
 
 func (q *Queues) capsOf(tenant string) (hooks, bytes int64) {
-	rl, ok := q.tenants[tenant]
-	if !ok {
-		rl = q.def
-	}
+	rl, _ := q.policy.Of(tenant)
 	return int64(rl.MaxQueue), int64(rl.MaxQueueBytes)
 }
 

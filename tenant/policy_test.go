@@ -1,0 +1,147 @@
+package tenant
+
+import (
+	"errors"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/ankusa/ankusa/config"
+	"github.com/ankusa/ankusa/meta"
+)
+
+func TestPolicyPrecedence(t *testing.T) {
+	p := NewPolicy(config.RateLimits{
+		Default: &config.RateLimit{Rate: 10, Burst: 20, MaxQueue: 5},
+		Tenants: map[string]config.RateLimit{"acme": {Rate: 100, Burst: 200}},
+	})
+	if rl, finite := p.Of("other"); rl.Rate != 10 || !finite {
+		t.Fatalf("default: %+v %v", rl, finite)
+	}
+	if rl, _ := p.Of("acme"); rl.Rate != 100 {
+		t.Fatalf("config entry: %+v", rl)
+	}
+	if err := p.SetOverride("acme", config.RateLimit{Rate: 1, Burst: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if rl, _ := p.Of("acme"); rl.Rate != 1 {
+		t.Fatalf("an override does not win: %+v", rl)
+	}
+	if err := p.SetOverride("free", config.RateLimit{Rate: math.Inf(1)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, finite := p.Of("free"); finite {
+		t.Fatal("an .inf override still limits")
+	}
+	if err := p.ClearOverride("acme"); err != nil {
+		t.Fatal(err)
+	}
+	if rl, _ := p.Of("acme"); rl.Rate != 100 {
+		t.Fatalf("after clearing, the config entry: %+v", rl)
+	}
+	for _, bad := range []config.RateLimit{{Rate: -1}, {Rate: math.NaN()}, {Rate: 5, Burst: 0}, {Rate: 5, Burst: 1, MaxQueue: -1}} {
+		if err := p.SetOverride("x", bad); err == nil {
+			t.Errorf("override %+v accepted", bad)
+		}
+	}
+}
+
+// TestOverridesSurviveRestart: overrides are written to the meta store
+// and found again by a new policy; a store that fails leaves the policy
+// unchanged.
+func TestOverridesSurviveRestart(t *testing.T) {
+	fs := vfs.NewMem()
+	open := func() *meta.Store {
+		s, err := meta.Open(meta.Options{Dir: "meta", FS: fs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	s := open()
+	p := NewPolicy(config.RateLimits{Default: &config.RateLimit{Rate: 10, Burst: 10}})
+	if err := p.LoadOverrides(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.SetOverride("acme", config.RateLimit{Rate: 2, Burst: 3, MaxQueue: 4, MaxQueueBytes: 5}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.SetOverride("free", config.RateLimit{Rate: math.Inf(1)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.SetOverride("gone", config.RateLimit{Rate: 1, Burst: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.ClearOverride("gone"); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s = open()
+	defer s.Close()
+	p2 := NewPolicy(config.RateLimits{Default: &config.RateLimit{Rate: 10, Burst: 10}})
+	if err := p2.LoadOverrides(s); err != nil {
+		t.Fatal(err)
+	}
+	if rl, ok := p2.Override("acme"); !ok || rl != (config.RateLimit{Rate: 2, Burst: 3, MaxQueue: 4, MaxQueueBytes: 5}) {
+		t.Fatalf("acme after a restart: %+v %v", rl, ok)
+	}
+	if rl, ok := p2.Override("free"); !ok || !math.IsInf(rl.Rate, 1) {
+		t.Fatalf("free after a restart: %+v %v", rl, ok)
+	}
+	if _, ok := p2.Override("gone"); ok {
+		t.Fatal("a cleared override came back")
+	}
+	p2.store = failingStore{}
+	if err := p2.SetOverride("acme", config.RateLimit{Rate: 9, Burst: 9}); err == nil {
+		t.Fatal("a failed write was reported as done")
+	}
+	if rl, _ := p2.Of("acme"); rl.Rate != 2 {
+		t.Fatalf("a failed write changed the policy: %+v", rl)
+	}
+}
+
+type failingStore struct{}
+
+func (failingStore) RateLimitOverrides() (map[string]config.RateLimit, error) { return nil, nil }
+func (failingStore) SetRateLimitOverride(string, config.RateLimit) error {
+	return errors.New("disk full")
+}
+func (failingStore) DeleteRateLimitOverride(string) error { return errors.New("disk full") }
+
+// TestLimiterFollowsOverrides: an override changes a tenant's bucket at
+// once, keeping what it holds.
+func TestLimiterFollowsOverrides(t *testing.T) {
+	c := &fakeClock{}
+	p := NewPolicy(config.RateLimits{Default: &config.RateLimit{Rate: 1, Burst: 1}})
+	l := NewPolicyLimiter(p, c.mono)
+	if ok, _ := l.Take("acme"); !ok {
+		t.Fatal("first token refused")
+	}
+	if ok, _ := l.Take("acme"); ok {
+		t.Fatal("burst 1 gave two")
+	}
+	if err := p.SetOverride("acme", config.RateLimit{Rate: 1000, Burst: 5}); err != nil {
+		t.Fatal(err)
+	}
+	// The bucket takes the new limits at its next decision, keeping the
+	// (near zero) tokens it held; at 1000/s it is full (5) 5ms later.
+	l.Take("acme")
+	c.now += int64(10 * time.Millisecond)
+	n := 0
+	for ok, _ := l.Take("acme"); ok; ok, _ = l.Take("acme") {
+		n++
+	}
+	if n != 5 {
+		t.Fatalf("after raising the limit took %d, want the new burst 5", n)
+	}
+	q := NewPolicyQueues(p)
+	if err := p.SetOverride("acme", config.RateLimit{Rate: 1, Burst: 1, MaxQueue: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if !q.Reserve("acme", 1, 0) || q.Reserve("acme", 1, 0) {
+		t.Fatal("the queue cap did not follow the override")
+	}
+	q.Release("acme", 1)
+}
