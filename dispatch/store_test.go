@@ -123,7 +123,16 @@ func TestAttemptLogSwept(t *testing.T) {
 	defer n.close()
 	d := n.disp.Load()
 	hooks := n.commitMany(30, 3, func(int) string { return "acme" })
-	waitFor(t, 5*time.Second, "the deliveries", func() bool { return fk.ok.Load() == 60 })
+	// A delivery's attempt entry is written after the sink returned: wait
+	// for the entries, not only the deliveries.
+	waitFor(t, 5*time.Second, "the attempt log of every delivery", func() bool {
+		n := 0
+		for _, h := range hooks {
+			att, _ := d.Attempts(context.Background(), "acme", h.ID)
+			n += len(att)
+		}
+		return n == 60
+	})
 	att, err := d.Attempts(context.Background(), "acme", hooks[0].ID)
 	if err != nil || len(att) != 2 || att[0].Outcome != "delivered" {
 		t.Fatalf("attempt log before the sweep: %+v, %v", att, err)
