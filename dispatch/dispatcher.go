@@ -110,6 +110,13 @@ type Dispatcher struct {
 
 	pen pen // the quarantine pen's accounting
 
+	// counts are every tenant's committed hooks and bytes up to written
+	// (writer goroutine); dirty those changed since the last checkpoint.
+	// countsMu guards them for readers.
+	countsMu sync.Mutex
+	counts   map[uint32]meta.TenantCounts
+	dirty    map[uint32]struct{}
+
 	schedWake chan struct{}
 	stop      chan struct{}
 	wg        sync.WaitGroup
@@ -137,6 +144,10 @@ func Open(o Options) (*Dispatcher, error) {
 	if err != nil {
 		return nil, err
 	}
+	if d.counts, err = o.Meta.AllTenantCounts(); err != nil {
+		return nil, err
+	}
+	d.dirty = map[uint32]struct{}{}
 	if err := d.countRows(); err != nil {
 		return nil, err
 	}
@@ -151,7 +162,7 @@ func Open(o Options) (*Dispatcher, error) {
 	d.written = max(ckpt, o.LastSeq)
 	d.flushed.Store(d.written)
 	if d.written > ckpt {
-		if err := o.Meta.SetDispatchCheckpoint(d.written); err != nil {
+		if err := o.Meta.SetDispatchCheckpointWith(d.written, d.takeDirty()); err != nil {
 			return nil, err
 		}
 	}
@@ -172,6 +183,37 @@ func Open(o Options) (*Dispatcher, error) {
 // Checkpoint is the seq up to which every hook's rows are durable: the
 // WAL and segments below it are not needed to rebuild anything.
 func (d *Dispatcher) Checkpoint() uint64 { return d.ckpt.Load() }
+
+// count adds committed hooks to a tenant's counters (writer goroutine).
+func (d *Dispatcher) count(ord uint32, hooks, bytes uint64) {
+	d.countsMu.Lock()
+	c := d.counts[ord]
+	c.Hooks += hooks
+	c.Bytes += bytes
+	d.counts[ord] = c
+	d.countsMu.Unlock()
+	d.dirty[ord] = struct{}{}
+}
+
+// takeDirty returns the counters changed since the last checkpoint.
+func (d *Dispatcher) takeDirty() map[uint32]meta.TenantCounts {
+	d.countsMu.Lock()
+	defer d.countsMu.Unlock()
+	out := make(map[uint32]meta.TenantCounts, len(d.dirty))
+	for ord := range d.dirty {
+		out[ord] = d.counts[ord]
+	}
+	clear(d.dirty)
+	return out
+}
+
+// TenantCounts is what the tenant with ordinal ord has committed, up to
+// the hooks whose rows are written.
+func (d *Dispatcher) TenantCounts(ord uint32) meta.TenantCounts {
+	d.countsMu.Lock()
+	defer d.countsMu.Unlock()
+	return d.counts[ord]
+}
 
 // Written is the seq up to which every hook's rows and node-scope dedupe
 // keys are in the store (readable; durable once the checkpoint passes).

@@ -22,12 +22,24 @@ type intake struct {
 }
 
 // item is a retained record, or (req nil) a range of seqs: to read back,
-// or (skip) with nothing to deliver.
+// or (skip) with nothing to deliver. A skip range carries the per-tenant
+// counts of its hooks (they are never read back).
 type item struct {
 	req      *wal.Request
 	from, to uint64
 	skip     bool
+	tally    []tally
 }
+
+// tally is one tenant's hooks and bytes in a skip range.
+type tally struct {
+	ord          uint32
+	hooks, bytes uint64
+}
+
+// maxTallies bounds the tenants one skip range counts; a hook of another
+// tenant starts a new range.
+const maxTallies = 16
 
 func (in *intake) init(max int64) {
 	in.max = max
@@ -43,11 +55,11 @@ func (d *Dispatcher) Handoff(batch []*wal.Request) {
 	for _, r := range batch {
 		switch d.needs(snap, r.Buf[wal.FrameHeaderSize:]) {
 		case needNothing:
-			in.addRange(r.Seq, true)
+			in.addSkip(r.Seq, r.Ordinal, uint64(len(r.Buf)-wal.FrameHeaderSize))
 			continue
 		case needPenRow:
 			// Rare (the quarantine bucket bounds them): read back.
-			in.addRange(r.Seq, false)
+			in.addReadBack(r.Seq)
 			continue
 		}
 		n := int64(len(r.Buf))
@@ -58,7 +70,7 @@ func (d *Dispatcher) Handoff(batch []*wal.Request) {
 			continue
 		}
 		intakeOverflow.Inc()
-		in.addRange(r.Seq, false)
+		in.addReadBack(r.Seq)
 	}
 	in.mu.Unlock()
 	select {
@@ -67,14 +79,37 @@ func (d *Dispatcher) Handoff(batch []*wal.Request) {
 	}
 }
 
-// addRange appends seq to the last range of its kind when it follows it.
+// addSkip adds seq to the last skip range when it follows it (and the
+// range has room for its tenant), counting the hook for its tenant.
 // Under in.mu.
-func (in *intake) addRange(seq uint64, skip bool) {
-	if k := len(in.items) - 1; k >= 0 && in.items[k].req == nil && in.items[k].skip == skip && in.items[k].to+1 == seq {
+func (in *intake) addSkip(seq uint64, ord uint32, size uint64) {
+	if k := len(in.items) - 1; k >= 0 && in.items[k].req == nil && in.items[k].skip && in.items[k].to+1 == seq {
+		it := &in.items[k]
+		for i := range it.tally {
+			if it.tally[i].ord == ord {
+				it.to = seq
+				it.tally[i].hooks++
+				it.tally[i].bytes += size
+				return
+			}
+		}
+		if len(it.tally) < maxTallies {
+			it.to = seq
+			it.tally = append(it.tally, tally{ord: ord, hooks: 1, bytes: size})
+			return
+		}
+	}
+	in.items = append(in.items, item{from: seq, to: seq, skip: true, tally: []tally{{ord: ord, hooks: 1, bytes: size}}})
+}
+
+// addReadBack appends seq to the last range to read back when it follows
+// it. Under in.mu.
+func (in *intake) addReadBack(seq uint64) {
+	if k := len(in.items) - 1; k >= 0 && in.items[k].req == nil && !in.items[k].skip && in.items[k].to+1 == seq {
 		in.items[k].to = seq
 		return
 	}
-	in.items = append(in.items, item{from: seq, to: seq, skip: skip})
+	in.items = append(in.items, item{from: seq, to: seq})
 }
 
 // What the row writer has to do for a committed record.

@@ -74,9 +74,13 @@ func (d *Dispatcher) writeIntake() error {
 	w := d.newRowWriter(false)
 	for i, it := range items {
 		if it.skip {
-			// Nothing to deliver: the seqs only move the checkpoint. The
-			// rows of earlier hooks go first, in the same batch order.
+			// Nothing to deliver: the seqs only move the checkpoint (and
+			// the counters). The rows of earlier hooks go first, in the
+			// same batch order.
 			w.d.written = max(w.d.written, it.to)
+			for _, t := range it.tally {
+				d.count(t.ord, t.hooks, t.bytes)
+			}
 			continue
 		}
 		if it.req == nil {
@@ -123,6 +127,7 @@ func (w *rowWriter) addHook(e *envelope.Envelope, sh *shared) error {
 	if e.Seq > w.d.written {
 		w.d.written = e.Seq
 	}
+	d.count(e.TenantOrdinal, 1, uint64(e.EncodedLen()))
 	release := func() {
 		if sh != nil {
 			d.in.release(sh.size)
@@ -278,7 +283,7 @@ func (d *Dispatcher) checkpoint(now bool) {
 	if !now && d.o.Now().Sub(d.lastCkpt) < d.o.CheckpointEvery {
 		return
 	}
-	if err := d.o.Meta.SetDispatchCheckpoint(d.written); err != nil {
+	if err := d.o.Meta.SetDispatchCheckpointWith(d.written, d.takeDirty()); err != nil {
 		d.fatal(err)
 		return
 	}

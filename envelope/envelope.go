@@ -139,6 +139,30 @@ func (e *Envelope) AppendTo(dst []byte) []byte {
 	return AppendString(dst, e.DedupeKey)
 }
 
+// EncodedLen is the length of e's binary form (what AppendTo appends).
+func (e *Envelope) EncodedLen() int {
+	str := func(s string) int { return uvarintLen(uint64(len(s))) + len(s) }
+	n := FixedSize + str(e.TenantID) + str(e.SourceID) + str(e.Verification.Verifier)
+	n += uvarintLen(uint64(len(e.RouteParams)))
+	for _, p := range e.RouteParams {
+		n += str(p.Key) + str(p.Value)
+	}
+	n += uvarintLen(uint64(len(e.Headers)))
+	for _, h := range e.Headers {
+		n += str(h.Name) + str(h.Value)
+	}
+	return n + 4 + len(e.Body) + str(e.DedupeKey)
+}
+
+func uvarintLen(x uint64) int {
+	n := 1
+	for x >= 0x80 {
+		x >>= 7
+		n++
+	}
+	return n
+}
+
 // AppendFixed appends the fixed 38-byte prefix with a zero identity.
 func AppendFixed(dst []byte, receivedAt int64, flags byte) []byte {
 	var b [FixedSize]byte

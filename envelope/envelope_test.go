@@ -373,3 +373,16 @@ func checkDecode(t *testing.T, src []byte) {
 		t.Fatalf("Decode(%x): re-encoding changed the envelope", src[:used])
 	}
 }
+
+func TestEncodedLen(t *testing.T) {
+	long := strings.Repeat("x", 300) // a two-byte length
+	for _, e := range []Envelope{
+		{},
+		{TenantID: "acme", SourceID: "stripe", Body: []byte("{}"), DedupeKey: "evt_1"},
+		{TenantID: long, RouteParams: []Param{{"k", long}}, Headers: []Header{{"A", "b"}, {long, ""}}, Body: make([]byte, 70000), Verification: Verification{Verifier: "stripe"}},
+	} {
+		if got, want := e.EncodedLen(), len(e.AppendTo(nil)); got != want {
+			t.Errorf("EncodedLen %d, AppendTo wrote %d", got, want)
+		}
+	}
+}

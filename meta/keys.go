@@ -35,6 +35,8 @@
 //	                       range delete
 //	au/<at u64 ns><n u32>  audit row (see AuditRow), JSON
 //	m:ratelimit:<tenant>   a tenant's runtime rate-limit override, JSON
+//	m:tcount:<ord u32>     a tenant's committed hooks and bytes (u64, u64), up
+//	                       to the dispatch checkpoint, written with it
 //
 // Integers are big-endian so keys sort by them. Sink ids match the name
 // pattern, so they hold no 0x00. Later stages add their prefixes here
