@@ -28,16 +28,24 @@ func withQueues(cfgQueues *tenant.Queues) nodeOption {
 	return func(o *edge.Options) { o.Queues = cfgQueues }
 }
 
-// TestTenantQueueCaps: with the commit loop held, a tenant past max_queue
-// or max_queue_bytes gets 429 tenant_overload while another tenant is
-// still admitted; near the node's bound the tenant holding the most is
-// refused first, and only past the bound does anyone get 503.
-func TestTenantQueueCaps(t *testing.T) {
+// gatedQueueNode serves queueConfig with queue caps and a commit loop held
+// until the gate opens (at the latest when the test ends).
+func gatedQueueNode(t *testing.T) (*node, *gatedWAL, *tenant.Queues) {
+	t.Helper()
 	cfg := loadConfig(t, queueConfig)
 	g := newGatedWAL()
 	q := tenant.NewQueues(cfg.RateLimits)
 	n := startNode(t, cfg, withQueues(q), func(o *edge.Options) { g.next = o.WAL; o.WAL = g })
 	t.Cleanup(g.open)
+	return n, g, q
+}
+
+// TestTenantQueueCaps: with the commit loop held, a tenant past max_queue
+// or max_queue_bytes gets 429 tenant_overload while another tenant is
+// still admitted; near the node's bound the tenant holding the most is
+// refused first, and only past the bound does anyone get 503.
+func TestTenantQueueCaps(t *testing.T) {
+	n, g, q := gatedQueueNode(t)
 	body := strings.Repeat("q", 900)
 	var wg sync.WaitGroup
 	held := func(tenant string) {
@@ -86,11 +94,7 @@ func TestTenantQueueCaps(t *testing.T) {
 // TestQueueShareNearTheBound: near the node's bound the tenant holding the
 // most gets 429 before any tenant meets the 503.
 func TestQueueShareNearTheBound(t *testing.T) {
-	cfg := loadConfig(t, queueConfig)
-	g := newGatedWAL()
-	q := tenant.NewQueues(cfg.RateLimits)
-	n := startNode(t, cfg, withQueues(q), func(o *edge.Options) { g.next = o.WAL; o.WAL = g })
-	t.Cleanup(g.open)
+	n, g, _ := gatedQueueNode(t)
 	body := strings.Repeat("q", 900)
 	var wg sync.WaitGroup
 	for i := 0; i < 3; i++ {
