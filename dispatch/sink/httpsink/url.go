@@ -98,8 +98,14 @@ func parseHostPort(auth []byte) (hostPort, error) {
 			return hp, fmt.Errorf("host %q has no closing ']'", auth)
 		}
 		hp.host, rest, hp.bracket = auth[1:end], auth[end+1:], true
-		if a, err := netip.ParseAddr(string(hp.host)); err != nil || !a.Is6() {
+		a, err := netip.ParseAddr(string(hp.host))
+		if err != nil || !a.Is6() {
 			return hp, fmt.Errorf("host %q is not an IPv6 address", auth)
+		}
+		if a.Zone() != "" {
+			// A zone names an interface of this machine (link-local): no
+			// receiver's address, and fasthttp reads its % as an escape.
+			return hp, fmt.Errorf("host %q names an IPv6 zone, which a receiver's url cannot use", auth)
 		}
 	} else {
 		hp.host, rest = auth, nil

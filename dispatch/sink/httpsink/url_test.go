@@ -49,6 +49,7 @@ func TestURLExpansionChecked(t *testing.T) {
 		{"http://{params.app_id}/", "", `host "" is not a valid host name`},
 		{"http://api.example.com:{params.app_id}/", "99999", "invalid port"},
 		{"http://{params.app_id}/", `evil.com\@x`, "holds '@'"},
+		{"http://[{params.app_id}]/", "::0%0", "names an IPv6 zone"}, // found by FuzzURLCheck
 	} {
 		s := newSink(t, config.Sink{URL: tc.url, AllowPrivate: true})
 		e := testEnvelope()
