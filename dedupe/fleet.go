@@ -340,14 +340,28 @@ func (f *Fleet) unavailable() Outcome {
 // error because ctx ended is the caller's doing: neither counted nor
 // logged.
 func (f *Fleet) redisError(ctx context.Context, op, key string, err error) error {
-	err = fmt.Errorf("dedupe: fleet %s: redis %s: %w", op, f.addr, err)
-	if ctx.Err() != nil {
-		return err
+	if cerr := ended(ctx); cerr != nil {
+		// The caller's context ended (go-redis reports it as the
+		// connection's i/o timeout when the deadline fires mid-call).
+		return fmt.Errorf("dedupe: fleet %s: redis %s: %w (%v)", op, f.addr, cerr, err)
 	}
+	err = fmt.Errorf("dedupe: fleet %s: redis %s: %w", op, f.addr, err)
 	fleetErrors.Inc()
 	f.warn("dedupe fleet: redis call failed; hooks go on without fleet dedupe meanwhile",
 		zap.String("op", op), zap.String("key", key), zap.Error(err))
 	return err
+}
+
+// ended is ctx's error, or DeadlineExceeded once its deadline has passed
+// even if its timer has not fired yet.
+func ended(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 // warn logs at most one line a second, saying how many it suppressed, so
