@@ -2,6 +2,7 @@ package dedupe
 
 import (
 	"errors"
+	"strings"
 	"sync"
 	"time"
 
@@ -77,6 +78,10 @@ func (g *Guard) Begin(k Key, wait time.Duration) (r *Reservation, id envelope.ID
 		g.trim(s)
 		cur := s.m[k]
 		if cur == nil {
+			// The tenant name may be a view of the request's buffer,
+			// which the next request on the connection overwrites: the
+			// key outlives the request (until the store has it).
+			k.Tenant = strings.Clone(k.Tenant)
 			r = &Reservation{key: k, done: make(chan struct{})}
 			s.m[k] = r
 			s.mu.Unlock()

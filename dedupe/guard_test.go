@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/ankusa/ankusa/envelope"
 )
@@ -118,5 +119,30 @@ func TestGuardHoldsUntilPersisted(t *testing.T) {
 	persisted.Store(13)
 	if g.Len() != 0 {
 		t.Fatalf("%d held after all are persisted", g.Len())
+	}
+}
+
+// TestGuardKeepsItsOwnTenantName: the tenant name of a key may be a view
+// of the request's buffer, which the next request on the connection
+// overwrites; a key held past the request must not change with it.
+func TestGuardKeepsItsOwnTenantName(t *testing.T) {
+	var persisted atomic.Uint64
+	g := NewGuard(persisted.Load)
+	buf := []byte("acme")
+	view := unsafe.String(&buf[0], len(buf))
+	r, _, _, _ := g.Begin(MakeKey(view, "s", []byte("evt_1")), time.Second)
+	g.Committed(r, testID(1), 5)
+	copy(buf, "beta") // the next request
+	if _, id, dup, _ := g.Begin(MakeKey("acme", "s", []byte("evt_1")), time.Second); !dup || id != testID(1) {
+		t.Fatal("a retry of acme's key was not a duplicate once the request's buffer was reused")
+	}
+	r2, _, dup, _ := g.Begin(MakeKey("beta", "s", []byte("evt_1")), time.Second)
+	if dup {
+		t.Fatal("beta's new hook was taken for acme's")
+	}
+	g.Abort(r2)
+	persisted.Store(10)
+	if n := g.Len(); n != 0 {
+		t.Fatalf("%d keys held once the store has them: an entry leaked", n)
 	}
 }

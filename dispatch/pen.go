@@ -47,6 +47,9 @@ var (
 type pen struct {
 	rows, bytes atomic.Int64
 	closed      sync.Map // tenant name → struct{}
+	// mu serialises the operator's changes: two of them must not both
+	// see a row and both act on it (a release and a drop of one hook).
+	mu sync.Mutex
 }
 
 var (
@@ -267,6 +270,8 @@ type Released struct {
 // records who forced it. Either way the pen row goes and the delivery
 // rows come in one synced batch.
 func (d *Dispatcher) Release(ctx context.Context, tenant string, id envelope.ID, force bool, principal string) (Released, error) {
+	d.pen.mu.Lock()
+	defer d.pen.mu.Unlock()
 	var out Released
 	ord, seq, p, err := d.findPen(tenant, id)
 	if err != nil {
@@ -328,6 +333,8 @@ func (d *Dispatcher) Release(ctx context.Context, tenant string, id envelope.ID,
 // with an audit row): it is never delivered. The hook stays in the log
 // and the archive like any other.
 func (d *Dispatcher) DropQuarantined(ctx context.Context, tenant string, id envelope.ID, principal string) error {
+	d.pen.mu.Lock()
+	defer d.pen.mu.Unlock()
 	ord, seq, p, err := d.findPen(tenant, id)
 	if err != nil {
 		return err
@@ -355,6 +362,8 @@ func (d *Dispatcher) DropQuarantined(ctx context.Context, tenant string, id enve
 // DropAllQuarantined drops every quarantined hook of the tenant passing the
 // filter, in synced batches of at most 1000, with one audit row each.
 func (d *Dispatcher) DropAllQuarantined(ctx context.Context, tenant string, f Filter, principal string) (int, error) {
+	d.pen.mu.Lock()
+	defer d.pen.mu.Unlock()
 	ord, ok := d.ordinal(tenant)
 	if !ok {
 		return 0, nil

@@ -324,3 +324,43 @@ func TestDedupeKeysWrittenWithRows(t *testing.T) {
 		mem = clone
 	}
 }
+
+// TestPenKeepsSegmentsAndSerialises: retention keeps the segment of a
+// quarantined hook (a release needs its bytes), and a release and a drop
+// of one hook racing each other cannot both act on it.
+func TestPenKeepsSegmentsAndSerialises(t *testing.T) {
+	n := openNode(t, vfs.NewMem(), newFakeSinks(nil), nodeOptions{sinks: twoSinks(nil), source: githubSource})
+	defer n.close()
+	d := n.disp.Load()
+	e := n.commitQuarantined("acme", 1, "x")
+	waitFor(t, 5*time.Second, "the pen row", func() bool { return len(penList(t, d, "acme")) == 1 })
+	if live, err := d.HoldsLive(e.Seq, e.Seq); err != nil || !live {
+		t.Fatalf("HoldsLive over a quarantined hook: %v %v, want true: its segment must stay", live, err)
+	}
+	if live, _ := d.HoldsLive(e.Seq+1, e.Seq+100); live {
+		t.Fatal("HoldsLive past the quarantined hook is true")
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	wg.Add(2)
+	go func() { defer wg.Done(); _, errs[0] = d.Release(context.Background(), "acme", e.ID, true, "ops") }()
+	go func() { defer wg.Done(); errs[1] = d.DropQuarantined(context.Background(), "acme", e.ID, "ops") }()
+	wg.Wait()
+	if (errs[0] == nil) == (errs[1] == nil) {
+		t.Fatalf("release and drop of one hook: %v, %v; want exactly one to act", errs[0], errs[1])
+	}
+	for _, err := range errs {
+		if err != nil && !errors.Is(err, dispatch.ErrNotQuarantined) {
+			t.Fatalf("the loser: %v, want ErrNotQuarantined", err)
+		}
+	}
+	// The pen is empty again: exactly its cap fits, a byte more does not
+	// (a row given back twice would leave room past the cap).
+	if ok, _ := d.ReservePen("acme", 256<<20); !ok {
+		t.Fatal("the whole cap does not fit in the empty pen")
+	}
+	if ok, _ := d.ReservePen("acme", 1); ok {
+		t.Fatal("the pen's byte count went below zero: a row was given back twice")
+	}
+	d.UnreservePen(256 << 20)
+}

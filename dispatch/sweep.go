@@ -18,14 +18,18 @@ func (d *Dispatcher) sweepLoop() {
 	defer d.wg.Done()
 	t := time.NewTicker(sweepEvery)
 	defer t.Stop()
+	var sweptDay uint32
 	for {
 		select {
 		case <-d.stop:
 			return
 		case <-t.C:
-			if d.o.DedupeNode {
+			if day := meta.DedupeDay(d.o.Now().UnixNano()); d.o.DedupeNode && day != sweptDay {
+				// Keys are filed by day: one range delete a day is enough.
 				if err := dedupe.Sweep(d.db, d.o.Now().UnixNano()); err != nil {
 					d.o.Logger.Error("cannot sweep expired dedupe keys", zap.Error(err))
+				} else {
+					sweptDay = day
 				}
 			}
 			if n, err := d.sweepAttempts(); err != nil {
@@ -81,9 +85,12 @@ func (d *Dispatcher) sweepAttempts() (int, error) {
 }
 
 // HoldsLive reports whether any hook with first <= seq <= last still has a
-// row that is not dead: retention keeps a local segment while it does
-// (DESIGN.md §6 item 3).
+// row that is not dead, or waits in the quarantine pen: retention keeps a
+// local segment while it does (DESIGN.md §6 items 3 and 6).
 func (d *Dispatcher) HoldsLive(first, last uint64) (bool, error) {
+	if held, err := d.penHolds(first, last); held || err != nil {
+		return true, err
+	}
 	lo := []byte(meta.PrefixRow)
 	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: meta.PrefixEnd(lo)})
 	if err != nil {
@@ -115,6 +122,33 @@ func (d *Dispatcher) HoldsLive(first, last uint64) (bool, error) {
 			return true, nil
 		}
 		ok = it.Next()
+	}
+	return false, it.Error()
+}
+
+// penHolds reports whether the quarantine pen holds a hook with
+// first <= seq <= last (a release needs its bytes).
+func (d *Dispatcher) penHolds(first, last uint64) (bool, error) {
+	lo := []byte(meta.PrefixPen)
+	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: meta.PrefixEnd(lo)})
+	if err != nil {
+		return true, err
+	}
+	defer it.Close()
+	for ok := it.SeekGE(meta.PenKey(nil, 0, first)); ok; {
+		ord, seq, kok := meta.ParsePenKey(it.Key())
+		switch {
+		case !kok:
+			return true, fmt.Errorf("malformed quarantine row key %x", it.Key())
+		case seq < first:
+			ok = it.SeekGE(meta.PenKey(nil, ord, first))
+		case seq <= last:
+			return true, nil
+		case ord == ^uint32(0):
+			return false, it.Error()
+		default:
+			ok = it.SeekGE(meta.PenKey(nil, ord+1, first))
+		}
 	}
 	return false, it.Error()
 }

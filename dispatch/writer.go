@@ -96,11 +96,14 @@ func (d *Dispatcher) writeIntake() error {
 		e := new(envelope.Envelope)
 		_, err := envelope.Decode(it.req.Buf[wal.FrameHeaderSize:], e)
 		size := int64(len(it.req.Buf))
+		if err != nil {
+			err = fmt.Errorf("BUG: a committed record does not decode: %w (%x)", err, it.req.Buf[:min(len(it.req.Buf), 64)])
+		}
 		wal.ReleaseRequest(it.req)
 		if err != nil {
 			d.in.release(size)
 			d.releaseItems(items[i+1:])
-			return fmt.Errorf("BUG: a committed record does not decode: %w (%x)", err, it.req.Buf[:min(len(it.req.Buf), 64)])
+			return err
 		}
 		sh := &shared{env: e, size: size}
 		if err := w.addHook(e, sh); err != nil {

@@ -42,6 +42,26 @@ func (r *Router) ingest(ctx *fasthttp.RequestCtx, a *admitted, newTenant bool) {
 	body := buf[lenAt+4:]
 	flags := &buf[wal.FrameHeaderSize+envelope.OffFlags]
 	src := a.src
+	// What this hook holds until it is committed or refused: a dedupe key
+	// and a share of the quarantine pen. Given back on every way out,
+	// a panic included (Handle recovers it).
+	var ticket dedupe.Ticket
+	var key []byte
+	var penReserved int64
+	committed := false
+	defer func() {
+		if committed {
+			return
+		}
+		if key != nil {
+			// Not ctx: it ends when the server drains, and a key left
+			// pending would hold a retry back for a whole lease.
+			r.o.Dedupe.Aborted(context.WithoutCancel(ctx), ticket)
+		}
+		if penReserved > 0 {
+			r.o.Pen.Unreserve(penReserved)
+		}
+	}()
 	// 12. signature over the raw body bytes, then the token: a hook that
 	// failed spends the source's quarantine bucket, never the tenant's.
 	failed := false
@@ -53,10 +73,22 @@ func (r *Router) ingest(ctx *fasthttp.RequestCtx, a *admitted, newTenant bool) {
 			*flags |= envelope.FlagVerified
 		} else {
 			verifyFailures.Inc()
+			if newTenant {
+				// A hook that failed verification never creates a tenant:
+				// invented names on a shared source must not use up
+				// tenants.max. Quarantine and accept_flag apply to
+				// tenants that exist.
+				wal.ReleaseRequest(req)
+				reply(ctx, vSignature, false)
+				return
+			}
 			if v, wait := r.onFailure(src, a.tenant, flags, reason, int64(bodyLen)); v != vOK {
 				wal.ReleaseRequest(req)
 				replyWait(ctx, v, wait, false)
 				return
+			}
+			if *flags&envelope.FlagQuarantined != 0 {
+				penReserved = int64(bodyLen)
 			}
 			failed = true
 		}
@@ -69,11 +101,8 @@ func (r *Router) ingest(ctx *fasthttp.RequestCtx, a *admitted, newTenant bool) {
 			return
 		}
 	}
-	//
 	// 13. dedupe: only hooks that passed (a forged request must not claim
 	// a real hook's key, nor match one).
-	var ticket dedupe.Ticket
-	var key []byte
 	if src.Dedupe != nil && !failed && r.o.Dedupe != nil {
 		// (Declared here: a JSON key escapes to the heap, and only hooks
 		// of a deduping source should pay for it.)
@@ -104,12 +133,6 @@ func (r *Router) ingest(ctx *fasthttp.RequestCtx, a *admitted, newTenant bool) {
 	if newTenant && r.o.NewTenants != nil {
 		if ok, wait := r.o.NewTenants.Take(r.o.Mono()); !ok {
 			wal.ReleaseRequest(req)
-			if key != nil {
-				r.o.Dedupe.Aborted(context.WithoutCancel(ctx), ticket)
-			}
-			if failed && buf[wal.FrameHeaderSize+envelope.OffFlags]&envelope.FlagQuarantined != 0 {
-				r.o.Pen.Unreserve(int64(bodyLen))
-			}
 			replyWait(ctx, vNewTenantsLimited, wait, false)
 			return
 		}
@@ -122,14 +145,6 @@ func (r *Router) ingest(ctx *fasthttp.RequestCtx, a *admitted, newTenant bool) {
 	err := r.o.WAL.Commit(req)
 	if err != nil {
 		wal.ReleaseRequest(req)
-		if key != nil {
-			// Not ctx: it ends when the server drains, and a key left
-			// pending would hold a retry back for a whole lease.
-			r.o.Dedupe.Aborted(context.WithoutCancel(ctx), ticket)
-		}
-		if quarantined {
-			r.o.Pen.Unreserve(int64(bodyLen))
-		}
 		commitFailures.Inc()
 		r.logError("cannot commit hook", err)
 		if errors.Is(err, wal.ErrTooLarge) {
@@ -147,6 +162,7 @@ func (r *Router) ingest(ctx *fasthttp.RequestCtx, a *admitted, newTenant bool) {
 		reply(ctx, vUnavailable, true)
 		return
 	}
+	committed = true
 	bodyBytes.Add(bodyLen)
 	if key != nil {
 		r.o.Dedupe.Committed(context.WithoutCancel(ctx), ticket, req.ID, req.Seq)

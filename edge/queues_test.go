@@ -77,9 +77,12 @@ func TestTenantQueueCaps(t *testing.T) {
 	refused("small's second hook (max_queue_bytes 1500)", "small", 429, "tenant_overload")
 	// The node holds 3 of its 4: big's first passes 7/8 of the bound, but
 	// big holds nothing yet, so it is admitted (a share refuses only a
-	// tenant already holding some); its next is past the bound: 503.
+	// tenant already holding some). Now the node is full: big, holding
+	// more than its share, is refused first (429); a tenant holding
+	// nothing passes its caps and meets the node's own bound: 503.
 	held("big")
-	refused("big's second hook: the node is full", "big", 503, "overloaded")
+	refused("big's second hook: past its share of a full node", "big", 429, "tenant_overload")
+	refused("a new tenant's hook: the node is full", "fresh", 503, "overloaded")
 	if hooks, _ := q.Totals(); hooks != 4 {
 		t.Errorf("%d hooks queued, want 4", hooks)
 	}

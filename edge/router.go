@@ -104,6 +104,7 @@ type Router struct {
 // bucket holds and only changes its rate.
 type quarantineBucket struct {
 	b    *tenant.Bucket
+	mu   sync.Mutex // guards spec
 	spec config.Quarantine
 }
 
@@ -117,10 +118,12 @@ func (r *Router) quarantineBucket(src *source.Source) *tenant.Bucket {
 	now := r.o.Mono()
 	if v, ok := r.qbuckets.Load(src.Name); ok {
 		qb := v.(*quarantineBucket)
+		qb.mu.Lock()
 		if qb.spec != spec {
 			qb.b.Reconfigure(spec.Rate, spec.Burst, now)
 			qb.spec = spec
 		}
+		qb.mu.Unlock()
 		return qb.b
 	}
 	v, _ := r.qbuckets.LoadOrStore(src.Name, &quarantineBucket{b: tenant.NewBucket(spec.Rate, spec.Burst, now), spec: spec})
@@ -393,18 +396,12 @@ func (r *Router) Handle(ctx *fasthttp.RequestCtx) {
 		cost = a.limit // chunked: the bound
 	}
 	cost += int64(len(h.RawHeaders()))
-	// 9 (the bound). Past the node's own bound everyone waits: 503.
-	projected := r.pipeline.Load() + cost
-	if projected > r.maxPipeline {
-		reply(ctx, vOverloaded, true)
-		return
-	}
 	// 8. the tenant's queue caps; near the node's bound, also its share of
 	// it, so the tenant holding the most is refused (429) before anyone
 	// meets the 503.
 	if q := r.o.Queues; q != nil {
 		share := int64(0)
-		if near := r.maxPipeline / 8 * 7; projected > near {
+		if near := r.maxPipeline / 8 * 7; r.pipeline.Load()+cost > near {
 			share = near / max(q.Active(), 1)
 		}
 		if !q.Reserve(a.tenant, cost, share) {
@@ -413,7 +410,8 @@ func (r *Router) Handle(ctx *fasthttp.RequestCtx) {
 		}
 		defer q.Release(a.tenant, cost)
 	}
-	// 9. node-wide pipeline bytes (again: others reserved meanwhile).
+	// 9. node-wide pipeline bytes: past the node's own bound everyone
+	// waits, 503.
 	if r.pipeline.Add(cost) > r.maxPipeline {
 		r.pipeline.Add(-cost)
 		reply(ctx, vOverloaded, true)

@@ -16,8 +16,8 @@ import (
 //	version u8 = 1 | received_at i64 | event id [16] | bytes u32 | failure u8
 //	| source (uvarint length, bytes)
 //
-// Bytes is the record's size, what the pen's byte cap counts; Failure is
-// the verification failure (envelope.Fail*).
+// Bytes is the hook's body size, what the pen's byte cap counts (the edge
+// reserves the same); Failure is the verification failure (envelope.Fail*).
 type PenRow struct {
 	ReceivedAt int64
 	EventID    envelope.ID
