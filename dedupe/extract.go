@@ -1,6 +1,7 @@
 package dedupe
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/textproto"
 	"strings"
@@ -113,9 +114,11 @@ func (x *Extractor) Key(dst []byte, h Headers, body []byte) (key []byte, ok bool
 	// fastjson.MaxDepth, while Validate has no bound and recurses once a
 	// level (1 MiB of "[" overflows the stack and kills the process). The
 	// parser is lenient (NaN, 1.2.3, bad escapes, control characters):
-	// Validate what it accepted, so that only JSON gives a key.
+	// check what it accepted with encoding/json's strict scanner (no
+	// recursion; fastjson's own Validate let a raw NUL in a string
+	// through, FuzzExtractJSON found), so that only JSON gives a key.
 	root, err := p.ParseBytes(body)
-	if err != nil || fastjson.ValidateBytes(body) != nil {
+	if err != nil || !json.Valid(body) {
 		return dst, false
 	}
 	v := root.Get(x.path...)
