@@ -107,25 +107,13 @@ func TestFatalFault(t *testing.T) {
 			lastID := w.LastID()
 			inj.armed.Store(true)
 
-			type result struct {
-				a   ack
-				err error
-			}
-			results := make(chan result, 16)
+			results := make(chan commitResult, 16)
 			go func() {
 				a, err := commit(w, hook{tenant: "acme", tag: "failing"})
-				results <- result{a, err}
+				results <- commitResult{a, err}
 			}()
 			<-inj.entered // the failing batch is inside the broken operation
-			var queued int64
-			for i := 0; i < 8; i++ {
-				h := hook{tenant: fmt.Sprintf("t%d", i%3), tag: fmt.Sprintf("behind-%d", i)}
-				queued += int64(recordSize(h))
-				go func() {
-					a, err := commit(w, h)
-					results <- result{a, err}
-				}()
-			}
+			queued := commitBehind(w, results)
 			waitFor(t, "commits to queue behind the fault", func() bool { return w.QueuedBytes() == queued })
 			close(inj.release)
 			for i := 0; i < 9; i++ {

@@ -466,3 +466,25 @@ func hooksOf(recs []logRec) []logRec {
 	}
 	return hooks
 }
+
+// commitResult is what a commit made on another goroutine returned.
+type commitResult struct {
+	a   ack
+	err error
+}
+
+// commitBehind starts 8 commits (3 tenants) on their own goroutines, each
+// answering on results, and returns the bytes they queue: tests hold the
+// loop on a fault or a rotation and wait for QueuedBytes to reach it.
+func commitBehind(w *wal.WAL, results chan<- commitResult) int64 {
+	var queued int64
+	for i := 0; i < 8; i++ {
+		h := hook{tenant: fmt.Sprintf("t%d", i%3), tag: fmt.Sprintf("behind-%d", i)}
+		queued += int64(recordSize(h))
+		go func() {
+			a, err := commit(w, h)
+			results <- commitResult{a, err}
+		}()
+	}
+	return queued
+}

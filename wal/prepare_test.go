@@ -96,26 +96,14 @@ func TestPrepareFault(t *testing.T) {
 			// File 1 holds only its header: this batch does not rotate.
 			first := mustCommit(t, w, hook{tenant: "acme", tag: "first"})
 
-			type result struct {
-				a   ack
-				err error
-			}
-			results := make(chan result, 16)
+			results := make(chan commitResult, 16)
 			w0 := waits.Get()
 			go func() {
 				a, err := commit(w, hook{tenant: "acme", tag: "failing"})
-				results <- result{a, err}
+				results <- commitResult{a, err}
 			}()
 			waitFor(t, "the rotation to wait for the prepared file", func() bool { return waits.Get() > w0 })
-			var queued int64
-			for i := 0; i < 8; i++ {
-				h := hook{tenant: fmt.Sprintf("t%d", i%3), tag: fmt.Sprintf("behind-%d", i)}
-				queued += int64(recordSize(h))
-				go func() {
-					a, err := commit(w, h)
-					results <- result{a, err}
-				}()
-			}
+			queued := commitBehind(w, results)
 			waitFor(t, "commits to queue behind the rotation", func() bool { return w.QueuedBytes() == queued })
 			close(inj.release)
 			for i := 0; i < 9; i++ {
