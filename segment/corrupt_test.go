@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,15 +17,27 @@ import (
 
 // sealedFixture commits count hooks on a fresh MemFS, waits until they
 // are all sealed (64 KiB segments of 4 KiB blocks), closes the node and
-// returns the file system, the hooks and the catalogue.
+// returns the file system, the hooks and the catalogue. The store's clock
+// stands still while the hooks are committed and jumps past max_age once
+// they are all in, so only max_bytes splits them however slow the machine
+// is.
 func sealedFixture(t *testing.T, count, maxBody int) (vfs.FS, []envelope.Envelope, []meta.SegmentEntry) {
 	t.Helper()
 	fs := vfs.NewMem()
-	n := openNode(t, fs, nodeOptions{maxBytes: 64 << 10, maxAge: 20 * time.Millisecond, blockSize: 4 << 10})
+	var clock atomic.Int64
+	clock.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	now := func() time.Time { return time.Unix(0, clock.Load()) }
+	n := openNode(t, fs, nodeOptions{maxBytes: 64 << 10, maxAge: 20 * time.Millisecond, blockSize: 4 << 10, now: now})
 	var hooks []envelope.Envelope
 	for i := range count {
 		hooks = append(hooks, n.mustCommit(testHook(i, maxBody)))
 	}
+	// A fetch catches the store up, so the open segment holds every hook
+	// and was opened before the jump.
+	if _, err := n.store.Fetch(hooks[len(hooks)-1].ID); err != nil {
+		t.Fatal(err)
+	}
+	clock.Add(int64(time.Second)) // past max_age, short of a retention sweep
 	n.waitSealed(uint64(count))
 	entries := n.catalogue()
 	n.close()
