@@ -31,10 +31,12 @@ test: lint build services
 
 # The real services the tests use: RabbitMQ on 127.0.0.1:5672 and Redis on
 # 127.0.0.1:6379 (each started, and installed if missing, when nothing
-# answers there).
+# answers there), and the S3 server bin/versitygw (built with go install
+# if missing; each test starts its own, see internal/s3test).
 services:
 	@scripts/ensure-rabbitmq.sh
 	@scripts/ensure-redis.sh
+	@scripts/ensure-versitygw.sh
 
 # Each fuzz target for FUZZTIME: 15 targets, 90 s of fuzzing, about two
 # and a half minutes with their builds (the seed corpora in testdata/fuzz
