@@ -104,6 +104,21 @@ func (s *Store) PutSegment(e SegmentEntry) error {
 	return nil
 }
 
+// UpdateSegment changes the catalogue entry whose last seq is lastSeq
+// with fn and writes it back synced, serialised with every other update:
+// two stages marking one entry (removed, archived) never undo each other.
+// ok is false when no such entry exists.
+func (s *Store) UpdateSegment(lastSeq uint64, fn func(*SegmentEntry)) (e SegmentEntry, ok bool, err error) {
+	s.catMu.Lock()
+	defer s.catMu.Unlock()
+	e, ok, err = s.SegmentBySeq(lastSeq)
+	if err != nil || !ok || e.LastSeq != lastSeq {
+		return SegmentEntry{}, false, err
+	}
+	fn(&e)
+	return e, true, s.PutSegment(e)
+}
+
 // SegmentBySeq returns the segment whose seq range holds seq.
 func (s *Store) SegmentBySeq(seq uint64) (SegmentEntry, bool, error) {
 	e, ok, err := s.SegmentFromSeq(seq)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -31,6 +32,9 @@ type Options struct {
 // Store is the node's meta store.
 type Store struct {
 	db *pebble.DB
+	// catMu serialises read-modify-writes of catalogue entries (the
+	// retention sweep marks removed, the archive marks archived).
+	catMu sync.Mutex
 }
 
 type logger struct{ o *Options }

@@ -39,6 +39,8 @@ type nodeOptions struct {
 	canRemoveLocal func(meta.SegmentEntry) bool
 	// log wraps the WAL as the segment store sees it (nil: the WAL).
 	log func(segment.Log) segment.Log
+	// remote reads the segments retention removed (nil: none).
+	remote segment.Remote
 }
 
 func openNode(t testing.TB, fs vfs.FS, o nodeOptions) *node {
@@ -89,6 +91,7 @@ func tryOpenNode(t testing.TB, fs vfs.FS, o nodeOptions) (*node, error) {
 		Now:                o.now,
 		RetainLocal:        o.retainLocal,
 		CanRemoveLocal:     o.canRemoveLocal,
+		Remote:             o.remote,
 		OnFatal: func(err error) {
 			select {
 			case n.fatal <- err:

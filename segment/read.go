@@ -8,7 +8,6 @@ import (
 	"os"
 	"sync"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
 	"go.uber.org/zap"
 
 	"github.com/ankusa/ankusa/envelope"
@@ -18,21 +17,20 @@ import (
 // fileCache keeps up to max sealed segments open, least recently used
 // closed first. Safe for concurrent use.
 type fileCache struct {
-	fs  vfs.FS
 	max int
 	mu  sync.Mutex
 	lru *list.List // of *File, most recent at the front
 	m   map[uint64]*list.Element
 }
 
-func newFileCache(fs vfs.FS, max int) *fileCache {
-	return &fileCache{fs: fs, max: max, lru: list.New(), m: map[uint64]*list.Element{}}
+func newFileCache(max int) *fileCache {
+	return &fileCache{max: max, lru: list.New(), m: map[uint64]*list.Element{}}
 }
 
 // get returns the open segment of a catalogue entry. The returned File
 // stays usable if it is evicted meanwhile: eviction closes it only once no
 // reader holds it (see release).
-func (c *fileCache) get(dir string, e *meta.SegmentEntry) (*File, error) {
+func (c *fileCache) get(e *meta.SegmentEntry, open func() (*File, error)) (*File, error) {
 	c.mu.Lock()
 	if el, ok := c.m[e.LastSeq]; ok {
 		c.lru.MoveToFront(el)
@@ -42,7 +40,7 @@ func (c *fileCache) get(dir string, e *meta.SegmentEntry) (*File, error) {
 		return f, nil
 	}
 	c.mu.Unlock()
-	f, err := OpenFile(c.fs, c.fs.PathJoin(dir, e.Name))
+	f, err := open()
 	if err != nil {
 		return nil, err
 	}
@@ -139,15 +137,27 @@ func (s *Store) cachedBlock(firstSeq uint64, i int, read func() ([]byte, error))
 // retention: marked before, or between the catalogue read and the open.
 func (s *Store) openSealed(ent *meta.SegmentEntry) (*File, error) {
 	if ent.Removed {
-		return nil, fmt.Errorf("%w (segment %s)", ErrRemoved, ent.Name)
+		return s.openRemote(ent)
 	}
-	f, err := s.files.get(s.o.Dir, ent)
+	f, err := s.files.get(ent, func() (*File, error) { return OpenFile(s.o.FS, s.o.FS.PathJoin(s.o.Dir, ent.Name)) })
 	if errors.Is(err, os.ErrNotExist) {
 		if now, ok, lerr := s.o.Meta.SegmentBySeq(ent.LastSeq); lerr == nil && ok && now.Removed {
-			return nil, fmt.Errorf("%w (segment %s)", ErrRemoved, ent.Name)
+			return s.openRemote(&now)
 		}
 	}
 	return f, err
+}
+
+// openRemote opens a segment that retention removed from local disk in
+// the archive, or says it is gone when there is no archive to read.
+func (s *Store) openRemote(ent *meta.SegmentEntry) (*File, error) {
+	if s.o.Remote == nil || !ent.Archived {
+		return nil, fmt.Errorf("%w (segment %s)", ErrRemoved, ent.Name)
+	}
+	return s.files.get(ent, func() (*File, error) {
+		name, r := s.o.Remote.Open(ent)
+		return OpenReaderAt(name, r, ent.Size)
+	})
 }
 
 // Fetch returns the hook with event id id: from the catalogue (one seek)
@@ -401,9 +411,14 @@ func (s *Store) sweep() error {
 		return err
 	}
 	for _, e := range due {
-		e.Removed = true
-		if err := s.o.Meta.PutSegment(e); err != nil {
+		// The mark goes through UpdateSegment, serialised with the
+		// archive's own mark, so neither undoes the other.
+		e, ok, err := s.o.Meta.UpdateSegment(e.LastSeq, func(e *meta.SegmentEntry) { e.Removed = true })
+		if err != nil {
 			return err
+		}
+		if !ok {
+			return fmt.Errorf("retention: catalogue entry of segment %s vanished", e.Name)
 		}
 		s.files.drop(e.LastSeq)
 		s.cache.dropSegment(e.FirstSeq)

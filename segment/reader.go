@@ -33,7 +33,8 @@ type File struct {
 	Size   int64
 	Footer Footer
 	Index  []BlockInfo
-	f      vfs.File
+	r      io.ReaderAt // blocks are read through it
+	f      vfs.File    // the local file, closed by Close (nil: remote)
 
 	refs    int  // readers holding it (fileCache)
 	evicted bool // out of the fileCache: closed when refs reaches 0
@@ -46,7 +47,12 @@ func OpenFile(fs vfs.FS, path string) (*File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot open segment %q: %w", path, err)
 	}
-	sf, err := openReaderAt(path, f)
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cannot stat segment %q: %w", path, err)
+	}
+	sf, err := OpenReaderAt(path, f, st.Size())
 	if err != nil {
 		f.Close()
 		return nil, err
@@ -55,18 +61,11 @@ func OpenFile(fs vfs.FS, path string) (*File, error) {
 	return sf, nil
 }
 
-// sizedReaderAt is a file whose size is known.
-type sizedReaderAt interface {
-	io.ReaderAt
-	Stat() (vfs.FileInfo, error)
-}
-
-func openReaderAt(path string, f sizedReaderAt) (*File, error) {
-	st, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("cannot stat segment %q: %w", path, err)
-	}
-	size := st.Size()
+// OpenReaderAt opens a segment of size bytes read through r (an archived
+// one, read with ranged reads) and checks its header, footer and index.
+// path names it in errors. Damage is a *CorruptError.
+func OpenReaderAt(path string, r io.ReaderAt, size int64) (*File, error) {
+	f := r
 	corrupt := func(off int64, reason string) error {
 		return &CorruptError{File: path, Offset: off, Reason: reason}
 	}
@@ -103,7 +102,7 @@ func openReaderAt(path string, f sizedReaderAt) (*File, error) {
 	if reason := checkIndex(idx, &foot); reason != "" {
 		return nil, corrupt(foot.IndexOffset, reason)
 	}
-	return &File{Path: path, Size: size, Footer: foot, Index: idx}, nil
+	return &File{Path: path, Size: size, Footer: foot, Index: idx, r: r}, nil
 }
 
 // Close closes the file.
@@ -137,7 +136,7 @@ func blockForID(idx []BlockInfo, id envelope.ID) int {
 // ReadBlock reads block i, checks its CRC and decompresses it, appending
 // the raw records to dst.
 func (s *File) ReadBlock(i int, dec *zstd.Decoder, dst []byte) ([]byte, error) {
-	return readBlock(s.Path, s.f, &s.Index[i], dec, dst)
+	return readBlock(s.Path, s.r, &s.Index[i], dec, dst)
 }
 
 func readBlock(path string, f io.ReaderAt, b *BlockInfo, dec *zstd.Decoder, dst []byte) ([]byte, error) {

@@ -3,6 +3,7 @@ package segment
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -37,6 +38,13 @@ type Log interface {
 	FS() vfs.FS
 }
 
+// Remote reads archived segments.
+type Remote interface {
+	// Open returns a name for errors and a ranged reader of the archived
+	// segment of e (e.Size bytes).
+	Open(e *meta.SegmentEntry) (name string, r io.ReaderAt)
+}
+
 // Options configure a Store.
 type Options struct {
 	// FS is the file system segments are written through (the WAL's, so
@@ -58,6 +66,13 @@ type Options struct {
 	// RetainLocal; later stages add their conditions here (archived,
 	// delivered). nil: age alone decides.
 	CanRemoveLocal func(meta.SegmentEntry) bool
+	// Remote reads the segments retention removed from local disk (the
+	// archive): fetch and scan go on working after a segment is gone.
+	// nil: a removed segment's hooks are ErrRemoved.
+	Remote Remote
+	// OnSealed is called after a segment is sealed and catalogued (the
+	// archive uploads it without waiting for its next poll).
+	OnSealed func()
 	// DispatchCheckpoint is the seq up to which dispatch no longer needs
 	// the log. A WAL file is deleted only when every hook in it is sealed
 	// and at or below it (DESIGN.md §6 item 3). nil: no WAL file is ever
@@ -171,7 +186,7 @@ func Open(o Options) (*Store, error) {
 	}
 	s := &Store{
 		o: o, enc: NewEncoder(), dec: NewDecoder(),
-		files: newFileCache(o.FS, 64), cache: newBlockCache(o.CacheBytes),
+		files: newFileCache(64), cache: newBlockCache(o.CacheBytes),
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	if err := wal.MkdirAllSynced(o.FS, o.Dir); err != nil {
@@ -376,7 +391,7 @@ func (s *Store) loop() {
 			s.fatal(err)
 			return
 		}
-		if now := s.o.Now(); now.Sub(lastSweep) >= time.Minute {
+		if now := s.o.Now(); now.Sub(lastSweep) >= s.sweepEvery() {
 			lastSweep = now
 			if err := s.sweep(); err != nil {
 				s.fatal(err)
@@ -384,6 +399,12 @@ func (s *Store) loop() {
 			}
 		}
 	}
+}
+
+// sweepEvery is how often retention runs: a tenth of RetainLocal, at
+// least a second apart and at most a minute.
+func (s *Store) sweepEvery() time.Duration {
+	return min(max(s.o.RetainLocal/10, time.Second), time.Minute)
 }
 
 // fatal stops the sealer for good and tells the node.
@@ -500,6 +521,9 @@ func (s *Store) seal() error {
 	sealedFileBytes.Add(int(size))
 	sealSeconds.UpdateDuration(start)
 	unsealedHooks.Set(0)
+	if s.o.OnSealed != nil {
+		s.o.OnSealed()
+	}
 	return s.deleteWALFiles()
 }
 
