@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -24,6 +25,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/ankusa/ankusa/admin"
+	"github.com/ankusa/ankusa/archive"
 	"github.com/ankusa/ankusa/config"
 	"github.com/ankusa/ankusa/dedupe"
 	"github.com/ankusa/ankusa/dispatch"
@@ -88,6 +90,7 @@ type node struct {
 	wal        *wal.WAL
 	segments   *segment.Store
 	dispatch   atomic.Pointer[dispatch.Dispatcher]
+	uploader   atomic.Pointer[archive.Uploader]
 	direct     *dispatch.Direct // wal.type: none
 	router     *edge.Router
 	fleet      *dedupe.Fleet  // dedupe.scope: fleet
@@ -101,9 +104,6 @@ type node struct {
 }
 
 func start(cfg *config.Config, recovery string, log *zap.Logger) (*node, error) {
-	if cfg.Archive.Type != "none" {
-		log.Warn("archive is configured but this build does not archive yet; hooks stay in the local WAL", zap.String("archive.type", cfg.Archive.Type))
-	}
 	dataDir := cfg.Node.DataDir
 	if err := wal.MkdirAllSynced(vfs.Default, dataDir); err != nil {
 		return nil, fmt.Errorf("cannot create node.data_dir %q: %w", dataDir, err)
@@ -267,6 +267,17 @@ func (n *node) openDisk(cfg *config.Config, recovery string, ordinal uint16, sou
 	}
 	n.wal = w
 	log.Info("wal recovered", zap.Uint64("last_seq", w.LastSeq()), zap.Stringer("last_id", w.LastID()), zap.Int("tenants", w.TenantCount()))
+	backend, layout, err := archive.Open(cfg.Archive)
+	if err != nil {
+		return nil, err
+	}
+	var remote segment.Remote
+	if backend != nil {
+		remote = archive.NewReader(backend, layout, cfg.Node.Name)
+		if !slices.Contains(cfg.Node.Roles, "archive") {
+			log.Warn("archive is configured but node.roles lacks archive: segments are not uploaded, so none is ever removed from local disk", zap.String("archive", backend.String()))
+		}
+	}
 	n.segments, err = segment.Open(segment.Options{
 		FS:          vfs.Default,
 		Dir:         filepath.Join(dataDir, "segments"),
@@ -283,7 +294,18 @@ func (n *node) openDisk(cfg *config.Config, recovery string, ordinal uint16, sou
 			}
 			return 0
 		},
+		Remote: remote,
+		OnSealed: func() {
+			if u := n.uploader.Load(); u != nil {
+				u.Notify()
+			}
+		},
 		CanRemoveLocal: func(e meta.SegmentEntry) bool {
+			if backend != nil {
+				// Archived: fetch and retries read the archive from now on
+				// (DESIGN.md §6 item 3: only after a synced archived mark).
+				return e.Archived
+			}
 			d := n.dispatch.Load()
 			if d == nil {
 				return false
@@ -302,6 +324,30 @@ func (n *node) openDisk(cfg *config.Config, recovery string, ordinal uint16, sou
 	}
 	if last, ok, err := ms.LastSegment(); err == nil && ok {
 		log.Info("segments recovered", zap.Uint64("last_sealed_seq", last.LastSeq))
+	}
+	if backend != nil && slices.Contains(cfg.Node.Roles, "archive") {
+		u, err := archive.StartUploader(archive.UploaderOptions{
+			Backend: backend, Layout: layout, Node: cfg.Node.Name, Meta: ms,
+			FS: vfs.Default, Dir: filepath.Join(dataDir, "segments"),
+			Concurrency: cfg.Archive.Concurrency,
+			Logger:      log, OnFatal: fatalStorage(log),
+		})
+		if err != nil {
+			return nil, err
+		}
+		n.uploader.Store(u)
+		if s3, ok := backend.(*archive.S3); ok {
+			// An unreachable archive does not stop ingest (segments wait on
+			// local disk), but a wrong bucket must be seen at once.
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				if err := s3.Check(ctx); err != nil {
+					log.Error("archive: cannot reach the bucket; segments stay on local disk until it answers", zap.Error(err))
+				}
+			}()
+		}
+		log.Info("archiving sealed segments", zap.String("archive", backend.String()), zap.String("prefix", layout.Prefix))
 	}
 
 	d, err := dispatch.Open(dispatch.Options{
@@ -546,6 +592,9 @@ func (n *node) closeStorage(log *zap.Logger) bool {
 			good = false
 		}
 	}
+	if u := n.uploader.Load(); u != nil {
+		u.Close()
+	}
 	if n.segments != nil {
 		if err := n.segments.Close(); err != nil {
 			log.Error("cannot close the segment store", zap.Error(err))
@@ -600,8 +649,8 @@ type hookFetcher struct{ s *segment.Store }
 
 func (f hookFetcher) Fetch(_ context.Context, _ string, id envelope.ID) (*envelope.Envelope, error) {
 	e, err := f.s.Fetch(id)
-	// A hook whose segment retention removed from local disk is not on this
-	// node any more; reading it from the archive arrives with the archive.
+	// A hook whose segment retention removed from local disk is read from
+	// the archive; with no archive it is not on this node any more.
 	if errors.Is(err, segment.ErrNotFound) || errors.Is(err, segment.ErrRemoved) {
 		return nil, fmt.Errorf("%w: %w", admin.ErrHookNotFound, err)
 	}

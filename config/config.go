@@ -157,6 +157,8 @@ type Archive struct {
 	AccessKey Secret `yaml:"access_key"`
 	SecretKey Secret `yaml:"secret_key"`
 	TLS       bool   `yaml:"tls"`
+	// Concurrency bounds the uploads in flight (default 4).
+	Concurrency int `yaml:"concurrency"`
 }
 
 // Dispatch tunes the delivery stage (sinks carry their own retry keys).

@@ -100,6 +100,9 @@ func (c *Config) ApplyDefaults() {
 	if c.Archive.Type == "" {
 		c.Archive.Type = "none"
 	}
+	if c.Archive.Concurrency == 0 {
+		c.Archive.Concurrency = 4
+	}
 	if c.SourceStore.Type == "" {
 		c.SourceStore.Type = "static"
 	}

@@ -140,6 +140,9 @@ func Validate(c *Config, opts ValidateOptions) Problems {
 	if !slices.Contains([]string{"none", "dir", "s3"}, c.Archive.Type) {
 		p.add("archive.type: %q must be s3, dir or none", c.Archive.Type)
 	}
+	if c.Archive.Concurrency < 1 || c.Archive.Concurrency > 64 {
+		p.add("archive.concurrency: %d must be between 1 and 64", c.Archive.Concurrency)
+	}
 	if c.Archive.Type == "dir" && c.Archive.Path == "" {
 		p.add("archive.path: required with archive.type: dir")
 	}

@@ -1,0 +1,29 @@
+// Package archive ships sealed segments off the node and reads them back
+// (DESIGN.md §2.6).
+//
+// A Backend is where archived objects live: an S3-compatible bucket
+// (minio-go) or a local directory with the same key layout. Every sealed
+// segment is uploaded as
+//
+//	<prefix>/segments/node=<node>/<yyyy>/<mm>/<dd>/<first_seq>-<last_seq>.seg
+//
+// with its catalogue entry beside it as a small JSON object (.cat), so
+// replay needs no node: listing the .cat objects tells which segments hold
+// which seqs, event ids and receipt times. The date is the UTC day of the
+// segment's first receipt time; seqs are zero-padded so keys list in seq
+// order.
+//
+// An Uploader follows the node's catalogue: it uploads each sealed segment
+// that is not archived yet (the .seg first, then the .cat, both with
+// If-None-Match: * so no node can overwrite another's object), checks the
+// server's checksum, and only then writes the synced "archived" mark that
+// lets retention delete the local file (DESIGN.md §6 item 3). A crash
+// between the upload and the mark uploads again: the server refuses the
+// write, the uploader finds the same bytes there, and marks.
+//
+// A Reader serves ranged reads of archived segments, so a hook whose local
+// segment is gone is still fetched (one block per read, the block index
+// says which range). Replay streams a time range of hooks out of an archive
+// with no node running, skipping tenants whose tombstone object says they
+// were erased after the hook was received.
+package archive
