@@ -26,6 +26,7 @@ commands:
   check-config  -config FILE                                   exit 0, or 78 naming every problem
   inspect wal   [-v] DIR                                       print the WAL's records, one per line
   inspect segment [-v] FILE                                    print a segment's footer and block index, verify it
+  replay        -config FILE [-since T] [-until T] [-tenant T] [-source S] [-node N] [-quarantined] [-to URL [-c N]]   print archived hooks as NDJSON, or post them to URL
   version                                                      print the version
 `
 
@@ -43,6 +44,8 @@ func Main(args []string) int {
 		return checkConfig(args[1:])
 	case "inspect":
 		return inspect(args[1:])
+	case "replay":
+		return replay(args[1:])
 	case "version", "-version", "--version":
 		fmt.Println("ankusa", Version)
 		return 0
