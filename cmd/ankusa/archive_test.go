@@ -27,7 +27,9 @@ import (
 // segments: three shared sources that trust the URL's tenant.
 const archiveYAML = `node: {name: edge-arch, data_dir: %s}
 listen: %s
-admin: {listen: %s}
+admin:
+  listen: %s
+  tokens: [{name: ops, sha256: %s, scopes: ["tenant:*"]}]
 limits: {max_body_bytes: 64KiB, max_header_bytes: 16KiB}
 route_resolver: {type: tenantpath, prefix: [webhooks]}
 rate_limits:
@@ -53,7 +55,7 @@ func archiveNode(t *testing.T, srv *s3test.Server, bucket, retain string) *testN
 			t.Fatal(err)
 		}
 	}
-	yaml := fmt.Sprintf(archiveYAML, n.dataDir, n.listen, n.admin, retain, srv.Endpoint, bucket, ak, sk)
+	yaml := fmt.Sprintf(archiveYAML, n.dataDir, n.listen, n.admin, sha256Hex(opsToken), retain, srv.Endpoint, bucket, ak, sk)
 	if err := os.WriteFile(n.config, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -249,11 +251,32 @@ func TestArchiveAndReplay(t *testing.T) {
 	// Retention (1s) removes archived segments: a fetch of an early hook
 	// reads the archive.
 	deadline := time.Now().Add(20 * time.Second)
-	for metric(t, n.admin, "ankusa_segment_retention_removed_total") == 0 {
+	for {
+		first, err := filepath.Glob(filepath.Join(n.dataDir, "segments", "00000000000000000001-*.seg"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(first) == 0 && metric(t, n.admin, "ankusa_segment_retention_removed_total") > 0 {
+			break
+		}
 		if time.Now().After(deadline) {
-			t.Fatal("retention removed no archived segment")
+			t.Fatal("retention did not remove the first archived segment")
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+	// The first hooks' segments are gone from local disk: the admin API
+	// fetches them from the archive, body intact. (The first 20 answers
+	// are among the first seqs: at most 32 were in flight.)
+	ac := newAdminClient(t, n.admin)
+	for _, h := range s.acked[:20] {
+		a := ac.get(hookPath(h.tenant, h.id), opsToken)
+		var e envelope.Envelope
+		if a.status != http.StatusOK || e.UnmarshalJSON(a.body) != nil || !bytes.Equal(e.Body, h.body) {
+			t.Fatalf("fetch of %s after its segment left local disk: %d %s", h.id, a.status, a.body)
+		}
+	}
+	if metric(t, n.admin, "ankusa_archive_reads_total") == 0 {
+		t.Fatal("the fetches did not read the archive")
 	}
 	p.stop()
 

@@ -152,6 +152,20 @@ func TestDispatchOutageRetriesAndDeadLetters(t *testing.T) {
 			}
 		}
 	}
+	// Sink a's breaker opens after the first failures, and the hooks it
+	// holds back meanwhile are rescheduled without an attempt: the first
+	// acknowledged hook need not be among those tried. One of the first
+	// hooks was.
+	for _, ack := range acks[1:min(len(acks), 64)] {
+		if len(aTries) > 0 {
+			break
+		}
+		for _, a := range attemptsOf(t, c, ack.tenant, ack.id) {
+			if a.Sink == "a" {
+				aTries = append(aTries, a)
+			}
+		}
+	}
 	if len(aTries) == 0 || aTries[0].Error == "" || aTries[0].Outcome != "retry" {
 		t.Fatalf("attempt log of sink a while its receiver is down: %+v", aTries)
 	}
