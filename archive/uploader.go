@@ -130,9 +130,12 @@ func (u *Uploader) loop() {
 // uploads for what is not in flight, up to the concurrency bound, and
 // updates the lag figures.
 func (u *Uploader) scan() error {
+	// The catalogue is read under u.mu: an upload marks its entry before
+	// it leaves the in-flight set (under u.mu), so an entry seen unmarked
+	// here is either in flight or not uploaded yet, never uploaded twice.
 	u.mu.Lock()
+	defer u.mu.Unlock()
 	from, failed := u.from, u.failed
-	u.mu.Unlock()
 	if failed {
 		return nil
 	}
@@ -172,8 +175,6 @@ func (u *Uploader) scan() error {
 	} else {
 		lagSeconds.Set(0)
 	}
-	u.mu.Lock()
-	defer u.mu.Unlock()
 	switch {
 	case first != 0:
 		u.from = first
