@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -17,25 +18,34 @@ import (
 
 // The -vs-wrk mode checks the instrument rather than the servers: it runs
 // wrk and loadgen, alternately, against the bare ceiling, and compares what
-// they report. Two cases:
+// they report. Two kinds of case:
 //
 //   - closed loop, 64 connections, as fast as answers come (wrk -t2 -c64;
 //     loadgen -c 64): throughput. On cores the client shares with the
 //     server this mostly compares the two clients' CPU cost per request.
 //   - a fixed rate well below saturation: wrk cannot send on a schedule
 //     (wrk2 is not packaged), so wrk paces itself with a Lua delay() of
-//     1 ms between a connection's requests (wrk -t1 -c5); its measured rate
+//     1 ms between a connection's requests (wrk -t1 -cN); its measured rate
 //     is then loadgen's open-loop -rate, on as many connections (the
-//     server's cost per request depends on how busy each connection is). Latency percentiles are compared
-//     as wrk measures them, from the actual send; loadgen's from the
+//     server's cost per request depends on how busy each connection is),
+//     once with each engine (the default go engine and -engine epoll,
+//     which runs one epoll loop as wrk does), then wrk runs again: how
+//     far wrk agrees with itself is the floor under any agreement. With
+//     N = 5 wrk's connections wake on the same millisecond tick of its
+//     timers and send in bursts, which loadgen's even schedule does not
+//     reproduce; with N = 1 both send one request at a time, about every
+//     1.2 ms: the like-for-like case. Latency percentiles are compared as
+//     wrk measures them, from the actual send; loadgen's from the
 //     schedule, which add its own send lag, are shown beside them.
 const (
 	wrkClosedConns = 64
-	wrkPacedConns  = 5
 	wrkDelayMs     = 1
 	// agreeWithin is the agreement the comparison asks for.
 	agreeWithin = 0.15
 )
+
+// wrkPacedConns are the connection counts of the paced cases.
+var wrkPacedConns = []int{5, 1}
 
 // wrkScript posts the body file and prints the summary as one JSON line.
 const wrkScript = `wrk.method = "POST"
@@ -67,16 +77,27 @@ type wrkResult struct {
 
 func (w wrkResult) rps() float64 { return div(w.Requests, w.DurationUS/1e6) }
 
-// wrkRound is one round of both cases.
+// wrkRound is one round of every case.
 type wrkRound struct {
 	ClosedWrk     wrkResult  `json:"closed_wrk"`
 	ClosedLoadgen loadResult `json:"closed_loadgen"`
 	ClosedWrkCPU  float64    `json:"closed_wrk_cpu_s"`
 	ClosedLoadCPU float64    `json:"closed_loadgen_cpu_s"`
-	PacedWrk      wrkResult  `json:"paced_wrk"`
-	PacedLoadgen  loadResult `json:"paced_loadgen"`
-	PacedWrkCPU   float64    `json:"paced_wrk_cpu_s"`
-	PacedLoadCPU  float64    `json:"paced_loadgen_cpu_s"`
+	Paced         []pacedRun `json:"paced"` // by wrkPacedConns
+}
+
+// pacedRun is one paced case of a round: wrk, then loadgen at wrk's rate
+// with either engine.
+type pacedRun struct {
+	Conns    int        `json:"conns"`
+	Wrk      wrkResult  `json:"wrk"`
+	WrkCPU   float64    `json:"wrk_cpu_s"`
+	WrkAgain wrkResult  `json:"wrk_again"` // after loadgen: the comparison's noise floor
+	AgainCPU float64    `json:"wrk_again_cpu_s"`
+	Loadgen  loadResult `json:"loadgen"`
+	LoadCPU  float64    `json:"loadgen_cpu_s"`
+	Epoll    loadResult `json:"loadgen_epoll"`
+	EpollCPU float64    `json:"loadgen_epoll_cpu_s"`
 }
 
 // wrkReport is the -vs-wrk report; -json writes it whole.
@@ -89,7 +110,7 @@ type wrkReport struct {
 	WallSeconds float64          `json:"wall_seconds"`
 }
 
-// compareWrk runs o.rounds rounds of both cases against one ceiling server.
+// compareWrk runs o.rounds rounds of every case against one ceiling server.
 func compareWrk(ctx context.Context, o *options) (*wrkReport, error) {
 	wrk, err := exec.LookPath("wrk")
 	if err != nil {
@@ -133,33 +154,77 @@ func compareWrk(ctx context.Context, o *options) (*wrkReport, error) {
 		if r.ClosedLoadgen, r.ClosedLoadCPU, err = runLoadgen(ctx, o, loadArgs(o, s.url, wrkClosedConns, 0)); err != nil {
 			return nil, err
 		}
-		if _, err := settle(ctx, o.settle); err != nil {
-			return nil, err
-		}
-		if r.PacedWrk, r.PacedWrkCPU, err = runWrk(ctx, wrk, "-t1", "-c"+strconv.Itoa(wrkPacedConns), "-d"+secs, "-s", pacedLua, s.url); err != nil {
-			return nil, err
-		}
-		if _, err := settle(ctx, o.settle); err != nil {
-			return nil, err
-		}
-		if r.PacedLoadgen, r.PacedLoadCPU, err = runLoadgen(ctx, o, loadArgs(o, s.url, wrkPacedConns, r.PacedWrk.rps())); err != nil {
-			return nil, err
-		}
-		fmt.Fprintf(os.Stderr, "harness: round %d: closed wrk %.0f, loadgen %.0f req/s; paced wrk %.0f req/s p99 %.0f µs, loadgen p99 from send %.0f µs\n",
-			round, r.ClosedWrk.rps(), r.ClosedLoadgen.ThroughputRPS, r.PacedWrk.rps(), r.PacedWrk.P99, fromSend(r.PacedLoadgen).P99)
-		for _, w := range []wrkResult{r.ClosedWrk, r.PacedWrk} {
-			if w.Errors > 0 || w.Non2xx > 0 {
-				rep.Failures = append(rep.Failures, fmt.Sprintf("round %d: wrk saw %.0f errors, %.0f non-2xx answers", round, w.Errors, w.Non2xx))
+		for _, conns := range wrkPacedConns {
+			p, err := pacedCase(ctx, o, wrk, pacedLua, secs, s.url, conns, round%2 == 0)
+			if err != nil {
+				return nil, err
 			}
+			r.Paced = append(r.Paced, p)
+			fmt.Fprintf(os.Stderr, "harness: round %d: paced %d conns: wrk %.0f req/s p50 %.0f p99 %.0f µs; from send: loadgen p50 %.0f p99 %.0f µs, epoll p50 %.0f p99 %.0f µs\n",
+				round, conns, p.Wrk.rps(), p.Wrk.P50, p.Wrk.P99, fromSend(p.Loadgen).P50, fromSend(p.Loadgen).P99, fromSend(p.Epoll).P50, fromSend(p.Epoll).P99)
 		}
-		for _, l := range []loadResult{r.ClosedLoadgen, r.PacedLoadgen} {
-			if l.Errors > 0 || l.Status["201"] != l.Requests {
-				rep.Failures = append(rep.Failures, fmt.Sprintf("round %d: loadgen %s loop: %d errors, statuses %v", round, l.Mode, l.Errors, l.Status))
+		fmt.Fprintf(os.Stderr, "harness: round %d: closed wrk %.0f, loadgen %.0f req/s\n", round, r.ClosedWrk.rps(), r.ClosedLoadgen.ThroughputRPS)
+		if w := r.ClosedWrk; w.Errors > 0 || w.Non2xx > 0 {
+			rep.Failures = append(rep.Failures, fmt.Sprintf("round %d: wrk closed loop saw %.0f errors, %.0f non-2xx answers", round, w.Errors, w.Non2xx))
+		}
+		if l := r.ClosedLoadgen; l.Errors > 0 || l.Status["201"] != l.Requests {
+			rep.Failures = append(rep.Failures, fmt.Sprintf("round %d: loadgen closed loop: %d errors, statuses %v", round, l.Errors, l.Status))
+		}
+		for _, p := range r.Paced {
+			for _, w := range []wrkResult{p.Wrk, p.WrkAgain} {
+				if w.Errors > 0 || w.Non2xx > 0 {
+					rep.Failures = append(rep.Failures, fmt.Sprintf("round %d: wrk paced, %d conns, saw %.0f errors, %.0f non-2xx answers", round, p.Conns, w.Errors, w.Non2xx))
+				}
+			}
+			for _, l := range []loadResult{p.Loadgen, p.Epoll} {
+				if l.Errors > 0 || l.Status["201"] != l.Requests {
+					rep.Failures = append(rep.Failures, fmt.Sprintf("round %d: loadgen paced, %d conns: %d errors, statuses %v", round, p.Conns, l.Errors, l.Status))
+				}
 			}
 		}
 		rep.Rounds = append(rep.Rounds, r)
 	}
 	return rep, nil
+}
+
+// pacedCase runs wrk paced by its delay() on conns connections, then
+// loadgen at the rate wrk reached with each engine (the epoll engine first
+// when epollFirst, so that rounds alternate the order), then wrk again:
+// how far wrk agrees with itself a minute later is the floor under any
+// agreement between the two clients.
+func pacedCase(ctx context.Context, o *options, wrk, lua, secs, url string, conns int, epollFirst bool) (pacedRun, error) {
+	p := pacedRun{Conns: conns}
+	var err error
+	if _, err := settle(ctx, o.settle); err != nil {
+		return p, err
+	}
+	if p.Wrk, p.WrkCPU, err = runWrk(ctx, wrk, "-t1", "-c"+strconv.Itoa(conns), "-d"+secs, "-s", lua, url); err != nil {
+		return p, err
+	}
+	args := loadArgs(o, url, conns, p.Wrk.rps())
+	runs := []func() error{
+		func() (err error) { p.Loadgen, p.LoadCPU, err = runLoadgen(ctx, o, args); return err },
+		func() (err error) {
+			p.Epoll, p.EpollCPU, err = runLoadgen(ctx, o, append(slices.Clip(args), "-engine", "epoll"))
+			return err
+		},
+	}
+	if epollFirst {
+		runs[0], runs[1] = runs[1], runs[0]
+	}
+	for _, run := range runs {
+		if _, err := settle(ctx, o.settle); err != nil {
+			return p, err
+		}
+		if err := run(); err != nil {
+			return p, err
+		}
+	}
+	if _, err := settle(ctx, o.settle); err != nil {
+		return p, err
+	}
+	p.WrkAgain, p.AgainCPU, err = runWrk(ctx, wrk, "-t1", "-c"+strconv.Itoa(conns), "-d"+secs, "-s", lua, url)
+	return p, err
 }
 
 // wrkBody is a JSON object of exactly n bytes.
@@ -217,8 +282,8 @@ func (rep *wrkReport) markdown() string {
 	m := rep.Machine
 	fmt.Fprintf(&b, "make bench-wrk, %s\n\n- %s; %s\n", m.Date, m.Platform(), unpinned)
 	fmt.Fprintf(&b, "- bench/ceiling (reads the body, answers 201), 1 KiB JSON bodies, %s per run, %d round(s) alternating the clients; medians of the rounds\n", rep.Duration, len(rep.Rounds))
-	fmt.Fprintf(&b, "- closed: `wrk -t2 -c%d` and `loadgen -c %d`; paced: `wrk -t1 -c%d` with a Lua delay() of %d ms, and `loadgen -c %d -rate R` (open loop) at the rate wrk reached; latency from the actual send for both, loadgen's from the schedule beside it\n\n",
-		wrkClosedConns, wrkClosedConns, wrkPacedConns, wrkDelayMs, wrkPacedConns)
+	fmt.Fprintf(&b, "- closed: `wrk -t2 -c%d` and `loadgen -c %d`; paced: `wrk -t1 -cN` with a Lua delay() of %d ms, and `loadgen -c N -rate R` (open loop; the go engine, then `-engine epoll`) at the rate wrk reached, then wrk again (the noise floor), for N = %s; latency from the actual send for all, loadgen's from the schedule beside it\n\n",
+		wrkClosedConns, wrkClosedConns, wrkDelayMs, joinInts(wrkPacedConns, " and "))
 
 	med := func(f func(wrkRound) float64) float64 {
 		v := make([]float64, len(rep.Rounds))
@@ -228,53 +293,111 @@ func (rep *wrkReport) markdown() string {
 		return benchkit.Median(v)
 	}
 	us := func(v float64) string { return fmt.Sprintf("%.0f", v) }
-	verdict := func(ratio float64) string { return yesNo(within(ratio, agreeWithin)) }
 	t := benchkit.Table{Header: []string{"case", "client", "req/s", "p50 µs", "p90 µs", "p99 µs", "p99.9 µs", "client CPU µs/req"}, Left: map[int]bool{0: true, 1: true}}
 	cpuPer := func(cpu, rps float64, d time.Duration) float64 { return div(cpu*1e6, rps*d.Seconds()) }
 	// wrk runs for the duration; loadgen for its warm-up too, at about the
 	// same rate.
 	dur, _ := time.ParseDuration(rep.Duration)
 	warm, _ := time.ParseDuration(rep.Warmup)
-	wc, lc := med(func(r wrkRound) float64 { return r.ClosedWrk.rps() }), med(func(r wrkRound) float64 { return r.ClosedLoadgen.ThroughputRPS })
-	t.Add("closed", "wrk", thousands(wc),
-		us(med(func(r wrkRound) float64 { return r.ClosedWrk.P50 })), us(med(func(r wrkRound) float64 { return r.ClosedWrk.P90 })),
-		us(med(func(r wrkRound) float64 { return r.ClosedWrk.P99 })), us(med(func(r wrkRound) float64 { return r.ClosedWrk.P999 })),
-		fmt.Sprintf("%.1f", med(func(r wrkRound) float64 { return cpuPer(r.ClosedWrkCPU, r.ClosedWrk.rps(), dur) })))
-	t.Add("closed", "loadgen", thousands(lc),
-		us(med(func(r wrkRound) float64 { return r.ClosedLoadgen.LatencyUS.P50 })), us(med(func(r wrkRound) float64 { return r.ClosedLoadgen.LatencyUS.P90 })),
-		us(med(func(r wrkRound) float64 { return r.ClosedLoadgen.LatencyUS.P99 })), us(med(func(r wrkRound) float64 { return r.ClosedLoadgen.LatencyUS.P999 })),
-		fmt.Sprintf("%.1f", med(func(r wrkRound) float64 {
-			return cpuPer(r.ClosedLoadCPU, r.ClosedLoadgen.ThroughputRPS, dur+warm)
-		})))
-	pw := func(f func(wrkResult) float64) float64 { return med(func(r wrkRound) float64 { return f(r.PacedWrk) }) }
-	pl := func(f func(benchkit.Latency) float64) float64 {
-		return med(func(r wrkRound) float64 { return f(fromSend(r.PacedLoadgen)) })
+	// row adds a client's medians; lat picks its latency in a round.
+	row := func(kase, client string, rps func(wrkRound) float64, lat func(wrkRound) benchkit.Latency, cpu func(wrkRound) float64) {
+		rate, cpuCol := "", ""
+		if rps != nil {
+			rate = thousands(med(rps))
+		}
+		if cpu != nil {
+			cpuCol = fmt.Sprintf("%.1f", med(cpu))
+		}
+		t.Add(kase, client, rate,
+			us(med(func(r wrkRound) float64 { return lat(r).P50 })), us(med(func(r wrkRound) float64 { return lat(r).P90 })),
+			us(med(func(r wrkRound) float64 { return lat(r).P99 })), us(med(func(r wrkRound) float64 { return lat(r).P999 })), cpuCol)
 	}
-	ps := func(f func(benchkit.Latency) float64) float64 {
-		return med(func(r wrkRound) float64 { return f(r.PacedLoadgen.LatencyUS) })
+	row("closed", "wrk", func(r wrkRound) float64 { return r.ClosedWrk.rps() },
+		func(r wrkRound) benchkit.Latency { return r.ClosedWrk.latency() },
+		func(r wrkRound) float64 { return cpuPer(r.ClosedWrkCPU, r.ClosedWrk.rps(), dur) })
+	row("closed", "loadgen", func(r wrkRound) float64 { return r.ClosedLoadgen.ThroughputRPS },
+		func(r wrkRound) benchkit.Latency { return r.ClosedLoadgen.LatencyUS },
+		func(r wrkRound) float64 { return cpuPer(r.ClosedLoadCPU, r.ClosedLoadgen.ThroughputRPS, dur+warm) })
+	for i, conns := range wrkPacedConns {
+		kase := fmt.Sprintf("paced, %d conn%s", conns, plural(conns))
+		p := func(r wrkRound) pacedRun { return r.Paced[i] }
+		row(kase, "wrk", func(r wrkRound) float64 { return p(r).Wrk.rps() },
+			func(r wrkRound) benchkit.Latency { return p(r).Wrk.latency() },
+			func(r wrkRound) float64 { return cpuPer(p(r).WrkCPU, p(r).Wrk.rps(), dur) })
+		for _, engine := range []struct {
+			name string
+			res  func(pacedRun) (loadResult, float64)
+		}{
+			{"loadgen", func(p pacedRun) (loadResult, float64) { return p.Loadgen, p.LoadCPU }},
+			{"loadgen epoll", func(p pacedRun) (loadResult, float64) { return p.Epoll, p.EpollCPU }},
+		} {
+			l := func(r wrkRound) loadResult { res, _ := engine.res(p(r)); return res }
+			row(kase, engine.name+", from send", func(r wrkRound) float64 { return l(r).ThroughputRPS },
+				func(r wrkRound) benchkit.Latency { return fromSend(l(r)) },
+				func(r wrkRound) float64 {
+					res, cpu := engine.res(p(r))
+					return cpuPer(cpu, res.ThroughputRPS, dur+warm)
+				})
+			row(kase, engine.name+", from schedule", nil, func(r wrkRound) benchkit.Latency { return l(r).LatencyUS }, nil)
+		}
+		row(kase, "wrk, again", func(r wrkRound) float64 { return p(r).WrkAgain.rps() },
+			func(r wrkRound) benchkit.Latency { return p(r).WrkAgain.latency() },
+			func(r wrkRound) float64 { return cpuPer(p(r).AgainCPU, p(r).WrkAgain.rps(), dur) })
 	}
-	t.Add("paced", "wrk", thousands(pw(wrkResult.rps)),
-		us(pw(func(w wrkResult) float64 { return w.P50 })), us(pw(func(w wrkResult) float64 { return w.P90 })),
-		us(pw(func(w wrkResult) float64 { return w.P99 })), us(pw(func(w wrkResult) float64 { return w.P999 })), "")
-	t.Add("paced", "loadgen, from send", thousands(med(func(r wrkRound) float64 { return r.PacedLoadgen.ThroughputRPS })),
-		us(pl(func(l benchkit.Latency) float64 { return l.P50 })), us(pl(func(l benchkit.Latency) float64 { return l.P90 })),
-		us(pl(func(l benchkit.Latency) float64 { return l.P99 })), us(pl(func(l benchkit.Latency) float64 { return l.P999 })), "")
-	t.Add("paced", "loadgen, from schedule", "",
-		us(ps(func(l benchkit.Latency) float64 { return l.P50 })), us(ps(func(l benchkit.Latency) float64 { return l.P90 })),
-		us(ps(func(l benchkit.Latency) float64 { return l.P99 })), us(ps(func(l benchkit.Latency) float64 { return l.P999 })), "")
 	b.WriteString(t.String())
 
 	b.WriteString("\n")
-	t = benchkit.Table{Header: []string{"figure", "loadgen / wrk", fmt.Sprintf("within %.0f%%", 100*agreeWithin)}, Left: map[int]bool{0: true}}
-	add := func(name string, l, w float64) { t.Add(name, fmt.Sprintf("%.2f", div(l, w)), verdict(div(l, w))) }
-	add("closed req/s", lc, wc)
-	add("paced p50 (from send)", pl(func(l benchkit.Latency) float64 { return l.P50 }), pw(func(w wrkResult) float64 { return w.P50 }))
-	add("paced p90 (from send)", pl(func(l benchkit.Latency) float64 { return l.P90 }), pw(func(w wrkResult) float64 { return w.P90 }))
-	add("paced p99 (from send)", pl(func(l benchkit.Latency) float64 { return l.P99 }), pw(func(w wrkResult) float64 { return w.P99 }))
-	add("paced p99.9 (from send)", pl(func(l benchkit.Latency) float64 { return l.P999 }), pw(func(w wrkResult) float64 { return w.P999 }))
+	agreeCol := fmt.Sprintf("within %.0f%%", 100*agreeWithin)
+	t = benchkit.Table{Header: []string{"figure", "loadgen / wrk", agreeCol, "loadgen epoll / wrk", agreeCol, "wrk again / wrk", agreeCol}, Left: map[int]bool{0: true}}
+	ratio := func(l, w float64) (string, string) {
+		return fmt.Sprintf("%.2f", div(l, w)), yesNo(within(div(l, w), agreeWithin))
+	}
+	lr, wr := med(func(r wrkRound) float64 { return r.ClosedLoadgen.ThroughputRPS }), med(func(r wrkRound) float64 { return r.ClosedWrk.rps() })
+	v, ok := ratio(lr, wr)
+	t.Add("closed req/s", v, ok, "", "", "", "")
+	for i, conns := range wrkPacedConns {
+		for _, q := range []struct {
+			name string
+			f    func(benchkit.Latency) float64
+		}{
+			{"p50", func(l benchkit.Latency) float64 { return l.P50 }},
+			{"p90", func(l benchkit.Latency) float64 { return l.P90 }},
+			{"p99", func(l benchkit.Latency) float64 { return l.P99 }},
+			{"p99.9", func(l benchkit.Latency) float64 { return l.P999 }},
+		} {
+			w := med(func(r wrkRound) float64 { return q.f(r.Paced[i].Wrk.latency()) })
+			g := med(func(r wrkRound) float64 { return q.f(fromSend(r.Paced[i].Loadgen)) })
+			e := med(func(r wrkRound) float64 { return q.f(fromSend(r.Paced[i].Epoll)) })
+			a := med(func(r wrkRound) float64 { return q.f(r.Paced[i].WrkAgain.latency()) })
+			gv, gok := ratio(g, w)
+			ev, eok := ratio(e, w)
+			av, aok := ratio(a, w)
+			t.Add(fmt.Sprintf("paced, %d conn%s, %s (from send)", conns, plural(conns), q.name), gv, gok, ev, eok, av, aok)
+		}
+	}
 	b.WriteString(t.String())
 	// Unlike the side by side's, this verdict stands apart from the tables
 	// and the run time.
 	fmt.Fprintf(&b, "\n%s\n\n%s\n", strings.TrimSuffix(benchkit.Result("every request answered 201", rep.Failures), "\n"), benchkit.RunTime(rep.WallSeconds))
 	return b.String()
+}
+
+// latency is wrk's summary in loadgen's form.
+func (w wrkResult) latency() benchkit.Latency {
+	return benchkit.Latency{P50: w.P50, P90: w.P90, P99: w.P99, P999: w.P999, Max: w.Max}
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+func joinInts(v []int, sep string) string {
+	s := make([]string, len(v))
+	for i, n := range v {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, sep)
 }

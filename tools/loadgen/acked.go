@@ -24,6 +24,7 @@ type ackedLog struct {
 	f    *os.File
 	w    *bufio.Writer
 	err  error // first write error; Close returns it
+	line [64 + 2]byte
 	stop chan struct{}
 	done chan struct{}
 }
@@ -41,11 +42,11 @@ func openAcked(path string) (*ackedLog, error) {
 
 // add appends one line for an acknowledged event id and the body's hash.
 func (a *ackedLog) add(id []byte, sum *[32]byte) {
-	var line [64 + 2]byte
+	a.mu.Lock()
+	line := &a.line // not on the stack: bufio may pass it to the file, so it would escape
 	line[0] = ' '
 	hex.Encode(line[1:65], sum[:])
 	line[65] = '\n'
-	a.mu.Lock()
 	a.w.Write(id)
 	if _, err := a.w.Write(line[:]); err != nil && a.err == nil {
 		a.err = err

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -34,6 +35,7 @@ type Config struct {
 	MaxErrors    int64         // -max-errors; 0 = never stop on errors
 	CPUProfile   string        // -cpuprofile
 	Spin         time.Duration // -spin
+	Engine       string        // -engine: go or epoll
 
 	// PoolPerClass caps the bodies generated per size class (0: the default,
 	// up to defaultPoolPerClass and poolBytesPerClass). Tests lower it.
@@ -60,6 +62,7 @@ var (
 	kinds       = []string{"stripe", "github", "mixed"}
 	signModes   = []string{"none", "stripe", "github", "standardwebhooks"}
 	tenantDists = []string{"uniform", "zipf"}
+	engines     = []string{"go", "epoll"}
 )
 
 // parseFlags parses the command line into a validated Config. Usage and
@@ -87,6 +90,7 @@ func parseFlags(args []string, stderr io.Writer) (*Config, error) {
 	fs.BoolVar(&c.JSON, "json", false, "print the summary as one JSON object")
 	fs.StringVar(&c.AckedPath, "acked", "", "append \"<id> <sha256 of body>\" for every measured 201 to `FILE`")
 	fs.DurationVar(&c.Spin, "spin", 0, "after each send, poll for the answer this long before parking (removes the runtime's wake-up latency at low rates; costs a spinning core)")
+	fs.StringVar(&c.Engine, "engine", "go", "client engine: go (a goroutine per connection) or epoll (Linux, open loop: one epoll loop over non-blocking sockets, as wrk; needs -rate, plain http)")
 	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "write loadgen's own CPU profile (pprof) to `FILE`")
 	fs.Int64Var(&c.MaxErrors, "max-errors", 0, "exit 1 after `N` transport errors (0 = never)")
 	if err := fs.Parse(args); err != nil {
@@ -142,6 +146,22 @@ func (c *Config) validateLoad() error {
 	case c.MaxErrors < 0:
 		return fmt.Errorf("-max-errors %d: must be 0 (never) or positive", c.MaxErrors)
 	}
+	return c.validateEngine()
+}
+
+func (c *Config) validateEngine() error {
+	switch {
+	case !slices.Contains(engines, c.Engine):
+		return fmt.Errorf("-engine %q: must be go or epoll", c.Engine)
+	case c.Engine == "go":
+		return nil
+	case !epollSupported:
+		return fmt.Errorf("-engine epoll: needs Linux (epoll, timerfd); this is %s", runtime.GOOS)
+	case !c.Open():
+		return errors.New("-engine epoll is an open-loop engine: give -rate")
+	case c.Spin > 0:
+		return errors.New("-spin is the go engine's: the epoll engine never parks a reader")
+	}
 	return nil
 }
 
@@ -188,6 +208,9 @@ func (c *Config) validateTargets() error {
 	tmpl, err := compileURL(c.URL, c.TenantPrefix+"0", c.Sources[0])
 	if err != nil {
 		return fmt.Errorf("-url %q: %w", c.URL, err)
+	}
+	if tmpl.tls && c.Engine == "epoll" {
+		return fmt.Errorf("-url %q: the epoll engine speaks plain http only (use -engine go for https)", c.URL)
 	}
 	c.tmpl = tmpl
 	return nil

@@ -14,17 +14,18 @@
 // a stall shows in only -c samples (coordinated omission).
 //
 // Open loop (-rate R): request i is due at start + i/R, whatever happened
-// before. A pool of -c workers (one connection each) claims requests in
-// schedule order; a free worker waits for its request's due time and sends
-// it. When every worker is busy a due request waits for one, and its
-// latency still counts from its due time, so a stall of S seconds shows as
-// about R*S late answers, not -c. Workers wait on a timerfd (Linux), not
-// the Go runtime's millisecond-grained timers, and learn how late that
-// timer wakes them: a request may go out up to that lateness early (tens of
-// µs) rather than late, and then counts from its actual send. The human
-// table also shows the send lag (actual send minus due time: when it
-// grows, the client, not the server, fell behind) and the latency from the
-// actual send (what a closed-loop client such as wrk reports).
+// before. With the default engine (see Engines), a pool of -c workers (one
+// connection each) claims requests in schedule order; a free worker waits
+// for its request's due time and sends it. When every worker is busy a
+// due request waits for one, and its latency still counts from its due
+// time, so a stall of S seconds shows as about R*S late answers, not -c.
+// Workers wait on a timerfd (Linux), not the Go runtime's
+// millisecond-grained timers, and learn how late that timer wakes them: a
+// request may go out up to that lateness early (tens of µs) rather than
+// late, and then counts from its actual send. The human table also shows
+// the send lag (actual send minus due time: when it grows, the client, not
+// the server, fell behind) and the latency from the actual send (what a
+// closed-loop client such as wrk reports).
 //
 // # Connections
 //
@@ -46,6 +47,39 @@
 // parking: at low rates the Go runtime's wake-up of a parked reader costs
 // tens of µs that the figures would charge to the server; spinning removes
 // it at the cost of a busy core (see bench/RESULTS.md).
+//
+// # Engines
+//
+// What the sections above describe is the default engine, -engine go: a
+// goroutine per connection, parked in the Go runtime's network poller
+// while it waits. Between the kernel and the figures that puts the
+// runtime's wake-ups (the poller, a thread woken for the goroutine), which
+// at low rates cost tens of µs to milliseconds that a client such as wrk
+// does not pay.
+//
+// -engine epoll (Linux; open loop only, so it needs -rate; plain http)
+// works the way wrk does: one event loop, one epoll set over -c
+// non-blocking TCP sockets (TCP_NODELAY), opened before the schedule
+// starts. Its goroutine sleeps in epoll_wait itself, woken by the
+// sockets, by a timerfd armed at an absolute CLOCK_MONOTONIC deadline a
+// little before the next due send (it learns how late the timer wakes it,
+// and polls the rest of the way, at most 50 µs), or by the run's
+// cancellation. The schedule, the request bytes (payload, URL, headers,
+// signature), the latency from the due time, the send lag, the latency
+// from the actual send, the answers, -acked, the errors and the output
+// are the go engine's. At its due time a request goes out, in one write,
+// on the free connection that has waited longest; if none is free it
+// waits for one, its latency still counting from its due time. Answers
+// are read with read(2) and parsed by a minimal HTTP/1.1 parser (status
+// line, Content-Length or chunked bodies, Connection: close, HTTP/1.0;
+// interim 1xx answers skipped); an answer that ends its connection, an
+// idle connection the server closed, and a transport error close the
+// connection, and the next request on it dials again. -timeout applies
+// per request, from its send. The loop allocates nothing per request, so
+// the garbage collector stays out of it, and it passes through the Go
+// scheduler of its own accord every 4 ms at a quiet moment: otherwise the
+// runtime preempts it every 10 ms and then keeps waking (see
+// epoll_linux.go and bench/RESULTS.md for the measurements behind this).
 //
 // # Window
 //

@@ -27,6 +27,26 @@ func (s *schedule) due(i int64) time.Time {
 	return s.start.Add(time.Duration(float64(i) * s.interval))
 }
 
+// newSchedule lays out the open-loop run cfg describes: -warmup then -d
+// (or -n requests) at -rate. It returns the number of measured requests.
+func newSchedule(cfg *Config) (s *schedule, measured int64) {
+	measured = cfg.Requests
+	if measured == 0 {
+		measured = max(1, int64(math.Round(cfg.Duration.Seconds()*cfg.Rate)))
+	}
+	s = &schedule{interval: float64(time.Second) / cfg.Rate}
+	s.warm = int64(math.Ceil(cfg.Warmup.Seconds() * cfg.Rate))
+	s.total = s.warm + measured
+	return s, measured
+}
+
+// startSchedule starts s at start: request 0 is due then.
+func (rn *runner) startSchedule(s *schedule, start time.Time) {
+	s.start = start
+	rn.windowStart = s.due(s.warm)
+	s.sendBy = s.due(s.total).Add(unsentGrace)
+}
+
 // runOpen sends requests on the fixed schedule through a pool of -c
 // workers. One free worker at a time holds the turn: it claims the next
 // request in schedule order, waits (precisely) for its due time, passes
@@ -37,20 +57,12 @@ func (s *schedule) due(i int64) time.Time {
 // omission).
 func (rn *runner) runOpen(ctx context.Context) {
 	cfg := rn.cfg
-	measured := cfg.Requests
-	if measured == 0 {
-		measured = max(1, int64(math.Round(cfg.Duration.Seconds()*cfg.Rate)))
-	}
-	s := &schedule{interval: float64(time.Second) / cfg.Rate}
-	s.warm = int64(math.Ceil(cfg.Warmup.Seconds() * cfg.Rate))
-	s.total = s.warm + measured
+	s, measured := newSchedule(cfg)
 	workers := make([]*worker, cfg.Conns)
 	for i := range workers {
 		workers[i] = rn.newWorker(i)
 	}
-	s.start = time.Now()
-	rn.windowStart = s.due(s.warm)
-	s.sendBy = s.due(s.total).Add(unsentGrace)
+	rn.startSchedule(s, time.Now())
 
 	var next, sent atomic.Int64
 	turn := make(chan struct{}, 1)

@@ -116,7 +116,11 @@ func writeSummary(w io.Writer, cfg *Config, s *Summary) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	row := func(k, format string, args ...any) { fmt.Fprintf(tw, "%s\t"+format+"\n", append([]any{k}, args...)...) }
 	if cfg.Open() {
-		row("mode", "open loop, %g req/s scheduled, pool of %d connections", cfg.Rate, cfg.Conns)
+		engine := ""
+		if cfg.Engine == "epoll" {
+			engine = ", epoll engine"
+		}
+		row("mode", "open loop, %g req/s scheduled, pool of %d connections%s", cfg.Rate, cfg.Conns, engine)
 	} else {
 		row("mode", "closed loop, %d connections", cfg.Conns)
 	}

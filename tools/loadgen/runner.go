@@ -56,9 +56,17 @@ func Run(ctx context.Context, cfg *Config, logw io.Writer) (*Summary, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	rn.cancel = cancel
-	if cfg.Open() {
+	switch {
+	case cfg.Engine == "epoll":
+		if err := rn.runEpoll(ctx); err != nil {
+			if rn.acked != nil {
+				_ = rn.acked.Close()
+			}
+			return nil, err
+		}
+	case cfg.Open():
 		rn.runOpen(ctx)
-	} else {
+	default:
 		rn.runClosed(ctx)
 	}
 	end := time.Now()

@@ -27,7 +27,7 @@ import (
 type signer struct {
 	mode string
 	mac  hash.Hash
-	sum  []byte
+	sum  []byte // the last MAC, kept so that its storage is reused
 	buf  []byte // header value being built
 	ts   []byte
 	id   []byte
@@ -66,11 +66,13 @@ func (s *signer) sign(h *fasthttp.RequestHeader, body []byte, now time.Time, tok
 		s.mac.Write(dot)
 		s.mac.Write(body)
 		s.buf = append(append(append(s.buf[:0], "t="...), s.ts...), ",v1="...)
-		s.buf = hex.AppendEncode(s.buf, s.mac.Sum(s.sum[:0]))
+		s.sum = s.mac.Sum(s.sum[:0])
+		s.buf = hex.AppendEncode(s.buf, s.sum)
 		h.SetBytesV("Stripe-Signature", s.buf)
 	case "github":
 		s.mac.Write(body)
-		s.buf = hex.AppendEncode(append(s.buf[:0], "sha256="...), s.mac.Sum(s.sum[:0]))
+		s.sum = s.mac.Sum(s.sum[:0])
+		s.buf = hex.AppendEncode(append(s.buf[:0], "sha256="...), s.sum)
 		h.SetBytesV("X-Hub-Signature-256", s.buf)
 		h.SetBytesV("X-GitHub-Delivery", token)
 		if b.kind == "github" {
@@ -83,7 +85,8 @@ func (s *signer) sign(h *fasthttp.RequestHeader, body []byte, now time.Time, tok
 		s.mac.Write(s.ts)
 		s.mac.Write(dot)
 		s.mac.Write(body)
-		s.buf = base64.StdEncoding.AppendEncode(append(s.buf[:0], "v1,"...), s.mac.Sum(s.sum[:0]))
+		s.sum = s.mac.Sum(s.sum[:0])
+		s.buf = base64.StdEncoding.AppendEncode(append(s.buf[:0], "v1,"...), s.sum)
 		h.SetBytesV("Webhook-Id", s.id)
 		h.SetBytesV("Webhook-Timestamp", s.ts)
 		h.SetBytesV("Webhook-Signature", s.buf)
