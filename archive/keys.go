@@ -120,9 +120,6 @@ func ParseCatalogue(key string, data []byte) (Catalogue, error) {
 	return c, nil
 }
 
-// SegmentKeyOf is the key of the segment a catalogue object describes.
-func SegmentKeyOf(catKey string) string { return strings.TrimSuffix(catKey, ".cat") + ".seg" }
-
 // parseSeqs reads "<first>-<last>" from a segment or catalogue key.
 func parseSeqs(key string) (first, last uint64, ok bool) {
 	base := key[strings.LastIndexByte(key, '/')+1:]
