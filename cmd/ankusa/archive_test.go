@@ -384,9 +384,14 @@ func TestArchiveS3Outage(t *testing.T) {
 	waitAllArchived(t, n, p, 60*time.Second)
 	sealed := metric(t, n.admin, "ankusa_segment_sealed_total")
 	uploaded := metric(t, n.admin, "ankusa_archive_uploaded_segments_total")
-	if uploaded != sealed || metric(t, n.admin, "ankusa_archive_already_present_total") != 0 {
-		t.Fatalf("%v segments sealed, %v uploaded, %v found already present: each must be uploaded once", sealed, uploaded,
-			metric(t, n.admin, "ankusa_archive_already_present_total"))
+	// The server is killed mid-request: a PUT it had already stored but
+	// not answered is retried and found in place with the same bytes (the
+	// idempotent path), so at most one object per upload in flight
+	// (archive.concurrency, 4 by default) may be counted as already present.
+	present := metric(t, n.admin, "ankusa_archive_already_present_total")
+	if uploaded != sealed || present > 4 {
+		t.Fatalf("%v segments sealed, %v uploaded, %v found already present: each must be uploaded once, and only an upload in flight when S3 died may be found in place",
+			sealed, uploaded, present)
 	}
 	p.stop()
 	keys := map[string]bool{}
@@ -401,6 +406,6 @@ func TestArchiveS3Outage(t *testing.T) {
 	if len(keys) != int(sealed) {
 		t.Fatalf("bucket holds %d segments, the node sealed %v", len(keys), sealed)
 	}
-	t.Logf("after the outage: %v segments sealed, %v uploaded once each, %d hooks", sealed, uploaded, acked)
+	t.Logf("after the outage: %v segments sealed, %v uploaded once each (%v objects found in place after the kill), %d hooks", sealed, uploaded, present, acked)
 	checkReplay(t, "after the outage", replayed(t, n), s.acked, func(sentHook) bool { return true })
 }
