@@ -214,7 +214,7 @@ func Open(o Options) (*Store, error) {
 		s.abandon()
 		return nil, err
 	}
-	go s.loop()
+	go s.loop(o.Now())
 	return s, nil
 }
 
@@ -355,12 +355,14 @@ func entryOf(name string, size int64, f *Footer, now time.Time) meta.SegmentEntr
 const minCatchUp = 5 * time.Millisecond
 
 // loop is the sealer: it follows the log as batches become durable and
-// seals on size and on age, and runs retention now and then.
-func (s *Store) loop() {
+// seals on size and on age, and runs retention now and then, the first
+// time a sweep interval after opened (read by Open, not by the goroutine,
+// whose start the clock must not depend on).
+func (s *Store) loop(opened time.Time) {
 	defer close(s.done)
 	tick := time.NewTicker(min(max(s.o.MaxAge/4, 10*time.Millisecond), time.Second))
 	defer tick.Stop()
-	lastSweep := s.o.Now()
+	lastSweep := opened
 	var last time.Time
 	for {
 		select {
