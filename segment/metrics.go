@@ -19,4 +19,8 @@ var (
 	blockCacheMisses = metrics.NewCounter("ankusa_segment_block_cache_misses_total")
 	blockCacheBytes  = metrics.NewGauge("ankusa_segment_block_cache_bytes", nil)
 	unsealedHooks    = metrics.NewGauge("ankusa_segment_unsealed_hooks", nil)
+	// sealedSeqGauge is the last seq in a sealed segment: beside
+	// ankusa_wal_last_seq it says how far the sealer is behind the log,
+	// which unsealed_hooks (the open segment only) does not count.
+	sealedSeqGauge = metrics.NewGauge("ankusa_segment_sealed_seq", nil)
 )

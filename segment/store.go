@@ -203,6 +203,7 @@ func Open(o Options) (*Store, error) {
 		s.sealedSeq.Store(last.LastSeq)
 		s.sealedID.Store(&last.LastID)
 	}
+	sealedSeqGauge.Set(float64(s.sealedSeq.Load()))
 	s.tail = wal.NewTail(o.Log.FS(), o.Log.Dir(), 0, s.sealedSeq.Load())
 	s.tail.OnGap = s.onGap
 	// Catch up with what the log already holds before serving reads.
@@ -516,6 +517,7 @@ func (s *Store) seal() error {
 	}
 	s.open = nil
 	s.sealedSeq.Store(foot.LastSeq)
+	sealedSeqGauge.Set(float64(foot.LastSeq))
 	id := foot.LastID
 	s.sealedID.Store(&id)
 	sealedTotal.Inc()
