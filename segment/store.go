@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -109,6 +108,13 @@ type Store struct {
 	files     *fileCache
 	cache     *blockCache
 
+	// Retired WAL files wait in erase for the eraser (eraseLoop), which
+	// eraseKick wakes.
+	eraseMu    sync.Mutex
+	erase      []uint64
+	eraseKick  chan struct{}
+	eraserDone chan struct{}
+
 	stop chan struct{}
 	done chan struct{}
 }
@@ -188,6 +194,7 @@ func Open(o Options) (*Store, error) {
 		o: o, enc: NewEncoder(), dec: NewDecoder(),
 		files: newFileCache(64), cache: newBlockCache(o.CacheBytes),
 		stop: make(chan struct{}), done: make(chan struct{}),
+		eraseKick: make(chan struct{}, 1), eraserDone: make(chan struct{}),
 	}
 	if err := wal.MkdirAllSynced(o.FS, o.Dir); err != nil {
 		return nil, fmt.Errorf("cannot create segment directory %q: %w", o.Dir, err)
@@ -216,6 +223,7 @@ func Open(o Options) (*Store, error) {
 		return nil, err
 	}
 	go s.loop(o.Now())
+	go s.eraseLoop()
 	return s, nil
 }
 
@@ -531,31 +539,71 @@ func (s *Store) seal() error {
 	return s.deleteWALFiles()
 }
 
-// deleteWALFiles removes the WAL files whose hooks are all sealed (and
-// catalogued: seal's catalogue write was synced, and with it the tenant
-// mirror) and at or below the dispatch checkpoint. Under s.mu.
+// deleteWALFiles takes out of the log the WAL files whose hooks are all
+// sealed (and catalogued: seal's catalogue write was synced, and with it
+// the tenant mirror) and at or below the dispatch checkpoint, and hands
+// them to the eraser, which frees their space without stalling commits
+// (wal.Retire, wal.Erase). Under s.mu.
 func (s *Store) deleteWALFiles() error {
 	if s.o.DispatchCheckpoint == nil || len(s.walDone) == 0 {
 		return nil
 	}
 	limit := min(s.sealedSeq.Load(), s.o.DispatchCheckpoint())
-	n := 0
-	fs, dir := s.o.Log.FS(), s.o.Log.Dir()
+	var nums []uint64
 	for _, f := range s.walDone {
 		if f.lastSeq > limit {
 			break
 		}
-		if err := fs.Remove(fs.PathJoin(dir, wal.FileName(f.num))); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("cannot delete wal file %s: %w", wal.FileName(f.num), err)
-		}
-		n++
+		nums = append(nums, f.num)
 	}
-	if n == 0 {
+	if len(nums) == 0 {
 		return nil
 	}
-	s.walDone = append(s.walDone[:0], s.walDone[n:]...)
-	walFilesDeleted.Add(n)
-	return syncDir(fs, dir)
+	if err := wal.Retire(s.o.Log.FS(), s.o.Log.Dir(), nums); err != nil {
+		return err
+	}
+	s.walDone = append(s.walDone[:0], s.walDone[len(nums):]...)
+	walFilesDeleted.Add(len(nums))
+	s.eraseMu.Lock()
+	s.erase = append(s.erase, nums...)
+	s.eraseMu.Unlock()
+	select {
+	case s.eraseKick <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// eraseLoop frees retired WAL files one at a time, off the sealer and its
+// lock. Stopping leaves what is not erased to the WAL's recovery.
+func (s *Store) eraseLoop() {
+	defer close(s.eraserDone)
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-s.eraseKick:
+		}
+		for {
+			s.eraseMu.Lock()
+			if len(s.erase) == 0 {
+				s.eraseMu.Unlock()
+				break
+			}
+			num := s.erase[0]
+			s.erase = s.erase[1:]
+			s.eraseMu.Unlock()
+			if err := wal.Erase(s.o.Log.FS(), s.o.Log.Dir(), num, s.stop); err != nil {
+				s.fatal(err)
+				return
+			}
+			select {
+			case <-s.stop:
+				return
+			default:
+			}
+		}
+	}
 }
 
 // Close stops the sealer. What is not sealed stays in the WAL and is
@@ -563,6 +611,7 @@ func (s *Store) deleteWALFiles() error {
 func (s *Store) Close() error {
 	close(s.stop)
 	<-s.done
+	<-s.eraserDone
 	s.abandon()
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -166,6 +167,23 @@ func TestWALDeletion(t *testing.T) {
 	entries = n.catalogue()
 	sealed = entries[len(entries)-1].LastSeq
 	w.check("hooks after the last seal", sealed, cp.Load())
+	// A deleted file leaves the log at once (renamed, wal.Retire); the
+	// eraser then frees and removes it (wal.Erase). The one .tmp file that
+	// stays is the next file, prepared ahead of rotation.
+	active := walFiles(t, fs)
+	next := wal.FileName(active[len(active)-1]+1) + ".tmp"
+	waitFor(t, "the eraser left retired wal files", func() bool {
+		names, err := fs.List(walDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range names {
+			if strings.HasSuffix(name, ".tmp") && name != next {
+				return false
+			}
+		}
+		return true
+	})
 	n.close()
 	if uint64(len(hooks)) <= sealed {
 		t.Fatalf("everything is sealed: the test needs an open segment")
