@@ -14,6 +14,18 @@ import (
 // DefaultBlockSize is the raw size at which a block is cut.
 const DefaultBlockSize = 256 << 10
 
+// BytesPerSync is how much a segment being written may hold in the page
+// cache beyond what it has asked the kernel to write out: every time
+// this much more is written, the writer starts writeback of what lies
+// more than 1 MiB behind (sync_file_range, which waits for nothing and
+// promises nothing). Without it the seal's fsync flushes the whole
+// segment at once, and a WAL fdatasync that arrives meanwhile waits
+// behind megabytes of it: every hook committed in those milliseconds
+// answers late. The seal's fsync is what makes the segment durable, as
+// before; this only spreads the disk's work (RocksDB's and pebble's
+// bytes_per_sync). See bench/RESULTS.md.
+const BytesPerSync = 512 << 10
+
 // NewEncoder returns the zstd encoder segments are written with. One
 // encoder serves every writer (EncodeAll is safe for concurrent use).
 func NewEncoder() *zstd.Encoder {
@@ -60,6 +72,7 @@ func Create(fs vfs.FS, path string, enc *zstd.Encoder, blockSize int) (*Writer, 
 	if err != nil {
 		return nil, fmt.Errorf("cannot create segment %q: %w", path, err)
 	}
+	f = vfs.NewSyncingFile(f, vfs.SyncingFileOptions{BytesPerSync: BytesPerSync, NoSyncOnClose: true})
 	w := &Writer{fs: fs, path: path, f: f, enc: enc, blockSize: blockSize, off: headerSize}
 	if _, err := f.Write(appendHeader(nil)); err != nil {
 		w.Abort()
