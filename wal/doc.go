@@ -63,6 +63,13 @@
 // the directory). A bad record anywhere else is corruption: Open refuses
 // with ErrCorrupt naming the file and offset, and changes no file, unless
 // Options.Recovery is RecoverTruncate, which cuts the log there. Leftover
-// .tmp files (a tail cut or a file preparation a crash interrupted) are
-// removed once recovery has succeeded.
+// .tmp files (a tail cut, a file preparation or the erasing of a retired
+// file that a crash interrupted) are removed once recovery has succeeded.
+//
+// # Deletion
+//
+// Files whose hooks are all sealed go in two steps (retire.go): Retire
+// renames them out of the log and syncs the directory; Erase frees each a
+// chunk at a time and removes it, so that freeing a whole file never
+// stalls a commit's fdatasync.
 package wal

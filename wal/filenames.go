@@ -9,8 +9,8 @@ import (
 const (
 	fileSuffix = ".wal"
 	// tmpSuffix marks a file that is not yet, or no longer, part of the
-	// log: a tail cut being written, a file being prepared. Recovery
-	// removes them.
+	// log: a tail cut being written, a file being prepared, a retired file
+	// being erased. Recovery removes them.
 	tmpSuffix = ".tmp"
 )
 
