@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/ankusa/ankusa/envelope"
@@ -422,4 +424,62 @@ func TestMultipartPut(t *testing.T) {
 			t.Fatal("the object was overwritten by a multipart upload")
 		}
 	})
+}
+
+// vanishing deletes a segment's catalogue entry (key c:s:<last seq>, the
+// schema of meta/keys.go) just before that segment's catalogue object is
+// written, so the uploader's archived mark finds no entry to mark.
+type vanishing struct {
+	Backend
+	meta   *meta.Store
+	catKey string
+	seq    uint64
+}
+
+func (v *vanishing) Put(ctx context.Context, key string, r io.Reader, size int64, sum string) error {
+	if key == v.catKey {
+		k := binary.BigEndian.AppendUint64([]byte("c:s:"), v.seq)
+		if err := v.meta.DB().Delete(k, pebble.Sync); err != nil {
+			return err
+		}
+	}
+	return v.Backend.Put(ctx, key, r, size, sum)
+}
+
+// TestMarkFailureIsFatal (DESIGN.md §6 item 8): an archived mark that
+// cannot be written stops the node (OnFatal, once) rather than being
+// retried or skipped, and the uploader marks nothing after it.
+func TestMarkFailureIsFatal(t *testing.T) {
+	d, err := NewDir(filepath.Join(t.TempDir(), "archive"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, 3, 10, time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC))
+	l := Layout{Prefix: "test"}
+	first := f.entries[0]
+	b := &vanishing{Backend: d, meta: f.meta, catKey: l.CatalogueKey("edge-1", &first), seq: first.LastSeq}
+	fatal := make(chan error, 4)
+	startUploader(t, f, b, func(o *UploaderOptions) {
+		o.Concurrency = 1
+		o.OnFatal = func(err error) { fatal <- err }
+	})
+	select {
+	case err := <-fatal:
+		if !strings.Contains(err.Error(), "cannot mark segment "+first.Name+" archived") {
+			t.Fatalf("OnFatal got %q, want the failed mark of %s named", err, first.Name)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the archived mark failed and OnFatal was not called within 10s")
+	}
+	time.Sleep(200 * time.Millisecond) // several polls of the uploader
+	select {
+	case err := <-fatal:
+		t.Fatalf("OnFatal called a second time: %v", err)
+	default:
+	}
+	for _, e := range f.catalogue(t) {
+		if e.Archived {
+			t.Fatalf("segment %s was marked archived after the node's fatal error", e.Name)
+		}
+	}
 }
