@@ -12,6 +12,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/ankusa/ankusa/internal/vfsutil"
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // Dir is a Backend over a local directory (archive.type: dir): the same
@@ -96,7 +99,7 @@ func (d *Dir) Put(ctx context.Context, key string, r io.Reader, size int64, sum 
 	if err := os.Remove(tmp); err != nil {
 		return fmt.Errorf("archive: %s: %w", key, err)
 	}
-	if err := syncDir(dir); err != nil {
+	if err := vfsutil.SyncDir(vfs.Default, dir); err != nil {
 		return fmt.Errorf("archive: %s: %w", key, err)
 	}
 	return nil
@@ -223,19 +226,7 @@ func mkdirAllSynced(root, dir string) error {
 	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 		return err
 	}
-	return syncDir(parent)
-}
-
-func syncDir(dir string) error {
-	f, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return vfsutil.SyncDir(vfs.Default, parent)
 }
 
 // ctxReader stops a copy when its context ends.

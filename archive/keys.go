@@ -9,6 +9,7 @@ import (
 
 	"github.com/ankusa/ankusa/envelope"
 	"github.com/ankusa/ankusa/meta"
+	"github.com/ankusa/ankusa/segment"
 )
 
 // Layout names the objects of one archive: its key prefix (archive.prefix,
@@ -42,8 +43,7 @@ func (l Layout) CatalogueKey(node string, e *meta.SegmentEntry) string {
 
 func (l Layout) segmentStem(node string, e *meta.SegmentEntry) string {
 	day := time.Unix(0, e.MinReceivedAt).UTC()
-	return l.join("segments/node=", node, "/", day.Format("2006/01/02"), "/",
-		fmt.Sprintf("%020d-%020d", e.FirstSeq, e.LastSeq))
+	return l.join("segments/node=", node, "/", day.Format("2006/01/02"), "/", segment.Stem(e.FirstSeq, e.LastSeq))
 }
 
 // TombstonesPrefix is where the erase job writes tombstones.

@@ -8,18 +8,18 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"os"
 	"os/signal"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/ankusa/ankusa/internal/backoff"
 
 	"golang.org/x/sys/unix"
 
@@ -388,27 +388,15 @@ func (p *poster) postOnce(target string, e *envelope.Envelope) (time.Duration, e
 	}
 }
 
-// replayWait is the wait after failed attempt n: equal jitter over
+// replayWait is the wait after failed attempt n: full jitter over
 // replayBackoff·2^(n-1), at most replayMaxBackoff.
-func replayWait(n int) time.Duration {
-	d := replayMaxBackoff
-	if n-1 < 16 && replayBackoff<<(n-1) < d {
-		d = replayBackoff << (n - 1)
-	}
-	return d/2 + rand.N(d/2+1)
-}
+func replayWait(n int) time.Duration { return backoff.Full(n-1, replayBackoff, replayMaxBackoff) }
 
-// parseRetryAfter reads a Retry-After value (seconds or an HTTP date);
-// -1 when there is none or it does not parse.
+// parseRetryAfter reads a Retry-After value (seconds or an HTTP date, at
+// most a day); -1 when there is none or it does not parse.
 func parseRetryAfter(v string, now time.Time) time.Duration {
-	if v == "" {
-		return -1
-	}
-	if s, err := strconv.Atoi(v); err == nil && s >= 0 {
-		return time.Duration(s) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(t.Sub(now), 0)
+	if d, ok := backoff.RetryAfter([]byte(v), now, 24*time.Hour); ok {
+		return d
 	}
 	return -1
 }

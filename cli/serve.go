@@ -32,6 +32,7 @@ import (
 	"github.com/ankusa/ankusa/edge"
 	"github.com/ankusa/ankusa/envelope"
 	"github.com/ankusa/ankusa/internal/redisx"
+	"github.com/ankusa/ankusa/internal/vfsutil"
 	"github.com/ankusa/ankusa/meta"
 	"github.com/ankusa/ankusa/segment"
 	"github.com/ankusa/ankusa/source"
@@ -105,7 +106,7 @@ type node struct {
 
 func start(cfg *config.Config, recovery string, log *zap.Logger) (*node, error) {
 	dataDir := cfg.Node.DataDir
-	if err := wal.MkdirAllSynced(vfs.Default, dataDir); err != nil {
+	if err := vfsutil.MkdirAllSynced(vfs.Default, dataDir); err != nil {
 		return nil, fmt.Errorf("cannot create node.data_dir %q: %w", dataDir, err)
 	}
 	sugar := log.Sugar()

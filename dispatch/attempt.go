@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
+
+	backoffpkg "github.com/ankusa/ankusa/internal/backoff"
 
 	"github.com/cockroachdb/pebble/v2"
 	"go.uber.org/zap"
@@ -58,7 +59,7 @@ func (d *Dispatcher) attempt(r *runner, t *task) {
 			d.record(r, t, env, now, 0, 0, &Error{Err: errors.New(why)})
 			return
 		}
-		d.reschedule(t, until.Add(jitter(time.Second)), why)
+		d.reschedule(t, until.Add(backoffpkg.Full(0, time.Second, time.Second)), why)
 		return
 	}
 	// The sinks bound an attempt by the spec's timeout themselves; a
@@ -189,17 +190,5 @@ func (d *Dispatcher) reschedule(t *task, due time.Time, why string) {
 // backoff is the wait before attempt n+1: full jitter over an exponential
 // ceiling, and never before the target's own Retry-After.
 func backoff(r *runner, n int, retryAfter time.Duration) time.Duration {
-	ceil := time.Duration(r.spec.RetryMax)
-	if base := time.Duration(r.spec.RetryBase); n-1 < 40 && base<<(n-1) < ceil && base<<(n-1) > 0 {
-		ceil = base << (n - 1)
-	}
-	return max(jitter(ceil), retryAfter)
-}
-
-// jitter is a uniformly random duration in [0, d].
-func jitter(d time.Duration) time.Duration {
-	if d <= 0 {
-		return 0
-	}
-	return time.Duration(rand.Int64N(int64(d) + 1))
+	return max(backoffpkg.Full(n-1, time.Duration(r.spec.RetryBase), time.Duration(r.spec.RetryMax)), retryAfter)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/ankusa/ankusa/config"
 	"github.com/ankusa/ankusa/dispatch"
 	"github.com/ankusa/ankusa/envelope"
+	"github.com/ankusa/ankusa/internal/vfsutil"
 	"github.com/ankusa/ankusa/meta"
 	"github.com/ankusa/ankusa/segment"
 	"github.com/ankusa/ankusa/source"
@@ -64,7 +65,7 @@ func openNode(t testing.TB, fs vfs.FS, fk *fakeSinks, o nodeOptions) *node {
 		default:
 		}
 	}
-	if err := wal.MkdirAllSynced(fs, "data"); err != nil {
+	if err := vfsutil.MkdirAllSynced(fs, "data"); err != nil {
 		t.Fatal(err)
 	}
 	mo := meta.Options{Dir: "data/meta", FS: fs}

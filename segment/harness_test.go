@@ -9,6 +9,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/ankusa/ankusa/envelope"
+	"github.com/ankusa/ankusa/internal/vfsutil"
 	"github.com/ankusa/ankusa/meta"
 	"github.com/ankusa/ankusa/segment"
 	"github.com/ankusa/ankusa/wal"
@@ -54,7 +55,7 @@ func openNode(t testing.TB, fs vfs.FS, o nodeOptions) *node {
 
 func tryOpenNode(t testing.TB, fs vfs.FS, o nodeOptions) (*node, error) {
 	n := &node{t: t, fs: fs, fatal: make(chan error, 4)}
-	if err := wal.MkdirAllSynced(fs, "data"); err != nil {
+	if err := vfsutil.MkdirAllSynced(fs, "data"); err != nil {
 		return nil, err
 	}
 	m, err := meta.Open(meta.Options{Dir: "data/meta", FS: fs})

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ankusa/ankusa/envelope"
+	"github.com/ankusa/ankusa/internal/vfsutil"
 	"github.com/ankusa/ankusa/meta"
 )
 
@@ -430,7 +431,7 @@ func (s *Store) sweep() error {
 		s.o.Logger.Info("removed a local segment past segment.retain_local", zap.String("file", path))
 	}
 	if len(due) > 0 {
-		return syncDir(s.o.FS, s.o.Dir)
+		return vfsutil.SyncDir(s.o.FS, s.o.Dir)
 	}
 	return nil
 }

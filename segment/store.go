@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ankusa/ankusa/envelope"
+	"github.com/ankusa/ankusa/internal/vfsutil"
 	"github.com/ankusa/ankusa/meta"
 	"github.com/ankusa/ankusa/wal"
 )
@@ -126,34 +126,6 @@ type walFile struct {
 	lastSeq uint64
 }
 
-const (
-	segSuffix     = ".seg"
-	partialSuffix = ".partial"
-	corruptSuffix = ".corrupt"
-)
-
-// FileName is the name of the segment holding seqs first..last.
-func FileName(first, last uint64) string {
-	return fmt.Sprintf("%020d-%020d%s", first, last, segSuffix)
-}
-
-func partialName(first uint64) string { return fmt.Sprintf("%020d%s", first, partialSuffix) }
-
-// parseFileName returns the seq range of a segment file name.
-func parseFileName(name string) (first, last uint64, ok bool) {
-	base, found := strings.CutSuffix(name, segSuffix)
-	if !found {
-		return 0, 0, false
-	}
-	a, b, found := strings.Cut(base, "-")
-	if !found {
-		return 0, 0, false
-	}
-	first, err1 := strconv.ParseUint(a, 10, 64)
-	last, err2 := strconv.ParseUint(b, 10, 64)
-	return first, last, err1 == nil && err2 == nil && first > 0 && last >= first
-}
-
 // Floor is the highest seq and event id the catalogue holds: numbering
 // resumes above it even once the WAL files behind it are gone
 // (DESIGN.md §6 item 1).
@@ -196,7 +168,7 @@ func Open(o Options) (*Store, error) {
 		stop: make(chan struct{}), done: make(chan struct{}),
 		eraseKick: make(chan struct{}, 1), eraserDone: make(chan struct{}),
 	}
-	if err := wal.MkdirAllSynced(o.FS, o.Dir); err != nil {
+	if err := vfsutil.MkdirAllSynced(o.FS, o.Dir); err != nil {
 		return nil, fmt.Errorf("cannot create segment directory %q: %w", o.Dir, err)
 	}
 	if err := s.recoverDir(); err != nil {
@@ -283,7 +255,7 @@ func (s *Store) recoverDir() error {
 		}
 	}
 	if changed {
-		return syncDir(s.o.FS, s.o.Dir)
+		return vfsutil.SyncDir(s.o.FS, s.o.Dir)
 	}
 	return nil
 }
@@ -516,7 +488,7 @@ func (s *Store) seal() error {
 	if err := s.o.FS.Rename(w.Path(), final); err != nil {
 		return fmt.Errorf("cannot rename segment %q: %w", w.Path(), err)
 	}
-	if err := syncDir(s.o.FS, s.o.Dir); err != nil {
+	if err := vfsutil.SyncDir(s.o.FS, s.o.Dir); err != nil {
 		return err
 	}
 	size := int64(foot.IndexOffset) + int64(foot.Blocks)*indexEntrySize + footerSize
@@ -626,16 +598,4 @@ func (s *Store) abandon() {
 	}
 	s.tail.Close()
 	s.files.closeAll()
-}
-
-func syncDir(fs vfs.FS, dir string) error {
-	d, err := fs.OpenDir(dir)
-	if err != nil {
-		return fmt.Errorf("cannot open directory %q: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("cannot fsync directory %q: %w", dir, err)
-	}
-	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ankusa/ankusa/internal/vfsutil"
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
@@ -135,7 +136,7 @@ func (w *WAL) dropPrepared() error {
 	if err := w.opts.FS.Remove(tmp); err != nil {
 		return fmt.Errorf("cannot remove unused wal file %q: %w", tmp, err)
 	}
-	return syncDir(w.opts.FS, w.opts.Dir)
+	return vfsutil.SyncDir(w.opts.FS, w.opts.Dir)
 }
 
 // prepareFile creates WAL file num under its temporary name, with its

@@ -11,6 +11,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/ankusa/ankusa/envelope"
+	"github.com/ankusa/ankusa/internal/vfsutil"
 )
 
 type recovered struct {
@@ -84,7 +85,7 @@ func (st *recovered) scanFiles(opts Options, nums []uint64) error {
 			if err := removeFiles(opts, nums[i:]); err != nil {
 				return err
 			}
-			if err := syncDir(opts.FS, opts.Dir); err != nil {
+			if err := vfsutil.SyncDir(opts.FS, opts.Dir); err != nil {
 				return err
 			}
 			break
@@ -125,7 +126,7 @@ func (st *recovered) scanFiles(opts Options, nums []uint64) error {
 			return err
 		}
 		if len(nums[i+1:]) > 0 {
-			if err := syncDir(opts.FS, opts.Dir); err != nil {
+			if err := vfsutil.SyncDir(opts.FS, opts.Dir); err != nil {
 				return err
 			}
 		}
@@ -296,7 +297,7 @@ func rewritePrefix(fs vfs.FS, dir string, num uint64, good []byte) error {
 	if err := fs.Rename(tmp, fs.PathJoin(dir, FileName(num))); err != nil {
 		return fmt.Errorf("cannot rename %q: %w", tmp, err)
 	}
-	return syncDir(fs, dir)
+	return vfsutil.SyncDir(fs, dir)
 }
 
 // ReadDir calls fn for every whole record of the log in dir, in order,

@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/ankusa/ankusa/internal/vfsutil"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"golang.org/x/sys/unix"
 )
@@ -50,7 +51,7 @@ func Retire(fs vfs.FS, dir string, nums []uint64) error {
 			return fmt.Errorf("cannot retire wal file %s: %w", FileName(n), err)
 		}
 	}
-	return syncDir(fs, dir)
+	return vfsutil.SyncDir(fs, dir)
 }
 
 // Erase frees retired file num (see Retire) a chunk at a time and removes
@@ -70,7 +71,7 @@ func Erase(fs vfs.FS, dir string, num uint64, stop <-chan struct{}) error {
 	if err := fs.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("cannot remove retired wal file %q: %w", path, err)
 	}
-	return syncDir(fs, dir)
+	return vfsutil.SyncDir(fs, dir)
 }
 
 // eraseGradually cuts the file at path down to nothing, EraseChunk at a

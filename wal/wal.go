@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -13,6 +12,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/ankusa/ankusa/envelope"
+	"github.com/ankusa/ankusa/internal/vfsutil"
 )
 
 // Recovery modes.
@@ -180,7 +180,7 @@ func ReleaseRequest(r *Request) {
 // Open recovers the log in opts.Dir and starts the commit loop.
 func Open(opts Options) (*WAL, error) {
 	opts.EnsureDefaults()
-	if err := MkdirAllSynced(opts.FS, opts.Dir); err != nil {
+	if err := vfsutil.MkdirAllSynced(opts.FS, opts.Dir); err != nil {
 		return nil, fmt.Errorf("cannot create wal directory %q: %w", opts.Dir, err)
 	}
 	st, err := recoverDir(opts)
@@ -444,7 +444,7 @@ func (w *WAL) commitBatch(batch []*Request) {
 		// The new file's name is durable only once the directory is
 		// synced: a crash before that could lose the file, and this batch
 		// with it. (install says why this comes after the fdatasync.)
-		if err := syncDir(w.opts.FS, w.opts.Dir); err != nil {
+		if err := vfsutil.SyncDir(w.opts.FS, w.opts.Dir); err != nil {
 			w.fail(batch, fmt.Errorf("cannot add wal file %s to the log: %w", FileName(w.fileNum), err))
 			return
 		}
@@ -610,51 +610,11 @@ func (w *WAL) createFile() error {
 		f.Close()
 		return fmt.Errorf("cannot fsync wal file %q: %w", path, err)
 	}
-	if err := syncDir(w.opts.FS, w.opts.Dir); err != nil {
+	if err := vfsutil.SyncDir(w.opts.FS, w.opts.Dir); err != nil {
 		f.Close()
 		return err
 	}
 	w.file, w.fileSize = f, fileHeaderSize
-	return nil
-}
-
-func syncDir(fs vfs.FS, dir string) error {
-	d, err := fs.OpenDir(dir)
-	if err != nil {
-		return fmt.Errorf("cannot open directory %q: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("cannot fsync directory %q: %w", dir, err)
-	}
-	return nil
-}
-
-// MkdirAllSynced creates dir and its missing parents, and syncs the parent
-// of each directory it created: otherwise a crash can lose the directory,
-// and every acknowledged record in it, even though the files were synced.
-// The node's data directory is created with it too.
-func MkdirAllSynced(fs vfs.FS, dir string) error {
-	var created []string
-	for d := dir; ; d = fs.PathDir(d) {
-		if _, err := fs.Stat(d); err == nil {
-			break
-		} else if !errors.Is(err, os.ErrNotExist) {
-			return err
-		}
-		created = append(created, d)
-		if fs.PathDir(d) == d {
-			break
-		}
-	}
-	if err := fs.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	for _, d := range created {
-		if err := syncDir(fs, fs.PathDir(d)); err != nil {
-			return err
-		}
-	}
 	return nil
 }
 

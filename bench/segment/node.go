@@ -7,6 +7,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/ankusa/ankusa/envelope"
+	"github.com/ankusa/ankusa/internal/vfsutil"
 	"github.com/ankusa/ankusa/meta"
 	"github.com/ankusa/ankusa/segment"
 	"github.com/ankusa/ankusa/wal"
@@ -28,7 +29,7 @@ type node struct {
 func openNode(dir string, so *segment.Options) (*node, error) {
 	fs := vfs.Default
 	n := &node{dir: dir, fatal: make(chan error, 1)}
-	if err := wal.MkdirAllSynced(fs, dir); err != nil {
+	if err := vfsutil.MkdirAllSynced(fs, dir); err != nil {
 		return nil, err
 	}
 	m, err := meta.Open(meta.Options{Dir: filepath.Join(dir, "meta"), FS: fs})

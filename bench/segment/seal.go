@@ -10,6 +10,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"golang.org/x/sys/unix"
 
+	"github.com/ankusa/ankusa/internal/vfsutil"
 	"github.com/ankusa/ankusa/segment"
 )
 
@@ -107,13 +108,8 @@ func (s *sealed) finish(fs vfs.FS, dir string, w *segment.Writer) error {
 	if err := fs.Rename(w.Path(), final); err != nil {
 		return fmt.Errorf("cannot rename segment %q: %w", w.Path(), err)
 	}
-	d, err := fs.OpenDir(dir)
-	if err != nil {
-		return fmt.Errorf("cannot open directory %q: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("cannot fsync directory %q: %w", dir, err)
+	if err := vfsutil.SyncDir(fs, dir); err != nil {
+		return err
 	}
 	st, err := os.Stat(final)
 	if err != nil {

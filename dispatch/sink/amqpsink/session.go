@@ -2,10 +2,11 @@ package amqpsink
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	backoffpkg "github.com/ankusa/ankusa/internal/backoff"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 	"go.uber.org/zap"
@@ -20,13 +21,7 @@ const (
 	stableAfter = 10 * time.Second
 )
 
-func backoff(n int) time.Duration {
-	d := backoffCap
-	if n < 20 {
-		d = min(backoffCap, backoffBase<<n)
-	}
-	return rand.N(d)
-}
+func backoff(n int) time.Duration { return backoffpkg.Full(n, backoffBase, backoffCap) }
 
 // session is one connection and its channel pool. It is replaced, not
 // repaired, when the connection is lost; a channel that closes alone is

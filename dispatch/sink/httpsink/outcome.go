@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ankusa/ankusa/internal/backoff"
+
 	"github.com/valyala/fasthttp"
 
 	"github.com/ankusa/ankusa/dispatch"
@@ -79,32 +81,8 @@ func (a *attempt) bodyError(msg string) error {
 // HTTP-date. Garbage, and a date in the past, give 0; the result is at
 // most maxRetryAfter.
 func parseRetryAfter(v []byte, now time.Time) time.Duration {
-	v = bytes.TrimSpace(v)
-	if len(v) == 0 {
-		return 0
-	}
-	if secs, ok := parseSeconds(v); ok {
-		return min(secs, maxRetryAfter)
-	}
-	t, err := http.ParseTime(string(v))
-	if err != nil {
-		return 0
-	}
-	return min(max(t.Sub(now), 0), maxRetryAfter)
-}
-
-// parseSeconds parses delta-seconds (digits only), saturating past a day.
-func parseSeconds(v []byte) (time.Duration, bool) {
-	var n int64
-	for _, c := range v {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		if n < int64(maxRetryAfter/time.Second) {
-			n = n*10 + int64(c-'0')
-		}
-	}
-	return time.Duration(n) * time.Second, true
+	d, _ := backoff.RetryAfter(v, now, maxRetryAfter)
+	return d
 }
 
 // transportError maps an attempt that got no answer to a retryable
