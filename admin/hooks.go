@@ -36,6 +36,9 @@ type Options struct {
 	Deliveries Deliveries
 	// Quarantine serves the quarantine pen's routes; nil leaves them out.
 	Quarantine Quarantine
+	// Health makes /healthz and /readyz answer 503 once storage failed;
+	// nil: nothing to ask (wal.type: none).
+	Health Health
 	// Logger logs what a client is not told (500s); nil: no logging.
 	Logger *zap.Logger
 }

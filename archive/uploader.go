@@ -36,6 +36,9 @@ type UploaderOptions struct {
 	// one upload: full jitter over base·2^n, at most max (defaults 500ms
 	// and 1m).
 	RetryBase, RetryMax time.Duration
+	// Sealed is signalled after each seal (segment.Store.Sealed): the
+	// catalogue is read again at once.
+	Sealed <-chan struct{}
 	// Poll is how often the catalogue is read when no seal says so
 	// (default 5s).
 	Poll   time.Duration
@@ -121,6 +124,7 @@ func (u *Uploader) loop() {
 		case <-u.ctx.Done():
 			return
 		case <-u.wake:
+		case <-u.o.Sealed:
 		case <-tick.C:
 		}
 	}

@@ -13,7 +13,9 @@ import (
 	"github.com/ankusa/ankusa/dispatch"
 	"github.com/ankusa/ankusa/dispatch/sink/amqpsink"
 	"github.com/ankusa/ankusa/dispatch/sink/httpsink"
+	"github.com/ankusa/ankusa/edge"
 	"github.com/ankusa/ankusa/envelope"
+	"github.com/ankusa/ankusa/segment"
 )
 
 // newSink builds the sink of a source's sink spec.
@@ -105,4 +107,53 @@ func (q quarantine) Drop(ctx context.Context, tenant string, id envelope.ID, pri
 func (q quarantine) DropAll(ctx context.Context, tenant string, f dispatch.Filter, principal string) (int, error) {
 	n, err := q.d.DropAllQuarantined(ctx, tenant, f, principal)
 	return n, adminErr(err)
+}
+
+// openAdmin starts the admin listener over the stages that serve it.
+func (n *node) openAdmin() error {
+	opts := admin.Options{Tokens: n.cfg.Admin.Tokens, Logger: n.log}
+	if n.wal != nil {
+		opts.Health = n.wal
+	}
+	if n.segments != nil {
+		opts.Hooks = hookFetcher{n.segments}
+	}
+	if n.dispatch != nil {
+		opts.Deliveries = deliveries{n.dispatch}
+		opts.Quarantine = quarantine{n.dispatch}
+	}
+	s, err := admin.Listen(n.cfg.Admin.Listen, opts)
+	if err != nil {
+		return err
+	}
+	n.admin = s
+	return nil
+}
+
+// penAdapter is the dispatcher's quarantine pen as the edge asks for it.
+type penAdapter struct{ d *dispatch.Dispatcher }
+
+func (p penAdapter) Reserve(tenant string, size int64) edge.PenAnswer {
+	switch ok, closed := p.d.ReservePen(tenant, size); {
+	case ok:
+		return edge.PenOK
+	case closed:
+		return edge.PenClosed
+	}
+	return edge.PenFull
+}
+
+func (p penAdapter) Unreserve(size int64) { p.d.UnreservePen(size) }
+
+// hookFetcher serves the admin API's hook fetch from the segment store.
+type hookFetcher struct{ s *segment.Store }
+
+func (f hookFetcher) Fetch(_ context.Context, _ string, id envelope.ID) (*envelope.Envelope, error) {
+	e, err := f.s.Fetch(id)
+	// A hook whose segment retention removed from local disk is read from
+	// the archive; with no archive it is not on this node any more.
+	if errors.Is(err, segment.ErrNotFound) || errors.Is(err, segment.ErrRemoved) {
+		return nil, fmt.Errorf("%w: %w", admin.ErrHookNotFound, err)
+	}
+	return e, err
 }

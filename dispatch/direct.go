@@ -24,14 +24,12 @@ import (
 // one that arrives anyway (a stored source) is ErrNoDurableSink, a 503,
 // until it is updated.
 type Direct struct {
-	o    DirectOptions
-	mu   sync.Mutex
-	seq  uint64
-	ids  *envelope.IDGen
-	ords map[string]uint32
-	next uint32
-	// resSeq and resMs are the reserved floor: numbers up to them may be
-	// given without another synced write.
+	o DirectOptions
+	// mu serialises numbering: num is the same allocator the commit loop
+	// uses (wal.Numbers); resSeq and resMs are the reserved floor, numbers
+	// up to them may be given without another synced write.
+	mu            sync.Mutex
+	num           *wal.Numbers
 	resSeq, resMs uint64
 
 	rmu   sync.Mutex
@@ -44,8 +42,10 @@ type DirectOptions struct {
 	Sources source.Store
 	NewSink func(source string, spec config.Sink) (Sink, error)
 	Node    uint16
-	Logger  *zap.Logger
-	Now     func() time.Time
+	// MaxTenants caps the tenant ordinals (tenants.max; 0: no cap).
+	MaxTenants int
+	Logger     *zap.Logger
+	Now        func() time.Time
 }
 
 // OpenDirect starts numbering above what the meta store recorded (the
@@ -57,19 +57,11 @@ func OpenDirect(o DirectOptions) (*Direct, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	seq, id, err := o.Meta.WALCheckpoint()
+	f, err := wal.ReadFloor(o.Meta)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("cannot read the numbering floor: %w", err)
 	}
-	ords, err := o.Meta.Tenants()
-	if err != nil {
-		return nil, err
-	}
-	c := &Direct{o: o, seq: seq, ids: envelope.NewIDGen(o.Node, id), ords: ords, sinks: map[string]Sink{}}
-	for _, ord := range ords {
-		c.next = max(c.next, ord+1)
-	}
-	return c, nil
+	return &Direct{o: o, num: wal.NewNumbers(o.Node, f, o.MaxTenants), sinks: map[string]Sink{}}, nil
 }
 
 // Numbers are reserved ahead in the meta store so that none is given twice
@@ -110,20 +102,26 @@ func (c *Direct) number(e *envelope.Envelope) error {
 		return err
 	}
 	nowMs := uint64(c.o.Now().UnixMilli())
-	if c.seq+1 > c.resSeq || nowMs >= c.resMs {
+	if seq := c.num.LastSeq(); seq+1 > c.resSeq || nowMs >= c.resMs {
 		// The floor is past every number given before the next
 		// reservation: its id is a second ahead of the clock.
-		resSeq, resMs := c.seq+reserveSeqs, nowMs+uint64(reserveTime.Milliseconds())
+		resSeq, resMs := seq+reserveSeqs, nowMs+uint64(reserveTime.Milliseconds())
 		if err := c.o.Meta.SetWALCheckpoint(resSeq, envelope.MakeID(resMs, c.o.Node, resSeq)); err != nil {
 			return err
 		}
 		c.resSeq, c.resMs = resSeq, resMs
 	}
-	c.seq++
-	e.Seq, e.TenantOrdinal = c.seq, ord
-	e.ID = c.ids.Next(nowMs, e.Seq)
+	e.Seq, e.ID = c.num.Next(nowMs)
+	e.TenantOrdinal = ord
+	c.num.Publish(e.Seq, e.ID)
 	return nil
 }
+
+// Ordinal returns a tenant's ordinal, if it has one.
+func (c *Direct) Ordinal(tenant string) (uint32, bool) { return c.num.Ordinal(tenant) }
+
+// TenantsFull reports whether a new tenant would be refused (tenants.max).
+func (c *Direct) TenantsFull() bool { return c.num.Full() }
 
 func hasDurable(sinks []config.Sink) bool {
 	for i := range sinks {
@@ -179,24 +177,24 @@ func (c *Direct) sink(src string, spec config.Sink) (Sink, error) {
 }
 
 // ordinal returns the tenant's ordinal, recording a new one with a synced
-// write (ordinals are never reused). Under c.mu.
+// write before it is taken (ordinals are never reused: with no WAL record
+// behind it, the meta store's is the durable one). Under c.mu.
 func (c *Direct) ordinal(tenant string) (uint32, error) {
-	if o, ok := c.ords[tenant]; ok {
-		return o, nil
+	o, isNew, err := c.num.Tenant([]byte(tenant))
+	if err != nil || !isNew {
+		return o, err
 	}
-	o := c.next
 	if err := c.o.Meta.SetTenantSynced(tenant, o); err != nil {
 		return 0, err
 	}
-	c.next++
-	c.ords[tenant] = o
+	c.num.AddTenant(tenant, o)
 	return o, nil
 }
 
 // Close records the numbering floor and closes the sinks.
 func (c *Direct) Close() error {
 	c.mu.Lock()
-	seq, last := c.seq, c.ids.Next(uint64(c.o.Now().UnixMilli()), c.seq)
+	seq, last := c.num.LastSeq(), c.num.LastID()
 	c.mu.Unlock()
 	errs := []error{c.o.Meta.SetWALCheckpoint(seq, last)}
 	c.rmu.Lock()

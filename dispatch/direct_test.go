@@ -27,6 +27,7 @@ import (
 	"github.com/ankusa/ankusa/envelope"
 	"github.com/ankusa/ankusa/meta"
 	"github.com/ankusa/ankusa/source"
+	"github.com/ankusa/ankusa/wal"
 )
 
 // directNode is the node ordinal the Direct tests run as.
@@ -84,6 +85,7 @@ type directRig struct {
 	fk      *fakeSinks
 	fail    map[string]string // sink id -> body marker that makes it fail
 	badSink string            // NewSink refuses this sink id
+	maxTen  int               // tenants.max (0: no cap)
 
 	mu   sync.Mutex
 	got  map[string][]seen // "<sink>/<body>" -> deliveries
@@ -129,8 +131,9 @@ func (r *directRig) open() {
 			}
 			return fs, nil
 		},
-		Node:   directNode,
-		Logger: zaptest.NewLogger(r.t),
+		Node:       directNode,
+		MaxTenants: r.maxTen,
+		Logger:     zaptest.NewLogger(r.t),
 	})
 	if err != nil {
 		m.Close()
@@ -418,5 +421,44 @@ func TestDirectFailingSinkFailsCommit(t *testing.T) {
 	s2, _, _ := r.mustCommit("acme", "orders", "ok-2", "mq", "h")
 	if s2 <= s1 {
 		t.Fatalf("after the failures: seq %d, not above %d", s2, s1)
+	}
+}
+
+// wal.type: none numbers with the commit loop's allocator (wal.Numbers),
+// so tenants.max holds here too: a new tenant past it is ErrTenantLimit
+// (the edge's 403 tenant_limit), nothing is delivered, and the cap
+// counts the tenants recorded before a restart.
+func TestDirectTenantLimit(t *testing.T) {
+	sources := directSources(map[string][]config.Sink{"orders": {mqSink}})
+	dir := t.TempDir()
+	r := &directRig{t: t, fs: vfs.Default, dir: dir, sources: sources, fail: map[string]string{}, got: map[string][]seen{}, maxTen: 2}
+	r.fk = newFakeSinks(func(sink string, d *dispatch.Delivery) error {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		k := sink + "/" + string(d.Envelope.Body)
+		r.got[k] = append(r.got[k], seen{d.Envelope.Seq, d.Envelope.ID, d.Envelope.TenantOrdinal})
+		return nil
+	})
+	r.open()
+	r.mustCommit("acme", "orders", "one", "mq")
+	r.mustCommit("globex", "orders", "two", "mq")
+	if r.d.TenantsFull() != true {
+		t.Fatal("TenantsFull is false with tenants.max tenants")
+	}
+	if _, _, _, err := r.commit("initech", "orders", "three"); !errors.Is(err, wal.ErrTenantLimit) {
+		t.Fatalf("a third tenant under tenants.max 2: %v, want wal.ErrTenantLimit", err)
+	}
+	if n := r.attempts("mq", "three"); n != 0 {
+		t.Fatalf("the refused hook was delivered %d times", n)
+	}
+	r.mustCommit("acme", "orders", "four", "mq")
+	r.stop()
+	r.open()
+	defer r.stop()
+	if _, _, _, err := r.commit("initech", "orders", "five"); !errors.Is(err, wal.ErrTenantLimit) {
+		t.Fatalf("after a restart, a third tenant: %v, want wal.ErrTenantLimit", err)
+	}
+	if o, ok := r.d.Ordinal("globex"); !ok || o == 0 {
+		t.Fatalf("Ordinal(globex) after a restart = %d, %v", o, ok)
 	}
 }

@@ -37,10 +37,9 @@ type Options struct {
 	// LastSeq is the seq of the last durable hook at Open: rows are
 	// rebuilt up to it.
 	LastSeq uint64
-	// IntakeBytes bounds the hooks held in memory for first attempts
-	// (default 64 MiB); past it, hooks get rows only and are read back
-	// from the store when their turn comes.
-	IntakeBytes int64
+	// Intake is where the WAL hands committed hooks off (NewIntake; its
+	// Handoff is the WAL's OnDurable).
+	Intake *Intake
 	// CheckpointEvery is how often the checkpoint moves (default 100ms).
 	CheckpointEvery time.Duration
 	// AttemptLogTTL is how long attempt log entries are kept (default 24h).
@@ -49,9 +48,6 @@ type Options struct {
 	Now           func() time.Time
 	// OnFatal is called once when the meta store fails: the node stops.
 	OnFatal func(error)
-	// DedupeNode: node-scope dedupe keys are written with the rows
-	// (dedupe.scope: node).
-	DedupeNode bool
 	// MaxPenBytes caps the quarantine pen (limits.max_quarantine_bytes;
 	// default 256 MiB).
 	MaxPenBytes int64
@@ -59,9 +55,6 @@ type Options struct {
 
 // EnsureDefaults fills unset options.
 func (o *Options) EnsureDefaults() {
-	if o.IntakeBytes == 0 {
-		o.IntakeBytes = 64 << 20
-	}
 	if o.CheckpointEvery == 0 {
 		o.CheckpointEvery = 100 * time.Millisecond
 	}
@@ -87,7 +80,7 @@ type Dispatcher struct {
 	o  Options
 	db *pebble.DB
 
-	in       intake
+	in       *Intake
 	written  uint64        // last seq with rows written (writer goroutine)
 	flushed  atomic.Uint64 // last seq whose rows are readable (not yet durable)
 	ckpt     atomic.Uint64 // last seq whose rows are durable
@@ -126,11 +119,15 @@ type Dispatcher struct {
 
 // Open rebuilds the rows of every hook past the checkpoint up to
 // o.LastSeq (creating only absent rows), then starts the writer, the
-// scheduler and the sweeper. Hand it committed hooks with Handoff.
+// scheduler and the sweeper, which drain o.Intake.
 func Open(o Options) (*Dispatcher, error) {
 	o.EnsureDefaults()
+	if o.Intake == nil {
+		return nil, errors.New("BUG: dispatch: Open without an Intake")
+	}
 	d := &Dispatcher{
 		o:         o,
+		in:        o.Intake,
 		db:        o.Meta.DB(),
 		held:      map[string]struct{}{},
 		runners:   map[string]*runner{},
@@ -139,7 +136,6 @@ func Open(o Options) (*Dispatcher, error) {
 		schedWake: make(chan struct{}, 1),
 		stop:      make(chan struct{}),
 	}
-	d.in.init(o.IntakeBytes)
 	ckpt, err := o.Meta.DispatchCheckpoint()
 	if err != nil {
 		return nil, err
@@ -235,6 +231,7 @@ func (d *Dispatcher) Close() error {
 	if d.closed.Swap(true) {
 		return nil
 	}
+	d.in.closed.Store(true)
 	close(d.stop)
 	d.wg.Wait()
 	d.rmu.Lock()
@@ -249,7 +246,7 @@ func (d *Dispatcher) Close() error {
 			errs = append(errs, fmt.Errorf("cannot close sink %s: %w", r.name, err))
 		}
 	}
-	d.in.drain()
+	d.in.close()
 	return errors.Join(errs...)
 }
 

@@ -83,50 +83,6 @@ func openNode(t testing.TB, fs vfs.FS, fk *fakeSinks, o nodeOptions) *node {
 		t.Fatal(err)
 	}
 	n.meta = m
-	tenants, err := m.Tenants()
-	if err != nil {
-		t.Fatal(err)
-	}
-	floorSeq, floorID, err := segment.Floor(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ck, err := m.DispatchCheckpoint()
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := wal.Open(wal.Options{
-		FS: fs, Dir: "data/wal", Node: 3, MaxFileBytes: 1 << 20,
-		FloorSeq: max(floorSeq, ck), FloorID: floorID, Tenants: tenants,
-		OnTenant: func(name string, ord uint32) { _ = m.SetTenant(name, ord) },
-		OnDurable: func(b []*wal.Request) {
-			if d := n.disp.Load(); d != nil {
-				d.Handoff(b)
-			}
-		},
-		OnFatal: onFatal,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n.wal = w
-	s, err := segment.Open(segment.Options{
-		FS: fs, Dir: "data/segments", Log: w, Meta: m, MaxBytes: 256 << 10, MaxAge: 50 * time.Millisecond,
-		DispatchCheckpoint: func() uint64 {
-			if d := n.disp.Load(); d != nil {
-				return d.Checkpoint()
-			}
-			return 0
-		},
-		OnFatal: onFatal,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n.store = s
-	if o.noDispatch {
-		return n
-	}
 	logger := zaptest.NewLogger(t)
 	if o.expectFatal {
 		logger = zap.NewNop()
@@ -137,17 +93,38 @@ func openNode(t testing.TB, fs vfs.FS, fk *fakeSinks, o nodeOptions) *node {
 	}
 	cfg := &config.Config{Sources: map[string]config.Source{"src": spec}}
 	cfg.ApplyDefaults()
+	sources := source.NewStatic(cfg)
+	in := dispatch.NewIntake(dispatch.IntakeOptions{Sources: sources, MaxBytes: o.intakeBytes, DedupeNode: o.dedupeNode})
+	w, err := wal.Open(wal.Options{
+		FS: fs, Dir: "data/wal", Node: 3, MaxFileBytes: 1 << 20, Meta: m,
+		OnDurable: in.Handoff,
+		OnFatal:   onFatal,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.wal = w
+	s, err := segment.Open(segment.Options{
+		FS: fs, Dir: "data/segments", Log: w, Meta: m, MaxBytes: 256 << 10, MaxAge: 50 * time.Millisecond,
+		Keeper:  dispKeeper{n},
+		OnFatal: onFatal,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.store = s
+	if o.noDispatch {
+		return n
+	}
 	d, err := dispatch.Open(dispatch.Options{
-		Meta: m, Hooks: s, Sources: source.NewStatic(cfg),
+		Meta: m, Hooks: s, Sources: sources, Intake: in,
 		NewSink:         fk.newSink,
 		Ordinal:         w.Ordinal,
 		LastSeq:         w.LastSeq(),
-		IntakeBytes:     o.intakeBytes,
 		CheckpointEvery: 10 * time.Millisecond,
 		Logger:          logger,
 		Now:             o.now,
 		OnFatal:         onFatal,
-		DedupeNode:      o.dedupeNode,
 		MaxPenBytes:     o.maxPenBytes,
 	})
 	if err != nil {
@@ -330,4 +307,22 @@ func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// dispKeeper answers the segment store's questions from the node's
+// dispatcher; nothing is deleted before it has opened.
+type dispKeeper struct{ n *node }
+
+func (k dispKeeper) DurableCheckpoint() uint64 {
+	if d := k.n.disp.Load(); d != nil {
+		return d.Checkpoint()
+	}
+	return 0
+}
+
+func (k dispKeeper) HoldsLive(first, last uint64) (bool, error) {
+	if d := k.n.disp.Load(); d != nil {
+		return d.HoldsLive(first, last)
+	}
+	return true, nil
 }

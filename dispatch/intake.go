@@ -2,23 +2,53 @@ package dispatch
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/ankusa/ankusa/envelope"
 	"github.com/ankusa/ankusa/source"
 	"github.com/ankusa/ankusa/wal"
 )
 
-// intake carries committed records from the commit loop to the row
-// writer, in seq order, without copying them. It holds at most max bytes
+// Intake carries committed records from the commit loop to the row
+// writer, in seq order, without copying them. It holds at most MaxBytes
 // of records (counted until their first attempts end); a record past that
 // is passed on as its seq alone and read back from the store.
-type intake struct {
+//
+// It exists before the dispatcher that drains it: the WAL opens first,
+// with Handoff as its OnDurable, and dispatch opens once the segment
+// store it reads back from is open. What is handed off meanwhile waits
+// here (bounded as above).
+type Intake struct {
+	o      IntakeOptions
 	mu     sync.Mutex
 	items  []item
 	spare  []item
-	max    int64
 	mem    int64 // bytes held: queued records and the hooks of first attempts
 	signal chan struct{}
+	closed atomic.Bool // the dispatcher closed: keep nothing more in memory
+}
+
+// IntakeOptions configure an Intake.
+type IntakeOptions struct {
+	// Sources is the current source snapshot: a hook whose source has no
+	// sinks costs dispatch nothing but its seq.
+	Sources source.Store
+	// MaxBytes bounds the hooks held in memory for first attempts
+	// (default 64 MiB); past it, hooks get rows only and are read back
+	// from the store when their turn comes.
+	MaxBytes int64
+	// DedupeNode: node-scope dedupe keys are written with the rows
+	// (dedupe.scope: node), so a hook of a deduplicating source needs the
+	// row writer even without sinks.
+	DedupeNode bool
+}
+
+// NewIntake returns an empty intake.
+func NewIntake(o IntakeOptions) *Intake {
+	if o.MaxBytes == 0 {
+		o.MaxBytes = 64 << 20
+	}
+	return &Intake{o: o, signal: make(chan struct{}, 1)}
 }
 
 // item is a retained record, or (req nil) a range of seqs: to read back,
@@ -41,19 +71,13 @@ type tally struct {
 // tenant starts a new range.
 const maxTallies = 16
 
-func (in *intake) init(max int64) {
-	in.max = max
-	in.signal = make(chan struct{}, 1)
-}
-
 // Handoff is the WAL's OnDurable: it takes a durable batch's records in
 // seq order. It runs on the commit loop and never blocks.
-func (d *Dispatcher) Handoff(batch []*wal.Request) {
-	in := &d.in
-	snap := d.o.Sources.Snapshot()
+func (in *Intake) Handoff(batch []*wal.Request) {
+	snap := in.o.Sources.Snapshot()
 	in.mu.Lock()
 	for _, r := range batch {
-		switch d.needs(snap, r.Buf[wal.FrameHeaderSize:]) {
+		switch in.needs(snap, r.Buf[wal.FrameHeaderSize:]) {
 		case needNothing:
 			in.addSkip(r.Seq, r.Ordinal, uint64(len(r.Buf)-wal.FrameHeaderSize))
 			continue
@@ -63,7 +87,7 @@ func (d *Dispatcher) Handoff(batch []*wal.Request) {
 			continue
 		}
 		n := int64(len(r.Buf))
-		if in.mem+n <= in.max && !d.closed.Load() {
+		if in.mem+n <= in.o.MaxBytes && !in.closed.Load() {
 			r.Retain()
 			in.mem += n
 			in.items = append(in.items, item{req: r})
@@ -82,7 +106,7 @@ func (d *Dispatcher) Handoff(batch []*wal.Request) {
 // addSkip adds seq to the last skip range when it follows it (and the
 // range has room for its tenant), counting the hook for its tenant.
 // Under in.mu.
-func (in *intake) addSkip(seq uint64, ord uint32, size uint64) {
+func (in *Intake) addSkip(seq uint64, ord uint32, size uint64) {
 	if k := len(in.items) - 1; k >= 0 && in.items[k].req == nil && in.items[k].skip && in.items[k].to+1 == seq {
 		it := &in.items[k]
 		for i := range it.tally {
@@ -104,7 +128,7 @@ func (in *intake) addSkip(seq uint64, ord uint32, size uint64) {
 
 // addReadBack appends seq to the last range to read back when it follows
 // it. Under in.mu.
-func (in *intake) addReadBack(seq uint64) {
+func (in *Intake) addReadBack(seq uint64) {
 	if k := len(in.items) - 1; k >= 0 && in.items[k].req == nil && !in.items[k].skip && in.items[k].to+1 == seq {
 		in.items[k].to = seq
 		return
@@ -122,7 +146,7 @@ const (
 // needs reports what a committed record needs from the row writer. It
 // reads the record in place, without decoding or allocating: hooks of
 // sources without sinks cost dispatch nothing but their seq.
-func (d *Dispatcher) needs(snap *source.Snapshot, payload []byte) int {
+func (in *Intake) needs(snap *source.Snapshot, payload []byte) int {
 	_, name, ok := envelope.Names(payload)
 	if !ok {
 		return needNothing
@@ -135,7 +159,7 @@ func (d *Dispatcher) needs(snap *source.Snapshot, payload []byte) int {
 		unknownSource.Inc()
 		return needNothing
 	}
-	if len(src.Spec.Sinks) > 0 || d.o.DedupeNode && src.Dedupe != nil && payload[envelope.OffFlags]&envelope.FlagFlagged == 0 {
+	if len(src.Spec.Sinks) > 0 || in.o.DedupeNode && src.Dedupe != nil && payload[envelope.OffFlags]&envelope.FlagFlagged == 0 {
 		return needRows
 	}
 	return needNothing
@@ -143,7 +167,7 @@ func (d *Dispatcher) needs(snap *source.Snapshot, payload []byte) int {
 
 // take returns everything queued; the caller gives the slice back with
 // giveBack.
-func (in *intake) take() []item {
+func (in *Intake) take() []item {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	items := in.items
@@ -152,7 +176,7 @@ func (in *intake) take() []item {
 	return items
 }
 
-func (in *intake) giveBack(items []item) {
+func (in *Intake) giveBack(items []item) {
 	clear(items)
 	in.mu.Lock()
 	if in.spare == nil {
@@ -162,15 +186,21 @@ func (in *intake) giveBack(items []item) {
 }
 
 // release returns n bytes of the memory bound.
-func (in *intake) release(n int64) {
+func (in *Intake) release(n int64) {
 	in.mu.Lock()
 	in.mem -= n
 	in.mu.Unlock()
 }
 
-// drain releases every record still queued (at Close: their rows come
-// from the rebuild at the next boot).
-func (in *intake) drain() {
+// close makes the intake keep no more records in memory and releases
+// every record still queued (at Close: their rows come from the rebuild
+// at the next boot).
+func (in *Intake) close() {
+	in.closed.Store(true)
+	in.drain()
+}
+
+func (in *Intake) drain() {
 	for _, it := range in.take() {
 		if it.req != nil {
 			wal.ReleaseRequest(it.req)

@@ -24,7 +24,7 @@ func (d *Dispatcher) sweepLoop() {
 		case <-d.stop:
 			return
 		case <-t.C:
-			if day := meta.DedupeDay(d.o.Now().UnixNano()); d.o.DedupeNode && day != sweptDay {
+			if day := meta.DedupeDay(d.o.Now().UnixNano()); d.in.o.DedupeNode && day != sweptDay {
 				// Keys are filed by day: one range delete a day is enough.
 				if err := dedupe.Sweep(d.db, d.o.Now().UnixNano()); err != nil {
 					d.o.Logger.Error("cannot sweep expired dedupe keys", zap.Error(err))

@@ -141,7 +141,7 @@ func (w *rowWriter) addHook(e *envelope.Envelope, sh *shared) error {
 		return w.addPenRow(e)
 	}
 	src := d.o.Sources.Snapshot().Lookup([]byte(e.SourceID))
-	if src != nil && d.o.DedupeNode && src.Dedupe != nil && e.DedupeKey != "" && !e.Verification.Flagged {
+	if src != nil && d.in.o.DedupeNode && src.Dedupe != nil && e.DedupeKey != "" && !e.Verification.Flagged {
 		if err := dedupe.AddKey(w.b, e.TenantOrdinal, e.TenantID, e.SourceID, []byte(e.DedupeKey), e.ID, e.Seq, e.ReceivedAt, src.DedupeTTL); err != nil {
 			return err
 		}

@@ -191,6 +191,17 @@ func (s *Store) LastSegment() (SegmentEntry, bool, error) {
 	return e, err == nil, err
 }
 
+// CatalogueFloor is the highest seq and event id the catalogue holds:
+// numbering resumes above it even once the WAL files sealed into it are
+// gone (DESIGN.md §6 item 1; wal.Open reads it).
+func (s *Store) CatalogueFloor() (uint64, envelope.ID, error) {
+	e, ok, err := s.LastSegment()
+	if err != nil || !ok {
+		return 0, envelope.ID{}, err
+	}
+	return e.LastSeq, e.LastID, nil
+}
+
 // Segments calls fn for every catalogue entry in seq order, from the one
 // holding fromSeq on, until fn returns false.
 func (s *Store) Segments(fromSeq uint64, fn func(SegmentEntry) bool) error {

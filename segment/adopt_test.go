@@ -211,7 +211,7 @@ func TestPartialSegmentAtBoot(t *testing.T) {
 				t.Fatalf("the partial segment was not discarded")
 			}
 			// Only the open segment's own partial may be there now.
-			floor, _, _ := segment.Floor(n.meta)
+			floor, _, _ := n.meta.CatalogueFloor()
 			for _, p := range namesWith(t, fs, segDir, ".partial") {
 				if p != fmt.Sprintf("%020d.partial", floor+1) {
 					t.Fatalf("partial %s left after boot (catalogue ends at %d)", p, floor)

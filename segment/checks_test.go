@@ -48,7 +48,7 @@ func (n *node) waitSealed(seq uint64) {
 	n.t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		last, _, err := segment.Floor(n.meta)
+		last, _, err := n.meta.CatalogueFloor()
 		if err != nil {
 			n.t.Fatal(err)
 		}

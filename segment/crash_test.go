@@ -13,7 +13,6 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/ankusa/ankusa/envelope"
-	"github.com/ankusa/ankusa/segment"
 	"github.com/ankusa/ankusa/wal"
 )
 
@@ -251,7 +250,7 @@ func verifySegCrash(t *testing.T, p segCrashPoint, dispatch func() uint64) {
 	}
 	defer n.close()
 
-	floor, _, err := segment.Floor(n.meta)
+	floor, _, err := n.meta.CatalogueFloor()
 	if err != nil {
 		fail("%v", err)
 	}

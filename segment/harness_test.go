@@ -3,6 +3,7 @@ package segment_test
 import (
 	"fmt"
 	"hash/fnv"
+	"math"
 	"testing"
 	"time"
 
@@ -33,11 +34,14 @@ type nodeOptions struct {
 	blockSize int
 	dispatch  func() uint64
 	walFile   int64
-	// now is the segment store's clock (nil: time.Now); retainLocal and
-	// canRemoveLocal drive retention (segment.retain_local).
+	// now is the segment store's clock (nil: time.Now); retainLocal,
+	// canRemoveLocal and archiving drive retention (segment.retain_local):
+	// canRemoveLocal answers the store's HoldsLive question (true: every
+	// hook in the segment is delivered or dead).
 	now            func() time.Time
 	retainLocal    time.Duration
 	canRemoveLocal func(meta.SegmentEntry) bool
+	archiving      bool
 	// log wraps the WAL as the segment store sees it (nil: the WAL).
 	log func(segment.Log) segment.Log
 	// remote reads the segments retention removed (nil: none).
@@ -63,19 +67,7 @@ func tryOpenNode(t testing.TB, fs vfs.FS, o nodeOptions) (*node, error) {
 		return nil, err
 	}
 	n.meta = m
-	tenants, err := m.Tenants()
-	if err != nil {
-		return nil, err
-	}
-	floorSeq, floorID, err := segment.Floor(m)
-	if err != nil {
-		return nil, err
-	}
-	w, err := wal.Open(wal.Options{
-		FS: fs, Dir: "data/wal", Node: 3, MaxFileBytes: o.walFile,
-		FloorSeq: floorSeq, FloorID: floorID, Tenants: tenants,
-		OnTenant: func(name string, ord uint32) { _ = m.SetTenant(name, ord) },
-	})
+	w, err := wal.Open(wal.Options{FS: fs, Dir: "data/wal", Node: 3, MaxFileBytes: o.walFile, Meta: m})
 	if err != nil {
 		m.Close()
 		return nil, err
@@ -88,11 +80,11 @@ func tryOpenNode(t testing.TB, fs vfs.FS, o nodeOptions) (*node, error) {
 	s, err := segment.Open(segment.Options{
 		FS: fs, Dir: "data/segments", Log: log, Meta: m,
 		MaxBytes: o.maxBytes, MaxAge: o.maxAge, BlockSize: o.blockSize,
-		DispatchCheckpoint: o.dispatch,
-		Now:                o.now,
-		RetainLocal:        o.retainLocal,
-		CanRemoveLocal:     o.canRemoveLocal,
-		Remote:             o.remote,
+		Keeper:      o.keeper(),
+		Archiving:   o.archiving,
+		Now:         o.now,
+		RetainLocal: o.retainLocal,
+		Remote:      o.remote,
 		OnFatal: func(err error) {
 			select {
 			case n.fatal <- err:
@@ -166,4 +158,32 @@ func (n *node) commit(e envelope.Envelope) (envelope.Envelope, error) {
 	}
 	e.Seq, e.ID, e.TenantOrdinal = req.Seq, req.ID, req.Ordinal
 	return e, nil
+}
+
+// keeper is what the store asks dispatch, from the node's options: nil
+// when they ask nothing (no WAL file is deleted, retention goes by age).
+func (o nodeOptions) keeper() segment.Keeper {
+	if o.dispatch == nil && o.canRemoveLocal == nil {
+		return nil
+	}
+	k := testKeeper{checkpoint: o.dispatch, removable: o.canRemoveLocal}
+	if k.checkpoint == nil {
+		k.checkpoint = func() uint64 { return math.MaxUint64 }
+	}
+	return k
+}
+
+// testKeeper answers the store's questions with the test's functions.
+type testKeeper struct {
+	checkpoint func() uint64
+	removable  func(meta.SegmentEntry) bool
+}
+
+func (k testKeeper) DurableCheckpoint() uint64 { return k.checkpoint() }
+
+func (k testKeeper) HoldsLive(first, last uint64) (bool, error) {
+	if k.removable == nil {
+		return false, nil
+	}
+	return !k.removable(meta.SegmentEntry{FirstSeq: first, LastSeq: last}), nil
 }

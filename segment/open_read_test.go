@@ -71,7 +71,7 @@ func checkOpenReads(t *testing.T, n *node, hooks []envelope.Envelope) {
 	}
 	last := uint64(len(hooks))
 	checkDense(t, "scan 1..max", scanSeqs(t, n.store, 1, math.MaxUint64), 1, last)
-	sealed, _, err := segment.Floor(n.meta)
+	sealed, _, err := n.meta.CatalogueFloor()
 	if err != nil {
 		t.Fatal(err)
 	}

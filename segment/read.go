@@ -387,9 +387,9 @@ func (s *Store) scanOpen(seq, to uint64, fn func(*envelope.Envelope) error) (nex
 	return seq + uint64(len(batch)), false, nil
 }
 
-// sweep removes sealed segments past RetainLocal that CanRemoveLocal
-// allows and dispatch no longer needs: a synced "removed" mark first, then
-// the file, then the directory sync (DESIGN.md §6 item 3).
+// sweep removes the sealed segments past RetainLocal that the rules of
+// Keeper allow: a synced "removed" mark first, then the file, then the
+// directory sync (DESIGN.md §6 item 3).
 func (s *Store) sweep() error {
 	if s.o.RetainLocal <= 0 {
 		return nil
@@ -400,17 +400,42 @@ func (s *Store) sweep() error {
 		if e.Removed || e.SealedAt > cutoff {
 			return true
 		}
-		if s.o.DispatchCheckpoint != nil && e.LastSeq > s.o.DispatchCheckpoint() {
-			return false // later segments hold later seqs
-		}
-		if s.o.CanRemoveLocal == nil || s.o.CanRemoveLocal(e) {
+		ok, later := s.removable(e)
+		if ok {
 			due = append(due, e)
 		}
-		return true
+		return !later
 	})
 	if err != nil {
 		return err
 	}
+	return s.remove(due)
+}
+
+// removable applies the removal rule of Keeper to a segment past
+// RetainLocal; later is true when no later segment can be removed either
+// (it holds seqs past the dispatch checkpoint, and later segments hold
+// later seqs).
+func (s *Store) removable(e meta.SegmentEntry) (ok, later bool) {
+	k := s.o.Keeper
+	if k != nil && e.LastSeq > k.DurableCheckpoint() {
+		return false, true
+	}
+	if s.o.Archiving {
+		return e.Archived, false
+	}
+	if k == nil {
+		return true, false
+	}
+	live, err := k.HoldsLive(e.FirstSeq, e.LastSeq)
+	if err != nil {
+		s.o.Logger.Error("cannot tell whether a segment still holds undelivered hooks; keeping it", zap.String("segment", e.Name), zap.Error(err))
+	}
+	return err == nil && !live, false
+}
+
+// remove marks each segment removed, then removes its file.
+func (s *Store) remove(due []meta.SegmentEntry) error {
 	for _, e := range due {
 		// The mark goes through UpdateSegment, serialised with the
 		// archive's own mark, so neither undoes the other.

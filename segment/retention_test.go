@@ -3,6 +3,7 @@ package segment_test
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -290,6 +291,60 @@ func fetchUntil(n *node, hooks []envelope.Envelope, seed uint64, stop chan struc
 			return fmt.Errorf("fetch of seq %d while retention removes its segment: %w", w.Seq, err)
 		case !sameEnvelope(got, w):
 			return fmt.Errorf("fetch of seq %d returned %s", w.Seq, describe(got))
+		}
+	}
+}
+
+// TestRetentionArchiving: while archiving, a local segment past
+// segment.retain_local goes only after its synced archived mark, whatever
+// HoldsLive says, and never while it holds a hook past the dispatch
+// checkpoint (DESIGN.md §6 item 3, the rule of segment.Keeper).
+func TestRetentionArchiving(t *testing.T) {
+	fs := vfs.NewMem()
+	clock := newFakeClock()
+	var cp atomic.Uint64
+	cp.Store(math.MaxUint64)
+	delivered := func(meta.SegmentEntry) bool { return true }
+	n, hooks := retentionNode(t, fs, clock, nodeOptions{retainLocal: time.Hour, archiving: true, dispatch: cp.Load, canRemoveLocal: delivered})
+	defer n.close()
+	entries := n.catalogue()
+	if len(entries) < 4 {
+		t.Fatalf("%d segments, want at least 4", len(entries))
+	}
+	clock.advance(2 * time.Hour)
+	clock.advance(2 * time.Minute)
+	time.Sleep(50 * time.Millisecond)
+	n.sync()
+	if r := removed(n); len(r) > 0 {
+		t.Fatalf("segments ending at %v removed before any archived mark", r)
+	}
+	// Archived: the first three; the checkpoint inside the second.
+	for _, e := range entries[:3] {
+		if _, ok, err := n.meta.UpdateSegment(e.LastSeq, func(e *meta.SegmentEntry) { e.Archived = true }); err != nil || !ok {
+			t.Fatalf("mark archived: %v %v", ok, err)
+		}
+	}
+	cp.Store(entries[1].LastSeq - 1)
+	clock.advance(2 * time.Minute)
+	waitFor(t, "the first archived segment was not removed", func() bool { return len(removed(n)) >= 1 })
+	clock.advance(2 * time.Minute)
+	time.Sleep(50 * time.Millisecond)
+	n.sync()
+	if r := removed(n); !slices.Equal(r, []uint64{entries[0].LastSeq}) {
+		t.Fatalf("removed %v with the checkpoint at %d, want the first segment only", r, cp.Load())
+	}
+	cp.Store(math.MaxUint64)
+	clock.advance(2 * time.Minute)
+	waitFor(t, "the archived segments were not removed", func() bool { return len(removed(n)) >= 3 })
+	clock.advance(2 * time.Minute)
+	time.Sleep(50 * time.Millisecond)
+	n.sync()
+	if r := removed(n); !slices.Equal(r, []uint64{entries[0].LastSeq, entries[1].LastSeq, entries[2].LastSeq}) {
+		t.Fatalf("removed %v, want the three archived segments", r)
+	}
+	for i := range hooks {
+		if hooks[i].Seq > entries[2].LastSeq {
+			checkFetch(t, n.store, &hooks[i])
 		}
 	}
 }

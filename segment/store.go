@@ -61,22 +61,20 @@ type Options struct {
 	// RetainLocal is how long a sealed segment stays on local disk
 	// (segment.retain_local; 0 keeps it forever).
 	RetainLocal time.Duration
-	// CanRemoveLocal is asked before retention removes a segment past
-	// RetainLocal; later stages add their conditions here (archived,
-	// delivered). nil: age alone decides.
-	CanRemoveLocal func(meta.SegmentEntry) bool
+	// Keeper says what dispatch still needs; the store asks it before it
+	// deletes a WAL file or removes a local segment (see Keeper). nil: no
+	// WAL file is ever deleted, and retention goes by age alone (tests of
+	// the sealer without a dispatch stage).
+	Keeper Keeper
+	// Archiving: sealed segments are uploaded to an archive, and a local
+	// one is removed only after its synced archived mark; fetch and
+	// retries then read the archive (Remote). Without it, a local segment
+	// is removed only once every hook in it is delivered or dead.
+	Archiving bool
 	// Remote reads the segments retention removed from local disk (the
 	// archive): fetch and scan go on working after a segment is gone.
 	// nil: a removed segment's hooks are ErrRemoved.
 	Remote Remote
-	// OnSealed is called after a segment is sealed and catalogued (the
-	// archive uploads it without waiting for its next poll).
-	OnSealed func()
-	// DispatchCheckpoint is the seq up to which dispatch no longer needs
-	// the log. A WAL file is deleted only when every hook in it is sealed
-	// and at or below it (DESIGN.md §6 item 3). nil: no WAL file is ever
-	// deleted (no dispatch stage to ask).
-	DispatchCheckpoint func() uint64
 	// CacheBytes bounds the block cache (default 64 MiB).
 	CacheBytes int64
 	Logger     *zap.Logger
@@ -84,6 +82,26 @@ type Options struct {
 	// OnFatal is called once when a storage write or sync fails: the node
 	// must stop (DESIGN.md §6 item 8).
 	OnFatal func(error)
+}
+
+// Keeper is what dispatch still needs of the log and the segments; the
+// meta store answers it from dispatch's durable records. The deletion
+// rules of DESIGN.md §6 item 3 are the store's own and it applies them:
+//
+//   - a WAL file goes only when every hook in it is sealed into a segment
+//     whose sync returned and whose catalogue entry is synced, and is at
+//     or below DurableCheckpoint;
+//   - a local segment past segment.retain_local goes only when it holds
+//     no hook past DurableCheckpoint, and then, while archiving, after its
+//     synced archived mark, otherwise once HoldsLive says every hook in it
+//     is delivered or dead.
+type Keeper interface {
+	// DurableCheckpoint is the seq up to which every hook's delivery rows
+	// are durable: nothing at or below it is needed to rebuild them.
+	DurableCheckpoint() uint64
+	// HoldsLive reports whether a hook with first <= seq <= last still has
+	// a delivery row that is not dead, or waits in the quarantine pen.
+	HoldsLive(first, last uint64) (bool, error)
 }
 
 // Store seals the log into segments and reads hooks back.
@@ -115,26 +133,21 @@ type Store struct {
 	eraseKick  chan struct{}
 	eraserDone chan struct{}
 
+	sealed chan struct{} // signalled (never blocking) after each seal
+
 	stop chan struct{}
 	done chan struct{}
 }
+
+// Sealed is signalled after a segment is sealed and catalogued (at most one
+// signal waits): the archive uploads it without waiting for its next poll.
+func (s *Store) Sealed() <-chan struct{} { return s.sealed }
 
 // walFile is a WAL file read to its end: every hook in it is at or below
 // lastSeq.
 type walFile struct {
 	num     uint64
 	lastSeq uint64
-}
-
-// Floor is the highest seq and event id the catalogue holds: numbering
-// resumes above it even once the WAL files behind it are gone
-// (DESIGN.md §6 item 1).
-func Floor(m *meta.Store) (uint64, envelope.ID, error) {
-	e, ok, err := m.LastSegment()
-	if err != nil || !ok {
-		return 0, envelope.ID{}, err
-	}
-	return e.LastSeq, e.LastID, nil
 }
 
 // Open recovers the segment directory (removes partial segments, adopts
@@ -167,6 +180,7 @@ func Open(o Options) (*Store, error) {
 		files: newFileCache(64), cache: newBlockCache(o.CacheBytes),
 		stop: make(chan struct{}), done: make(chan struct{}),
 		eraseKick: make(chan struct{}, 1), eraserDone: make(chan struct{}),
+		sealed: make(chan struct{}, 1),
 	}
 	if err := vfsutil.MkdirAllSynced(o.FS, o.Dir); err != nil {
 		return nil, fmt.Errorf("cannot create segment directory %q: %w", o.Dir, err)
@@ -505,8 +519,9 @@ func (s *Store) seal() error {
 	sealedFileBytes.Add(int(size))
 	sealSeconds.UpdateDuration(start)
 	unsealedHooks.Set(0)
-	if s.o.OnSealed != nil {
-		s.o.OnSealed()
+	select {
+	case s.sealed <- struct{}{}:
+	default:
 	}
 	return s.deleteWALFiles()
 }
@@ -517,10 +532,10 @@ func (s *Store) seal() error {
 // them to the eraser, which frees their space without stalling commits
 // (wal.Retire, wal.Erase). Under s.mu.
 func (s *Store) deleteWALFiles() error {
-	if s.o.DispatchCheckpoint == nil || len(s.walDone) == 0 {
+	if s.o.Keeper == nil || len(s.walDone) == 0 {
 		return nil
 	}
-	limit := min(s.sealedSeq.Load(), s.o.DispatchCheckpoint())
+	limit := min(s.sealedSeq.Load(), s.o.Keeper.DurableCheckpoint())
 	var nums []uint64
 	for _, f := range s.walDone {
 		if f.lastSeq > limit {

@@ -12,7 +12,6 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/ankusa/ankusa/envelope"
-	"github.com/ankusa/ankusa/segment"
 	"github.com/ankusa/ankusa/wal"
 )
 
@@ -116,7 +115,7 @@ func sealOne(t *testing.T, n *node, hooks *[]envelope.Envelope, w *walWatch) uin
 // files whose hooks are all sealed and at or below it; never one holding
 // a hook of the open segment. After a restart numbering goes on above the
 // highest seq and id, and the sealed hooks are still there; and with
-// every WAL file gone, it goes on above the catalogue (segment.Floor).
+// every WAL file gone, it goes on above the catalogue (meta.Store.CatalogueFloor).
 func TestWALDeletion(t *testing.T) {
 	fs := vfs.NewMem()
 	var cp atomic.Uint64
@@ -216,7 +215,7 @@ func checkRestart(t *testing.T, fs vfs.FS, opts nodeOptions, hooks []envelope.En
 	}
 	n = openNode(t, fs, opts)
 	defer n.close()
-	floor, floorID, err := segment.Floor(n.meta)
+	floor, floorID, err := n.meta.CatalogueFloor()
 	if err != nil || floor != uint64(len(hooks)) || floorID != hooks[len(hooks)-1].ID {
 		t.Fatalf("Floor: %d %s %v, want %d %s", floor, floorID, err, len(hooks), hooks[len(hooks)-1].ID)
 	}

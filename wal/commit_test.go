@@ -159,7 +159,7 @@ func TestReopenNumbering(t *testing.T) {
 			var lastID envelope.ID
 			for i, r := range tt.runs {
 				clk := newClock(r.nowMs, time.Millisecond)
-				w := openWAL(t, wal.Options{FS: fs, Now: clk.Now, FloorSeq: r.floorSeq, FloorID: r.floorID})
+				w := openWAL(t, wal.Options{FS: fs, Now: clk.Now, Meta: &testMeta{ckptSeq: r.floorSeq, ckptID: r.floorID}})
 				floor := lastID
 				if bytes.Compare(r.floorID[:], floor[:]) > 0 {
 					floor = r.floorID

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -487,4 +488,35 @@ func commitBehind(w *wal.WAL, results chan<- commitResult) int64 {
 		}()
 	}
 	return queued
+}
+
+// testMeta is what a meta store records outside the log (Options.Meta):
+// the floors, the tenant mirror, and a hook on every mirrored ordinal.
+type testMeta struct {
+	ckptSeq  uint64
+	ckptID   envelope.ID
+	catSeq   uint64
+	catID    envelope.ID
+	dispSeq  uint64
+	tenants  map[string]uint32
+	onTenant func(name string, ord uint32)
+}
+
+func (m *testMeta) WALCheckpoint() (uint64, envelope.ID, error) { return m.ckptSeq, m.ckptID, nil }
+func (m *testMeta) SetWALCheckpoint(seq uint64, id envelope.ID) error {
+	m.ckptSeq, m.ckptID = seq, id
+	return nil
+}
+func (m *testMeta) CatalogueFloor() (uint64, envelope.ID, error) { return m.catSeq, m.catID, nil }
+func (m *testMeta) DispatchCheckpoint() (uint64, error)          { return m.dispSeq, nil }
+func (m *testMeta) Tenants() (map[string]uint32, error)          { return maps.Clone(m.tenants), nil }
+func (m *testMeta) SetTenantSynced(name string, ord uint32) error {
+	return m.SetTenant(name, ord)
+}
+
+func (m *testMeta) SetTenant(name string, ord uint32) error {
+	if m.onTenant != nil {
+		m.onTenant(name, ord)
+	}
+	return nil
 }

@@ -93,7 +93,7 @@ func TestTenantOrdinals(t *testing.T) {
 		}
 		t.Errorf("OnTenant(%q, %d) called before its record was durable", name, ord)
 	}
-	w := openWAL(t, wal.Options{FS: fs, OnTenant: onTenant})
+	w := openWAL(t, wal.Options{FS: fs, Meta: &testMeta{onTenant: onTenant}})
 	const tenants, goroutines, perG = 24, 8, 30
 	var wg sync.WaitGroup
 	acks := make([][]ack, goroutines)
@@ -196,7 +196,7 @@ func TestTenantOrdinals(t *testing.T) {
 		mirror[name] = ords[0]
 	}
 	var calls2 tenantCalls
-	w = openWAL(t, wal.Options{FS: mem, Tenants: mirror, OnTenant: calls2.OnTenant})
+	w = openWAL(t, wal.Options{FS: mem, Meta: &testMeta{tenants: mirror, onTenant: calls2.OnTenant}})
 	if w.TenantCount() != tenants {
 		t.Fatalf("reopened TenantCount = %d", w.TenantCount())
 	}
@@ -250,7 +250,7 @@ func TestTenantBatch(t *testing.T) {
 		return nil
 	}}
 	var calls tenantCalls
-	w := openWAL(t, wal.Options{FS: fs, OnTenant: calls.OnTenant})
+	w := openWAL(t, wal.Options{FS: fs, Meta: &testMeta{onTenant: calls.OnTenant}})
 	mu.Lock()
 	armed = true
 	mu.Unlock()
@@ -296,7 +296,7 @@ func TestTenantSeeds(t *testing.T) {
 	fs := vfs.NewMem()
 	seeds := map[string]uint32{"acme": 7, "beta": 3}
 	var calls tenantCalls
-	w := openWAL(t, wal.Options{FS: fs, Tenants: seeds, OnTenant: calls.OnTenant})
+	w := openWAL(t, wal.Options{FS: fs, Meta: &testMeta{tenants: seeds, onTenant: calls.OnTenant}})
 	if w.TenantCount() != 2 {
 		t.Fatalf("TenantCount = %d", w.TenantCount())
 	}
@@ -322,7 +322,7 @@ func TestTenantSeeds(t *testing.T) {
 	}
 	// Reopened with the same seeds (the meta store mirror), everything
 	// stays put; a seed and the log agree on gamma.
-	w = openWAL(t, wal.Options{FS: fs, Tenants: map[string]uint32{"acme": 7, "beta": 3, "gamma": 8}})
+	w = openWAL(t, wal.Options{FS: fs, Meta: &testMeta{tenants: map[string]uint32{"acme": 7, "beta": 3, "gamma": 8}}})
 	for name, want := range map[string]uint32{"acme": 7, "beta": 3, "gamma": 8} {
 		if o, ok := w.Ordinal(name); !ok || o != want {
 			t.Fatalf("Ordinal(%q) = %d, %v", name, o, ok)
@@ -353,7 +353,7 @@ func TestTenantMirrorAfterCrash(t *testing.T) {
 		}
 		mirror[name] = ord
 	}
-	w := openWAL(t, wal.Options{FS: mem, OnTenant: onTenant})
+	w := openWAL(t, wal.Options{FS: mem, Meta: &testMeta{onTenant: onTenant}})
 	for _, name := range []string{"acme", "beta", "late"} {
 		mustCommit(t, w, hook{tenant: name, tag: name})
 	}
@@ -363,7 +363,7 @@ func TestTenantMirrorAfterCrash(t *testing.T) {
 	}
 
 	var calls tenantCalls
-	w = openWAL(t, wal.Options{FS: crashed, Tenants: mirrorAtCrash, OnTenant: calls.OnTenant})
+	w = openWAL(t, wal.Options{FS: crashed, Meta: &testMeta{tenants: mirrorAtCrash, onTenant: calls.OnTenant}})
 	if got := calls.snapshot(); len(got) != 1 || len(got["late"]) != 1 || got["late"][0] != 3 {
 		t.Fatalf("Open reported %v; want the one tenant the mirror lacks, late=3", got)
 	}
@@ -381,7 +381,7 @@ func TestTenantMirrorAfterCrash(t *testing.T) {
 	full := maps.Clone(mirrorAtCrash)
 	full["late"], full["next"] = 3, 4
 	var calls2 tenantCalls
-	w = openWAL(t, wal.Options{FS: crashed, Tenants: full, OnTenant: calls2.OnTenant})
+	w = openWAL(t, wal.Options{FS: crashed, Meta: &testMeta{tenants: full, onTenant: calls2.OnTenant}})
 	closeWAL(t, w)
 	if got := calls2.snapshot(); len(got) != 0 {
 		t.Fatalf("Open with a complete mirror reported %v", got)

@@ -1,10 +1,8 @@
 package wal
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,12 +30,13 @@ type Options struct {
 	MaxBatchBytes int64
 	// Node is the node ordinal inside event ids.
 	Node uint16
-	// Floor is the highest seq and id known outside the WAL (meta store
-	// checkpoint, catalogue): numbering resumes above max(Floor, WAL tail).
-	FloorSeq uint64
-	FloorID  envelope.ID
-	// Tenants are ordinals known outside the WAL (the meta store mirror).
-	Tenants map[string]uint32
+	// Meta is the node's meta store: numbering resumes above every floor
+	// it records and the WAL's tail (DESIGN.md §6 item 1), and every new
+	// tenant ordinal is mirrored into it after the sync that made it
+	// durable; Open mirrors the ordinals the log holds that it lacks (a
+	// crash came between a sync and its mirror write). nil: nothing is
+	// recorded outside the log.
+	Meta Meta
 	// MaxTenants caps ordinals (tenants.max; 0: no cap). Ordinals are never
 	// reused, so every tenant ever created counts, erased ones too; the
 	// hooks of a tenant past the cap are refused with ErrTenantLimit in
@@ -49,10 +48,6 @@ type Options struct {
 	Now func() time.Time
 	// OnFatal is called once, from the loop, when a write or sync failed.
 	OnFatal func(error)
-	// OnTenant is called from the loop, after the sync, for each tenant
-	// ordinal the batch created; and by Open for each ordinal the log holds
-	// that Tenants lacks (a crash came before its OnTenant).
-	OnTenant func(name string, ordinal uint32)
 	// OnDurable, if set, is called by the commit loop after each batch is
 	// durable and before its waiters wake, with the batch's hook records
 	// in seq order. It runs on the loop: it must not block. A callee that
@@ -86,9 +81,6 @@ func (o *Options) EnsureDefaults() {
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
-	if o.OnTenant == nil {
-		o.OnTenant = func(string, uint32) {}
-	}
 }
 
 // WAL is an open write-ahead log with its commit loop running.
@@ -103,13 +95,8 @@ type WAL struct {
 	stopped chan struct{}
 
 	failed    atomic.Bool
-	lastSeq   atomic.Uint64
 	queued    atomic.Int64 // bytes queued, not yet taken by the loop
-	lastIDMu  sync.Mutex
-	lastID    envelope.ID
-	tenantsMu sync.Mutex
-	tenants   map[string]uint32
-	nextOrd   uint32
+	num       *Numbers     // identity; its Next, Tenant and AddTenant are the loop's
 	durMu     sync.Mutex
 	durable   Position
 	committed chan struct{} // signalled (never blocking) after each durable batch
@@ -118,14 +105,14 @@ type WAL struct {
 	closeErr error             // what Close returns if the log did not fail; set by the loop before it stops
 
 	// Owned by the loop.
-	file     vfs.File
-	fileNum  uint64
-	fileSize int64
-	ids      *envelope.IDGen
-	batchNum uint32 // number of the batch being written (per process run)
-	iov      [][]byte
-	tenBuf   []byte
-	scratch  []byte // the batch, joined, for files without a descriptor
+	file       vfs.File
+	fileNum    uint64
+	fileSize   int64
+	batchNum   uint32 // number of the last batch written (per process run)
+	iov        [][]byte
+	tenBuf     []byte      // the records of the batch's new tenants
+	newTenants []tenantRec // where each is in tenBuf
+	scratch    []byte      // the batch, joined, for files without a descriptor
 
 	// Owned by the loop too: the file prepared ahead of rotation.
 	next      *preparedFile // ready for rotation to switch to
@@ -183,6 +170,10 @@ func Open(opts Options) (*WAL, error) {
 	if err := vfsutil.MkdirAllSynced(opts.FS, opts.Dir); err != nil {
 		return nil, fmt.Errorf("cannot create wal directory %q: %w", opts.Dir, err)
 	}
+	floor, err := ReadFloor(opts.Meta)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the numbering floor: %w", err)
+	}
 	st, err := recoverDir(opts)
 	if err != nil {
 		return nil, err
@@ -191,54 +182,38 @@ func Open(opts Options) (*WAL, error) {
 		opts:      opts,
 		signal:    make(chan struct{}, 1),
 		stopped:   make(chan struct{}),
-		tenants:   map[string]uint32{},
 		committed: make(chan struct{}, 1),
 		prepared:  make(chan preparedFile, 1),
 	}
-	for name, ord := range opts.Tenants {
-		w.tenants[name] = ord
-		w.nextOrd = max(w.nextOrd, ord+1)
-	}
+	floor.raise(st.lastSeq, st.lastID)
 	for name, ord := range st.tenants {
-		w.tenants[name] = ord
-		w.nextOrd = max(w.nextOrd, ord+1)
-		// A crash between a batch's sync and its OnTenant leaves a durable
-		// ordinal the mirror never heard of: report it now.
-		if o, ok := opts.Tenants[name]; !ok || o != ord {
-			opts.OnTenant(name, ord)
+		if o, ok := floor.Tenants[name]; !ok || o != ord {
+			w.mirror(name, ord)
+			floor.Tenants[name] = ord
 		}
 	}
-	if w.nextOrd == 0 {
-		w.nextOrd = 1 // ordinal 0 means "none"
-	}
-	seq, id := st.lastSeq, st.lastID
-	if opts.FloorSeq > seq {
-		seq = opts.FloorSeq
-	}
-	if bytesGreater(opts.FloorID, id) {
-		id = opts.FloorID
-	}
-	w.lastSeq.Store(seq)
-	w.lastID = id
-	w.ids = envelope.NewIDGen(opts.Node, id)
+	w.num = NewNumbers(opts.Node, floor, opts.MaxTenants)
 	w.fileNum = st.lastFile + 1
 	if err := w.createFile(); err != nil {
 		return nil, err
 	}
-	w.durable = Position{File: w.fileNum, Size: w.fileSize, Seq: seq}
+	w.durable = Position{File: w.fileNum, Size: w.fileSize, Seq: floor.Seq}
 	setGauges(w)
 	w.prepareNext()
 	go w.loop()
 	return w, nil
 }
 
-func bytesGreater(a, b envelope.ID) bool {
-	for i := range a {
-		if a[i] != b[i] {
-			return a[i] > b[i]
-		}
+// mirror records a tenant ordinal in the meta store (not synced: the WAL's
+// tenant record is the durable one, and Open mirrors it again if this
+// write is lost).
+func (w *WAL) mirror(name string, ord uint32) {
+	if w.opts.Meta == nil {
+		return
 	}
-	return false
+	if err := w.opts.Meta.SetTenant(name, ord); err != nil {
+		w.opts.Logf("cannot mirror the ordinal %d of tenant %q into the meta store: %v", ord, name, err)
+	}
 }
 
 // Commit queues r and waits until it is durable (nil) or cannot be (error).
@@ -266,7 +241,8 @@ func (w *WAL) Commit(r *Request) error {
 }
 
 // Close stops taking commits, commits everything queued, closes the
-// active file and removes the file prepared ahead of rotation. It returns
+// active file, removes the file prepared ahead of rotation and records the
+// numbering floor in Meta (a synced write). It returns
 // ErrFatal if the log failed, or why the prepared file could not be
 // removed (the log itself is whole then, and the next Open removes it).
 func (w *WAL) Close() error {
@@ -284,18 +260,22 @@ func (w *WAL) Close() error {
 	if w.failed.Load() {
 		return ErrFatal
 	}
-	return w.closeErr
+	if w.closeErr != nil || already || w.opts.Meta == nil {
+		return w.closeErr
+	}
+	// The clean-close record: a numbering floor for the next Open, even
+	// once every file of the log is sealed and deleted (DESIGN.md §6 item 1).
+	if err := w.opts.Meta.SetWALCheckpoint(w.LastSeq(), w.LastID()); err != nil {
+		return fmt.Errorf("cannot record the wal checkpoint: %w", err)
+	}
+	return nil
 }
 
 // LastSeq is the seq of the last durable hook.
-func (w *WAL) LastSeq() uint64 { return w.lastSeq.Load() }
+func (w *WAL) LastSeq() uint64 { return w.num.LastSeq() }
 
 // LastID is the event id of the last durable hook.
-func (w *WAL) LastID() envelope.ID {
-	w.lastIDMu.Lock()
-	defer w.lastIDMu.Unlock()
-	return w.lastID
-}
+func (w *WAL) LastID() envelope.ID { return w.num.LastID() }
 
 // QueuedBytes is what waits for the loop.
 func (w *WAL) QueuedBytes() int64 { return w.queued.Load() }
@@ -304,19 +284,13 @@ func (w *WAL) QueuedBytes() int64 { return w.queued.Load() }
 func (w *WAL) Failed() bool { return w.failed.Load() }
 
 // Ordinal returns a tenant's ordinal, if it has one.
-func (w *WAL) Ordinal(tenant string) (uint32, bool) {
-	w.tenantsMu.Lock()
-	defer w.tenantsMu.Unlock()
-	o, ok := w.tenants[tenant]
-	return o, ok
-}
+func (w *WAL) Ordinal(tenant string) (uint32, bool) { return w.num.Ordinal(tenant) }
 
 // TenantCount is the number of ordinals allocated.
-func (w *WAL) TenantCount() int {
-	w.tenantsMu.Lock()
-	defer w.tenantsMu.Unlock()
-	return len(w.tenants)
-}
+func (w *WAL) TenantCount() int { return w.num.TenantCount() }
+
+// TenantsFull reports whether a new tenant would be refused (tenants.max).
+func (w *WAL) TenantsFull() bool { return w.num.Full() }
 
 func (w *WAL) loop() {
 	defer close(w.stopped)
@@ -375,92 +349,25 @@ func (w *WAL) commitBatch(batch []*Request) {
 		w.answer(batch, ErrFatal)
 		return
 	}
-	if w.opts.MaxTenants > 0 {
-		if batch = w.refuseNewTenants(batch); len(batch) == 0 {
-			return
-		}
-	}
-	start := w.opts.Now()
-	nowMs := uint64(start.UnixMilli())
-	w.batchNum++
-	seq := w.lastSeq.Load()
-	var lastID envelope.ID
-	var newTenants []tenantRec
-	w.iov = w.iov[:0]
-	w.tenBuf = w.tenBuf[:0]
-	var size int64
-	for _, r := range batch {
-		payload := r.Buf[FrameHeaderSize:]
-		name, ok := tenantOf(payload)
-		if !ok {
-			panic("BUG: wal: commit of a record without a tenant")
-		}
-		ord, known := w.lookupTenant(name)
-		if !known {
-			ord = w.nextOrd
-			w.nextOrd++
-			off := len(w.tenBuf)
-			w.tenBuf = appendTenantRecord(w.tenBuf, ord, name, w.batchNum)
-			newTenants = append(newTenants, tenantRec{name: string(name), ord: ord, off: off, end: len(w.tenBuf)})
-			w.addTenant(string(name), ord)
-		}
-		seq++
-		id := w.ids.Next(nowMs, seq)
-		envelope.PutIdentity(payload, seq, id, ord)
-		sealHeader(r.Buf, w.batchNum)
-		r.Seq, r.ID, r.Ordinal = seq, id, ord
-		lastID = id
-		size += int64(len(r.Buf))
-	}
-	// Tenant records go before the batch's hooks: recovery must meet a
-	// tenant's record before its first hook. tenBuf is final now, so its
-	// slices are stable.
-	for _, t := range newTenants {
-		w.iov = append(w.iov, w.tenBuf[t.off:t.end])
-	}
-	size += int64(len(w.tenBuf))
-	for _, r := range batch {
-		w.iov = append(w.iov, r.Buf)
-	}
-	rotated := w.fileSize > fileHeaderSize && w.fileSize+size > w.opts.MaxFileBytes
-	if rotated {
-		if err := w.rotate(); err != nil {
-			w.fail(batch, err)
-			return
-		}
-	}
-	if err := writeAll(w.file, w.iov, &w.scratch); err != nil {
-		w.fail(batch, fmt.Errorf("cannot write wal file %s: %w", FileName(w.fileNum), err))
+	if batch = w.number(batch); len(batch) == 0 {
 		return
 	}
-	w.fileSize += size
-	syncStart := time.Now()
-	if err := w.file.SyncData(); err != nil {
-		w.fail(batch, fmt.Errorf("cannot fdatasync wal file %s: %w", FileName(w.fileNum), err))
+	size := w.gather(batch)
+	rotated, syncTime, err := w.write(size)
+	if err != nil {
+		w.fail(batch, err)
 		return
-	}
-	syncTime := time.Since(syncStart)
-	if rotated {
-		// The new file's name is durable only once the directory is
-		// synced: a crash before that could lose the file, and this batch
-		// with it. (install says why this comes after the fdatasync.)
-		if err := vfsutil.SyncDir(w.opts.FS, w.opts.Dir); err != nil {
-			w.fail(batch, fmt.Errorf("cannot add wal file %s to the log: %w", FileName(w.fileNum), err))
-			return
-		}
 	}
 	observeCommit(len(batch), size, syncTime)
-	w.lastSeq.Store(seq)
-	w.lastIDMu.Lock()
-	w.lastID = lastID
-	w.lastIDMu.Unlock()
-	for _, t := range newTenants {
-		w.opts.OnTenant(t.name, t.ord)
+	last := batch[len(batch)-1]
+	w.num.Publish(last.Seq, last.ID)
+	for _, t := range w.newTenants {
+		w.mirror(t.name, t.ord)
 	}
 	// Readers of the log (the sealer) may now read up to here; the tenant
 	// mirror heard of every ordinal they can meet.
 	w.durMu.Lock()
-	w.durable = Position{File: w.fileNum, Size: w.fileSize, Seq: seq}
+	w.durable = Position{File: w.fileNum, Size: w.fileSize, Seq: last.Seq}
 	w.durMu.Unlock()
 	if w.opts.OnDurable != nil {
 		w.opts.OnDurable(batch)
@@ -475,6 +382,95 @@ func (w *WAL) commitBatch(batch []*Request) {
 		// this batch's syncs.
 		w.prepareNext()
 	}
+}
+
+// number gives each hook of the next batch its seq, event id and tenant
+// ordinal, seals its frame header, and puts the record of each new tenant
+// in tenBuf. A hook whose tenant would need an ordinal past MaxTenants is
+// answered ErrTenantLimit here, in the loop that assigns ordinals, so no
+// race can pass the cap; it returns the others, in order, in batch's own
+// array. The batch number moves on only when something is written: recovery
+// tells a torn tail by consecutive batch numbers.
+func (w *WAL) number(batch []*Request) []*Request {
+	num := w.batchNum + 1
+	nowMs := uint64(w.opts.Now().UnixMilli())
+	w.tenBuf, w.newTenants = w.tenBuf[:0], w.newTenants[:0]
+	kept := batch[:0]
+	for _, r := range batch {
+		payload := r.Buf[FrameHeaderSize:]
+		name, ok := tenantOf(payload)
+		if !ok {
+			panic("BUG: wal: commit of a record without a tenant")
+		}
+		ord, isNew, err := w.num.Tenant(name)
+		if err != nil {
+			tenantLimited.Inc()
+			r.err = err
+			r.done <- struct{}{}
+			continue
+		}
+		if isNew {
+			off := len(w.tenBuf)
+			w.tenBuf = appendTenantRecord(w.tenBuf, ord, name, num)
+			w.newTenants = append(w.newTenants, tenantRec{name: string(name), ord: ord, off: off, end: len(w.tenBuf)})
+			w.num.AddTenant(string(name), ord)
+		}
+		seq, id := w.num.Next(nowMs)
+		envelope.PutIdentity(payload, seq, id, ord)
+		sealHeader(r.Buf, num)
+		r.Seq, r.ID, r.Ordinal = seq, id, ord
+		kept = append(kept, r)
+	}
+	if len(kept) > 0 {
+		w.batchNum = num
+	}
+	return kept
+}
+
+// gather lists the batch's buffers for one writev and returns their size.
+// Tenant records go before the batch's hooks: recovery must meet a
+// tenant's record before its first hook. tenBuf is final now, so its
+// slices are stable.
+func (w *WAL) gather(batch []*Request) int64 {
+	w.iov = w.iov[:0]
+	for _, t := range w.newTenants {
+		w.iov = append(w.iov, w.tenBuf[t.off:t.end])
+	}
+	size := int64(len(w.tenBuf))
+	for _, r := range batch {
+		w.iov = append(w.iov, r.Buf)
+		size += int64(len(r.Buf))
+	}
+	return size
+}
+
+// write writes the gathered batch, rotating first if it would take the
+// active file past MaxFileBytes, and makes it durable.
+func (w *WAL) write(size int64) (rotated bool, syncTime time.Duration, err error) {
+	rotated = w.fileSize > fileHeaderSize && w.fileSize+size > w.opts.MaxFileBytes
+	if rotated {
+		if err := w.rotate(); err != nil {
+			return rotated, 0, err
+		}
+	}
+	if err := writeAll(w.file, w.iov, &w.scratch); err != nil {
+		return rotated, 0, fmt.Errorf("cannot write wal file %s: %w", FileName(w.fileNum), err)
+	}
+	w.fileSize += size
+	syncStart := time.Now()
+	if err := w.file.SyncData(); err != nil {
+		return rotated, 0, fmt.Errorf("cannot fdatasync wal file %s: %w", FileName(w.fileNum), err)
+	}
+	syncTime = time.Since(syncStart)
+	if rotated {
+		// The new file's name is durable only once the directory is
+		// synced: a crash before that could lose the file, and this batch
+		// with it. (install says why this comes after the fdatasync.)
+		if err := vfsutil.SyncDir(w.opts.FS, w.opts.Dir); err != nil {
+			return rotated, 0, fmt.Errorf("cannot add wal file %s to the log: %w", FileName(w.fileNum), err)
+		}
+	}
+	return rotated, syncTime, nil
 }
 
 // Position is how far the log is durable: every byte of files before File,
@@ -504,44 +500,6 @@ type tenantRec struct {
 	name     string
 	ord      uint32
 	off, end int
-}
-
-// refuseNewTenants answers ErrTenantLimit to the hooks of tenants that
-// would need an ordinal past MaxTenants and returns the others, in order,
-// in batch's own array.
-func (w *WAL) refuseNewTenants(batch []*Request) []*Request {
-	room := w.opts.MaxTenants - int(w.nextOrd-1)
-	var admitted [][]byte // new tenants of this batch: few
-	kept := batch[:0]
-	for _, r := range batch {
-		name, _ := tenantOf(r.Buf[FrameHeaderSize:])
-		_, known := w.lookupTenant(name)
-		if !known && !slices.ContainsFunc(admitted, func(a []byte) bool { return bytes.Equal(a, name) }) {
-			if room <= 0 {
-				tenantLimited.Inc()
-				r.err = ErrTenantLimit
-				r.done <- struct{}{}
-				continue
-			}
-			room--
-			admitted = append(admitted, name)
-		}
-		kept = append(kept, r)
-	}
-	return kept
-}
-
-func (w *WAL) lookupTenant(name []byte) (uint32, bool) {
-	w.tenantsMu.Lock()
-	o, ok := w.tenants[string(name)]
-	w.tenantsMu.Unlock()
-	return o, ok
-}
-
-func (w *WAL) addTenant(name string, ord uint32) {
-	w.tenantsMu.Lock()
-	w.tenants[name] = ord
-	w.tenantsMu.Unlock()
 }
 
 func (w *WAL) answer(batch []*Request, err error) {

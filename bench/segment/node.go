@@ -37,19 +37,7 @@ func openNode(dir string, so *segment.Options) (*node, error) {
 		return nil, err
 	}
 	n.meta = m
-	tenants, err := m.Tenants()
-	if err != nil {
-		return nil, errors.Join(err, n.close())
-	}
-	floorSeq, floorID, err := segment.Floor(m)
-	if err != nil {
-		return nil, errors.Join(err, n.close())
-	}
-	w, err := wal.Open(wal.Options{
-		FS: fs, Dir: filepath.Join(dir, "wal"), Node: 1,
-		FloorSeq: floorSeq, FloorID: floorID, Tenants: tenants,
-		OnTenant: func(name string, ord uint32) { _ = m.SetTenant(name, ord) },
-	})
+	w, err := wal.Open(wal.Options{FS: fs, Dir: filepath.Join(dir, "wal"), Node: 1, Meta: m})
 	if err != nil {
 		return nil, errors.Join(err, n.close())
 	}

@@ -1,0 +1,56 @@
+package admin
+
+import (
+	"io"
+	"net/http"
+	"sync/atomic"
+	"testing"
+)
+
+type failFlag struct{ atomic.Bool }
+
+func (f *failFlag) Failed() bool { return f.Load() }
+
+// The open routes: /metrics, /healthz and /readyz answer without a token;
+// /readyz waits for SetReady; both turn 503 once storage failed; /v1 still
+// wants a token.
+func TestServerOpenRoutes(t *testing.T) {
+	var failed failFlag
+	s, err := Listen("127.0.0.1:0", Options{Tokens: testTokens(), Hooks: &fakeFetcher{}, Health: &failed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	base := "http://" + s.Addr().String()
+	get := func(path string) int {
+		t.Helper()
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, tc := range []struct {
+		path string
+		want int
+	}{{"/metrics", 200}, {"/healthz", 200}, {"/readyz", 503}, {"/debug/pprof/", 200}, {"/v1/tenants/acme/hooks/x", 401}} {
+		if got := get(tc.path); got != tc.want {
+			t.Errorf("GET %s before ready: %d, want %d", tc.path, got, tc.want)
+		}
+	}
+	s.SetReady(true)
+	if got := get("/readyz"); got != 200 {
+		t.Errorf("GET /readyz when ready: %d", got)
+	}
+	failed.Store(true)
+	for _, p := range []string{"/healthz", "/readyz"} {
+		if got := get(p); got != 503 {
+			t.Errorf("GET %s after a storage failure: %d, want 503", p, got)
+		}
+	}
+	if _, err := Listen(s.Addr().String(), Options{}); err == nil {
+		t.Error("a second Listen on a taken address: no error")
+	}
+}

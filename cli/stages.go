@@ -1,0 +1,184 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"go.uber.org/zap"
+
+	"github.com/ankusa/ankusa/archive"
+	"github.com/ankusa/ankusa/dispatch"
+	"github.com/ankusa/ankusa/edge"
+	"github.com/ankusa/ankusa/internal/vfsutil"
+	"github.com/ankusa/ankusa/meta"
+	"github.com/ankusa/ankusa/segment"
+	"github.com/ankusa/ankusa/wal"
+)
+
+// Each open* below builds one stage's Options from the config and opens
+// it; the rules the stages keep (DESIGN.md §6) are the stages' own.
+
+func (n *node) openMeta() error {
+	dataDir := n.cfg.Node.DataDir
+	if err := vfsutil.MkdirAllSynced(vfs.Default, dataDir); err != nil {
+		return fmt.Errorf("cannot create node.data_dir %q: %w", dataDir, err)
+	}
+	sugar := n.log.Sugar()
+	ms, err := meta.Open(meta.Options{
+		Dir:    filepath.Join(dataDir, "meta"),
+		Logf:   func(f string, a ...any) { sugar.Debugf("pebble: "+f, a...) },
+		Errorf: func(f string, a ...any) { sugar.Errorf("pebble: "+f, a...) },
+		Fatalf: func(f string, a ...any) { sugar.Fatalf("pebble: "+f, a...) },
+	})
+	n.meta = ms
+	return err
+}
+
+// claimIdentity records the node's name and ordinal in its data directory,
+// or checks them against the recorded ones, and returns the ordinal.
+func (n *node) claimIdentity() (uint16, error) {
+	ordinal := nameOrdinal(n.cfg.Node.Name)
+	if n.cfg.Node.Ordinal != nil {
+		ordinal = uint16(*n.cfg.Node.Ordinal)
+	}
+	if err := n.meta.ClaimNode(meta.Node{Name: n.cfg.Node.Name, Ordinal: ordinal, CreatedAt: time.Now().UTC()}); err != nil {
+		return 0, fmt.Errorf("node.data_dir %q: %w", n.cfg.Node.DataDir, err)
+	}
+	return ordinal, nil
+}
+
+// nameOrdinal derives a node ordinal from its name; fleets set
+// node.ordinal to rule out collisions.
+func nameOrdinal(name string) uint16 {
+	h := fnv.New32a()
+	h.Write([]byte(name))
+	s := h.Sum32()
+	return uint16(s>>16) ^ uint16(s)
+}
+
+func (n *node) openWAL(recovery string, ordinal uint16, onDurable func([]*wal.Request)) error {
+	w, err := wal.Open(wal.Options{
+		FS:            vfs.Default,
+		Dir:           filepath.Join(n.cfg.Node.DataDir, "wal"),
+		MaxFileBytes:  int64(n.cfg.WAL.MaxFileBytes),
+		MaxBatchBytes: int64(n.cfg.WAL.MaxBatchBytes),
+		Node:          ordinal,
+		Meta:          n.meta,
+		MaxTenants:    n.cfg.Tenants.Max,
+		Recovery:      recovery,
+		Logf:          n.log.Sugar().Warnf,
+		OnFatal:       fatalStorage(n.log),
+		OnDurable:     onDurable,
+	})
+	if err != nil {
+		return err
+	}
+	n.wal = w
+	n.log.Info("wal recovered", zap.Uint64("last_seq", w.LastSeq()), zap.Stringer("last_id", w.LastID()), zap.Int("tenants", w.TenantCount()))
+	return nil
+}
+
+func (n *node) openSegments(backend archive.Backend, layout archive.Layout) error {
+	var remote segment.Remote
+	if backend != nil {
+		remote = archive.NewReader(backend, layout, n.cfg.Node.Name)
+		if !slices.Contains(n.cfg.Node.Roles, "archive") {
+			n.log.Warn("archive is configured but node.roles lacks archive: segments are not uploaded, so none is ever removed from local disk", zap.String("archive", backend.String()))
+		}
+	}
+	s, err := segment.Open(segment.Options{
+		FS:          vfs.Default,
+		Dir:         filepath.Join(n.cfg.Node.DataDir, "segments"),
+		Log:         n.wal,
+		Meta:        n.meta,
+		MaxBytes:    int64(n.cfg.Segment.MaxBytes),
+		MaxAge:      time.Duration(n.cfg.Segment.MaxAge),
+		RetainLocal: time.Duration(n.cfg.Segment.RetainLocal),
+		Keeper:      tmpKeeper{n},
+		Archiving:   backend != nil,
+		Remote:      remote,
+		Logger:      n.log,
+		OnFatal:     fatalStorage(n.log),
+	})
+	if err != nil {
+		return err
+	}
+	n.segments = s
+	if last, ok, err := n.meta.LastSegment(); err == nil && ok {
+		n.log.Info("segments recovered", zap.Uint64("last_sealed_seq", last.LastSeq))
+	}
+	return nil
+}
+
+// openUploader starts the archive uploader when there is an archive and
+// the node has the archive role.
+func (n *node) openUploader(backend archive.Backend, layout archive.Layout) error {
+	if backend == nil || !slices.Contains(n.cfg.Node.Roles, "archive") {
+		return nil
+	}
+	u, err := archive.StartUploader(archive.UploaderOptions{
+		Backend: backend, Layout: layout, Node: n.cfg.Node.Name, Meta: n.meta,
+		FS: vfs.Default, Dir: filepath.Join(n.cfg.Node.DataDir, "segments"),
+		Sealed:      n.segments.Sealed(),
+		Concurrency: n.cfg.Archive.Concurrency,
+		Logger:      n.log, OnFatal: fatalStorage(n.log),
+	})
+	if err != nil {
+		return err
+	}
+	n.uploader = u
+	if s3, ok := backend.(*archive.S3); ok {
+		// An unreachable archive does not stop ingest (segments wait on
+		// local disk), but a wrong bucket must be seen at once.
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := s3.Check(ctx); err != nil {
+				n.log.Error("archive: cannot reach the bucket; segments stay on local disk until it answers", zap.Error(err))
+			}
+		}()
+	}
+	n.log.Info("archiving sealed segments", zap.String("archive", backend.String()), zap.String("prefix", layout.Prefix))
+	return nil
+}
+
+func (n *node) openDispatch(in *dispatch.Intake) error {
+	d, err := dispatch.Open(dispatch.Options{
+		Meta:    n.meta,
+		Hooks:   n.segments,
+		Sources: n.sources,
+		Intake:  in,
+		NewSink: newSink(n.cfg, n.log),
+		Ordinal: n.wal.Ordinal,
+		LastSeq: n.wal.LastSeq(),
+		// The attempt log costs disk per delivery; its TTL is the knob.
+		AttemptLogTTL: time.Duration(n.cfg.Dispatch.AttemptLogTTL),
+		MaxPenBytes:   int64(n.cfg.Limits.MaxQuarantineBytes),
+		Logger:        n.log,
+		OnFatal:       fatalStorage(n.log),
+	})
+	if err != nil {
+		return err
+	}
+	n.dispatch = d
+	return nil
+}
+
+// openDirect is wal.type: none: hooks go to their sinks before the 201.
+func (n *node) openDirect(ordinal uint16) (edge.Committer, error) {
+	n.log.Warn("wal.type is none: a hook is acknowledged only once every sink of its source has taken it; nothing is stored on this node, so there are no retries, segments or hook fetches")
+	d, err := dispatch.OpenDirect(dispatch.DirectOptions{
+		Meta: n.meta, Sources: n.sources, NewSink: newSink(n.cfg, n.log),
+		Node: ordinal, MaxTenants: n.cfg.Tenants.Max, Logger: n.log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	n.direct = d
+	return d, nil
+}

@@ -1,0 +1,85 @@
+package wal_test
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/ankusa/ankusa/envelope"
+	"github.com/ankusa/ankusa/wal"
+)
+
+// TestNumberingFloor: Open resumes numbering above every floor the meta
+// store records, each on its own (DESIGN.md §6 item 1): the clean-close
+// checkpoint, the segment catalogue (it outlives the WAL files sealed into
+// it) and the dispatch checkpoint (rows are keyed by seq: a seq at or
+// below it is never given again, even after the log was cut). Drop any one
+// from wal.ReadFloor and its row fails.
+func TestNumberingFloor(t *testing.T) {
+	id := func(ms, seq uint64) envelope.ID { return envelope.MakeID(ms, testNode, seq) }
+	for _, tc := range []struct {
+		name    string
+		meta    testMeta
+		wantSeq uint64
+		idAbove envelope.ID
+	}{
+		{"checkpoint", testMeta{ckptSeq: 40, ckptID: id(startMs+3_600_000, 40)}, 41, id(startMs+3_600_000, 40)},
+		{"catalogue", testMeta{ckptSeq: 3, catSeq: 70, catID: id(startMs+7_200_000, 70)}, 71, id(startMs+7_200_000, 70)},
+		{"dispatch checkpoint", testMeta{ckptSeq: 3, catSeq: 9, dispSeq: 90}, 91, envelope.ID{}},
+		{"highest of the three", testMeta{ckptSeq: 12, catSeq: 13, dispSeq: 11, catID: id(startMs+60_000, 13)}, 14, id(startMs+60_000, 13)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := vfs.NewMem()
+			m := tc.meta
+			w := openWAL(t, wal.Options{FS: fs, Now: newClock(startMs, time.Millisecond).Now, Meta: &m})
+			if got := w.LastSeq(); got != tc.wantSeq-1 {
+				t.Fatalf("LastSeq after Open = %d, want the floor %d", got, tc.wantSeq-1)
+			}
+			a := mustCommit(t, w, hook{tenant: "acme", tag: "first"})
+			if a.Seq != tc.wantSeq {
+				t.Fatalf("first seq %d, want %d", a.Seq, tc.wantSeq)
+			}
+			if bytes.Compare(a.ID[:], tc.idAbove[:]) <= 0 {
+				t.Fatalf("first id %v is not above the floor %v", a.ID, tc.idAbove)
+			}
+			closeWAL(t, w)
+		})
+	}
+}
+
+// TestNumbersTenants: ordinals start at 1, are offered before they are
+// taken, are never given twice, and stop at the cap.
+func TestNumbersTenants(t *testing.T) {
+	n := wal.NewNumbers(testNode, wal.Floor{Tenants: map[string]uint32{"old": 4}}, 6)
+	if o, isNew, err := n.Tenant([]byte("old")); o != 4 || isNew || err != nil {
+		t.Fatalf("known tenant: %d %v %v", o, isNew, err)
+	}
+	o, isNew, err := n.Tenant([]byte("a"))
+	if o != 5 || !isNew || err != nil {
+		t.Fatalf("new tenant: %d %v %v, want 5 (above the floor's 4)", o, isNew, err)
+	}
+	if again, _, _ := n.Tenant([]byte("a")); again != o {
+		t.Fatalf("offered twice: %d then %d", o, again)
+	}
+	n.AddTenant("a", o)
+	if got, ok := n.Ordinal("a"); !ok || got != 5 {
+		t.Fatalf("Ordinal(a) = %d, %v", got, ok)
+	}
+	o, _, _ = n.Tenant([]byte("b"))
+	n.AddTenant("b", o)
+	if _, _, err := n.Tenant([]byte("c")); !errors.Is(err, wal.ErrTenantLimit) {
+		t.Fatalf("a tenant past the cap: %v, want ErrTenantLimit", err)
+	}
+	if n.TenantCount() != 3 {
+		t.Fatalf("TenantCount = %d, want 3", n.TenantCount())
+	}
+	defer func() {
+		if recover() == nil {
+			t.Fatal("AddTenant with an ordinal Tenant did not offer: no panic")
+		}
+	}()
+	n.AddTenant("d", 42)
+}
