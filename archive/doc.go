@@ -26,4 +26,7 @@
 // says which range). Replay streams a time range of hooks out of an archive
 // with no node running, skipping tenants whose tombstone object says they
 // were erased after the hook was received.
+//
+// archive imports config, envelope, meta, segment and internal/vfsutil;
+// never dispatch, the edge or the admin API.
 package archive

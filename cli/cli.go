@@ -1,10 +1,3 @@
-// Package cli is the appliance's command line: serve, check-config,
-// inspect and version. It parses flags, loads config and wires the stages;
-// the stages themselves live in their packages.
-//
-// cmd/ankusa is a one-line main around Main. A program that adds its own
-// route resolver (edge.RegisterResolver) or verifier builds its own binary
-// the same way: register, then call Main (see examples/).
 package cli
 
 import (

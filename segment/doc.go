@@ -69,4 +69,20 @@
 // WAL and are sealed again), and a whole ".seg" file missing from the
 // catalogue (a crash between the rename and the catalogue write) is
 // verified and adopted. See DESIGN.md §6 item 3.
+//
+// # What may be deleted
+//
+// The store applies the deletion rules of DESIGN.md §6 item 3 itself: it
+// retires a WAL file only when every hook in it is sealed, catalogued and
+// at or below the dispatch checkpoint, and removes a local segment past
+// segment.retain_local only when it holds nothing past the checkpoint and
+// is archived (Options.Archiving) or holds no live hook. It asks what
+// dispatch still needs through Options.Keeper, which the meta store
+// answers.
+//
+// # Imports
+//
+// segment imports envelope, wal, meta and internal/vfsutil; never
+// dispatch, archive (which reads segments through Remote), the edge or the
+// admin API.
 package segment

@@ -1,7 +1,3 @@
-// Package source holds webhook sources (DESIGN.md §2.9): the Source spec as
-// the edge uses it, the immutable snapshot the edge reads per request, and
-// the stores that publish snapshots. This build ships the static store
-// (sources from the config file).
 package source
 
 import (

@@ -1,6 +1,3 @@
-// Package tenant holds what limits a tenant's (and a source's) traffic:
-// token buckets refilled lazily from a monotonic clock, with no timer and
-// no goroutine per bucket (DESIGN.md §2.8).
 package tenant
 
 import (

@@ -1,10 +1,3 @@
-// Package verify checks webhook signatures over the raw body bytes, before
-// anything parses them. Every verifier compares in constant time, accepts
-// several secrets at once (rotation) and, where the scheme allows, several
-// signatures in one header.
-//
-// Verifiers are built once per source (New) and are safe for concurrent
-// use; Verify allocates nothing on the success path (HMAC states are pooled).
 package verify
 
 import (

@@ -66,10 +66,27 @@
 // .tmp files (a tail cut, a file preparation or the erasing of a retired
 // file that a crash interrupted) are removed once recovery has succeeded.
 //
+// # Identity
+//
+// Numbers (numbers.go) allocates seqs, event ids and tenant ordinals
+// (DESIGN.md §6 items 1 and 2): the commit loop owns one, and so does the
+// direct commit step of wal.type: none. Open reads where numbering resumes
+// from the meta store (Options.Meta: the clean-close checkpoint, the
+// segment catalogue and the dispatch checkpoint, and the tenant mirror)
+// and the log's tail, whichever is highest; Close records the clean-close
+// checkpoint.
+//
 // # Deletion
 //
 // Files whose hooks are all sealed go in two steps (retire.go): Retire
 // renames them out of the log and syncs the directory; Erase frees each a
 // chunk at a time and removes it, so that freeing a whole file never
-// stalls a commit's fdatasync.
+// stalls a commit's fdatasync. When a file may go is the segment store's
+// rule (segment.Keeper).
+//
+// # Imports
+//
+// wal imports envelope and internal/vfsutil only. It reaches the meta
+// store through the small Meta interface, and never imports meta, segment,
+// dispatch, the edge or the admin API: they are built on it.
 package wal

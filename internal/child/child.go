@@ -1,7 +1,8 @@
 // Package child holds the small pieces that every harness driving a child
 // process (the binary's tests, the crash harness, the benchmark harness, the
 // example's end-to-end test) needs: an output buffer safe to read while the
-// process writes it, and a free loopback address.
+// process writes it, and a free loopback address. Only tests and
+// benchmarks import it; it imports nothing of this module.
 package child
 
 import (

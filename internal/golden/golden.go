@@ -1,6 +1,7 @@
 // Package golden reads the annotated hex files that pin on-disk formats
 // (envelope, WAL): hex digits, whitespace ignored, '#' to the end of a line
-// a comment, so each field can sit on its own line with what it is.
+// a comment, so each field can sit on its own line with what it is. Only
+// tests import it; it imports nothing of this module.
 package golden
 
 import (

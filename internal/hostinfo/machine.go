@@ -1,5 +1,6 @@
 // Package hostinfo describes where a benchmark ran, for the reports in
-// bench/RESULTS.md: the commit, the CPU model and the kernel.
+// bench/RESULTS.md: the commit, the CPU model and the kernel. Only the
+// benchmarks import it; it imports nothing of this module.
 package hostinfo
 
 import (

@@ -1,7 +1,8 @@
 // Package redisx builds the node's Redis clients (fleet dedupe, fleet rate
 // limits) the one way they should be built: short timeouts, one dial
 // attempt, no command retries, so a dead or hung Redis costs a request
-// one timeout and the caller falls back at once.
+// one timeout and the caller falls back at once. It imports nothing of
+// this module.
 package redisx
 
 import (

@@ -70,4 +70,8 @@
 // AMQP short strings (routing key, content type, header names) hold at
 // most 255 bytes; a hook that would exceed that is refused with a
 // permanent error before anything is written.
+//
+// A sink knows nothing of storage: it imports config, envelope, dispatch
+// (the Sink contract) and internal/backoff, and never meta, wal, segment,
+// the edge or the admin API.
 package amqpsink

@@ -118,4 +118,8 @@
 // A Sink is safe for concurrent use. Deliver does not keep the Delivery
 // or its envelope: the request's url, headers and body are copied into a
 // pooled attempt, which is released when the answer is read.
+//
+// A sink knows nothing of storage: it imports config, envelope, dispatch
+// (the Sink contract) and internal/backoff, and never meta, wal, segment,
+// the edge or the admin API.
 package httpsink
