@@ -255,7 +255,7 @@ type Quarantine struct {
 
 // Sink is one delivery target of a source (DESIGN.md §2.7). URL, the
 // header values, Secret and RoutingKey are templates over the envelope
-// (package dispatch/tmpl).
+// (ParseTemplate).
 type Sink struct {
 	// ID is the sink's stable id within its source: delivery rows are
 	// keyed by it, so editing the source does not remap them. Default:

@@ -8,8 +8,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/ankusa/ankusa/dispatch/tmpl"
 )
 
 // Sink types, and which of them are durable: a durable sink's ok means the
@@ -144,7 +142,7 @@ func validateSinks(p *Problems, at string, sinks []Sink) {
 func validateHTTPSink(p *Problems, sp string, sk *Sink) {
 	if sk.URL == "" {
 		p.add("%s.url: required for an http sink", sp)
-	} else if t, err := tmpl.Parse(sk.URL); err != nil {
+	} else if t, err := ParseTemplate(sk.URL); err != nil {
 		p.add("%s.url: %v", sp, err)
 	} else {
 		// Check the shape with the fields filled in.
@@ -162,12 +160,12 @@ func validateHTTPSink(p *Problems, sp string, sk *Sink) {
 		if !validHeaderName(name) {
 			p.add("%s.headers: %q is not a valid header name", sp, name)
 		}
-		if _, err := tmpl.Parse(v); err != nil {
+		if _, err := ParseTemplate(v); err != nil {
 			p.add("%s.headers.%s: %v", sp, name, err)
 		}
 	}
 	if sk.Secret.Value != "" {
-		if _, err := tmpl.Parse(sk.Secret.Value); err != nil {
+		if _, err := ParseTemplate(sk.Secret.Value); err != nil {
 			p.add("%s.secret: %v", sp, err)
 		}
 	}
@@ -187,7 +185,7 @@ func validateAMQPSink(p *Problems, sp string, sk *Sink) {
 	} else if u, err := url.Parse(sk.URL); err != nil || (u.Scheme != "amqp" && u.Scheme != "amqps") || u.Host == "" {
 		p.add("%s.url: %q must be amqp://user:pass@host:port/vhost or amqps://...", sp, redactURL(sk.URL))
 	}
-	if _, err := tmpl.Parse(sk.RoutingKey); err != nil {
+	if _, err := ParseTemplate(sk.RoutingKey); err != nil {
 		p.add("%s.routing_key: %v", sp, err)
 	}
 	if sk.Channels < 1 || sk.Channels > 256 {
