@@ -1,10 +1,3 @@
-// Package config is the appliance's configuration: the YAML schema of
-// DESIGN.md §5, its defaults, secret references and the validation that the
-// file, check-config and (later) the admin API share.
-//
-// Loading is strict: every unknown key is a problem naming its path. Load
-// returns every problem it finds, not only the first, so check-config can
-// print them all.
 package config
 
 import "math"
