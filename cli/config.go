@@ -4,7 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"strings"
 
 	"github.com/ankusa/ankusa/admin"
 	"github.com/ankusa/ankusa/config"
@@ -14,10 +13,18 @@ import (
 )
 
 // validateOptions is what config validation needs from the rest of the
-// binary: which resolvers are registered and which verifiers are built.
+// binary: which resolvers are registered, and the checks that the stages
+// make when they are built, so that check-config and serve refuse the same
+// configs.
 func validateOptions() config.ValidateOptions {
 	return config.ValidateOptions{
 		ResolverKnown: edge.ResolverKnown,
+		CheckResolver: func(r config.RouteResolver) error {
+			if _, err := edge.NewResolver(r); err != nil {
+				return fmt.Errorf("route_resolver: %w", err)
+			}
+			return nil
+		},
 		CheckVerify: func(v config.Verify) error {
 			_, err := verify.New(v)
 			return err
@@ -26,67 +33,17 @@ func validateOptions() config.ValidateOptions {
 			_, err := dedupe.NewExtractor(key, verifierType)
 			return err
 		},
+		CheckAdminTokens: admin.ValidateTokens,
 	}
 }
 
-// loadConfig loads path, or the embedded default when path is empty.
+// loadConfig loads path, or the embedded default when path is empty. The
+// error, when not nil, names every problem (a config.Problems).
 func loadConfig(path string) (*config.Config, error) {
-	var cfg *config.Config
-	var err error
 	if path == "" {
-		cfg, err = config.Load(config.DefaultYAML(), validateOptions())
-	} else {
-		cfg, err = config.LoadFile(path, validateOptions())
+		return config.Load(config.DefaultYAML(), validateOptions())
 	}
-	// Validation problems come back with the parsed config: the checks
-	// below run too, so that every problem is reported at once.
-	var probs config.Problems
-	if err != nil {
-		p, ok := err.(config.Problems)
-		if !ok || cfg == nil {
-			return cfg, err
-		}
-		probs = p
-	}
-	// A registered resolver validates its own options when it is built:
-	// build it here, so check-config and serve refuse the same configs.
-	// (A key the schema already refused is not reported twice.)
-	if _, err := edge.NewResolver(cfg.RouteResolver); err != nil && !problemAt(probs, "route_resolver") {
-		probs = append(probs, fmt.Sprintf("route_resolver: %v", err))
-	}
-	// The admin API checks its tokens' scopes (names, duplicates) when it
-	// is built: the same check here, for the same reason.
-	if err := admin.ValidateTokens(cfg.Admin.Tokens); err != nil {
-		errs := []error{err}
-		if joined, ok := err.(interface{ Unwrap() []error }); ok {
-			errs = joined.Unwrap()
-		}
-		known := probs
-		for _, e := range errs {
-			// "admin.tokens[1] (ci): ..." is not repeated when the schema
-			// already named admin.tokens[1].
-			msg := e.Error()
-			key, _, _ := strings.Cut(msg, " ")
-			if !problemAt(known, key) {
-				probs = append(probs, msg)
-			}
-		}
-	}
-	if len(probs) > 0 {
-		return cfg, probs
-	}
-	return cfg, nil
-}
-
-// problemAt reports whether a problem about key (or a key below it) is
-// already in probs.
-func problemAt(probs config.Problems, key string) bool {
-	for _, p := range probs {
-		if strings.HasPrefix(p, key+":") || strings.HasPrefix(p, key+".") || strings.HasPrefix(p, key+" ") || strings.HasPrefix(p, key+"[") {
-			return true
-		}
-	}
-	return false
+	return config.LoadFile(path, validateOptions())
 }
 
 func checkConfig(args []string) int {

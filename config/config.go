@@ -1,10 +1,3 @@
-// Package config is the appliance's configuration: the YAML schema of
-// DESIGN.md §5, its defaults, secret references and the validation that the
-// file, check-config and (later) the admin API share.
-//
-// Loading is strict: every unknown key is a problem naming its path. Load
-// returns every problem it finds, not only the first, so check-config can
-// print them all.
 package config
 
 import "math"
@@ -255,7 +248,7 @@ type Quarantine struct {
 
 // Sink is one delivery target of a source (DESIGN.md §2.7). URL, the
 // header values, Secret and RoutingKey are templates over the envelope
-// (package dispatch/tmpl).
+// (ParseTemplate).
 type Sink struct {
 	// ID is the sink's stable id within its source: delivery rows are
 	// keyed by it, so editing the source does not remap them. Default:

@@ -2,6 +2,7 @@ package config
 
 import (
 	"os"
+	"slices"
 	"time"
 )
 
@@ -32,8 +33,18 @@ const (
 	DefaultTenant            = "default"
 )
 
-// ApplyDefaults fills every key left out.
+// ApplyDefaults fills every key left out, section by section.
 func (c *Config) ApplyDefaults() {
+	c.applyNodeDefaults()
+	c.Limits.applyDefaults()
+	c.applyRoutingDefaults()
+	c.applyStorageDefaults()
+	c.applySharedDefaults()
+	c.applySourceDefaults()
+}
+
+// applyNodeDefaults fills the node's identity, its listeners and its log.
+func (c *Config) applyNodeDefaults() {
 	if c.Node.Name == "" {
 		if h, err := os.Hostname(); err == nil && NameRE.MatchString(h) {
 			c.Node.Name = h
@@ -41,55 +52,52 @@ func (c *Config) ApplyDefaults() {
 			c.Node.Name = "local"
 		}
 	}
-	if c.Node.DataDir == "" {
-		c.Node.DataDir = "./data"
-	}
+	setString(&c.Node.DataDir, "./data")
 	if len(c.Node.Roles) == 0 {
-		c.Node.Roles = []string{"edge", "dispatch", "archive", "admin"}
+		c.Node.Roles = slices.Clone(allRoles)
 	}
-	if c.Listen == "" {
-		c.Listen = DefaultListen
-	}
-	if c.Admin.Listen == "" {
-		c.Admin.Listen = DefaultAdminListen
-	}
-	l := &c.Limits
+	setString(&c.Listen, DefaultListen)
+	setString(&c.Admin.Listen, DefaultAdminListen)
+	setString(&c.Log.Level, "info")
+	setString(&c.Log.Format, "json")
+}
+
+func (l *Limits) applyDefaults() {
 	setSize(&l.MaxBodyBytes, DefaultMaxBodyBytes)
 	setSize(&l.MaxHeaderBytes, DefaultMaxHeaderBytes)
 	setSize(&l.MaxPipelineBytes, DefaultMaxPipelineBytes)
 	setSize(&l.MaxQuarantineBytes, DefaultMaxQuarantine)
-	if l.MaxHeaderCount == 0 {
-		l.MaxHeaderCount = DefaultMaxHeaderCount
-	}
-	if l.MaxConnections == 0 {
-		l.MaxConnections = DefaultMaxConnections
-	}
+	setInt(&l.MaxHeaderCount, DefaultMaxHeaderCount)
+	setInt(&l.MaxConnections, DefaultMaxConnections)
 	setDur(&l.ReadTimeout, DefaultReadTimeout)
 	setDur(&l.WriteTimeout, DefaultWriteTimeout)
 	setDur(&l.IdleTimeout, DefaultIdleTimeout)
-	if c.RouteResolver.Type == "" {
-		c.RouteResolver.Type = "path"
-	}
+}
+
+// applyRoutingDefaults fills how a request finds its tenant and source,
+// and what bounds tenants.
+func (c *Config) applyRoutingDefaults() {
+	setString(&c.RouteResolver.Type, "path")
 	// The built-in resolvers default to /webhooks; a registered one keeps
 	// its own default when the config names no prefix.
-	if c.RouteResolver.Prefix == nil && (c.RouteResolver.Type == "path" || c.RouteResolver.Type == "tenantpath") {
+	if c.RouteResolver.Prefix == nil && builtinResolver(c.RouteResolver.Type) {
 		c.RouteResolver.Prefix = []string{"webhooks"}
 	}
-	if c.RateLimits.Scope == "" {
-		c.RateLimits.Scope = "node"
+	for i := range c.Routes.Table {
+		setString(&c.Routes.Table[i].TenantID, DefaultTenant)
 	}
-	if c.Tenants.Max == 0 {
-		c.Tenants.Max = DefaultTenantsMax
-	}
+	setString(&c.RateLimits.Scope, "node")
+	setInt(&c.Tenants.Max, DefaultTenantsMax)
 	if c.Tenants.CreateRate == 0 {
 		c.Tenants.CreateRate = DefaultTenantCreateRate
 	}
-	if c.Tenants.CreateBurst == 0 {
-		c.Tenants.CreateBurst = DefaultTenantCreateBurst
-	}
-	if c.WAL.Type == "" {
-		c.WAL.Type = "disk"
-	}
+	setInt(&c.Tenants.CreateBurst, DefaultTenantCreateBurst)
+}
+
+// applyStorageDefaults fills the log, segments, the delivery stage's
+// memory and the archive.
+func (c *Config) applyStorageDefaults() {
+	setString(&c.WAL.Type, "disk")
 	setSize(&c.WAL.MaxFileBytes, DefaultWALFileBytes)
 	setSize(&c.WAL.MaxBatchBytes, DefaultWALBatchBytes)
 	setSize(&c.Segment.MaxBytes, 64<<20)
@@ -97,55 +105,25 @@ func (c *Config) ApplyDefaults() {
 	setDur(&c.Segment.RetainLocal, 24*time.Hour)
 	setSize(&c.Dispatch.IntakeBytes, 64<<20)
 	setDur(&c.Dispatch.AttemptLogTTL, 24*time.Hour)
-	if c.Archive.Type == "" {
-		c.Archive.Type = "none"
-	}
-	if c.Archive.Concurrency == 0 {
-		c.Archive.Concurrency = 4
-	}
-	if c.SourceStore.Type == "" {
-		c.SourceStore.Type = "static"
-	}
-	if c.Redis.Namespace == "" {
-		c.Redis.Namespace = "ankusa:"
-	}
-	if c.Dedupe.Scope == "" {
-		c.Dedupe.Scope = "node"
-	}
+	setString(&c.Archive.Type, "none")
+	setInt(&c.Archive.Concurrency, 4)
+}
+
+// applySharedDefaults fills where sources live and what a fleet shares.
+func (c *Config) applySharedDefaults() {
+	setString(&c.SourceStore.Type, "static")
+	setString(&c.Redis.Namespace, "ankusa:")
+	setString(&c.Dedupe.Scope, "node")
 	setDur(&c.Dedupe.TTL, 72*time.Hour)
-	if c.Log.Level == "" {
-		c.Log.Level = "info"
-	}
-	if c.Log.Format == "" {
-		c.Log.Format = "json"
-	}
-	for i := range c.Routes.Table {
-		if c.Routes.Table[i].TenantID == "" {
-			c.Routes.Table[i].TenantID = DefaultTenant
-		}
-	}
+}
+
+func (c *Config) applySourceDefaults() {
 	for name, s := range c.Sources {
-		if s.TenantID == "" {
-			s.TenantID = DefaultTenant
-		}
-		if s.OnVerifyFailure == "" {
-			s.OnVerifyFailure = "reject"
-		}
+		setString(&s.TenantID, DefaultTenant)
+		setString(&s.OnVerifyFailure, "reject")
 		applySinkDefaults(s.Sinks)
 		ApplySourceDefaults(&s, c.Dedupe.TTL)
 		c.Sources[name] = s
-	}
-}
-
-func setSize(s *Size, d Size) {
-	if *s == 0 {
-		*s = d
-	}
-}
-
-func setDur(v *Duration, d time.Duration) {
-	if *v == 0 {
-		*v = Duration(d)
 	}
 }
 
@@ -159,5 +137,29 @@ func ApplySourceDefaults(s *Source, dedupeTTL Duration) {
 	}
 	if s.Quarantine == nil {
 		s.Quarantine = &Quarantine{Rate: DefaultQuarantineRate, Burst: DefaultQuarantineBurst}
+	}
+}
+
+func setString(s *string, d string) {
+	if *s == "" {
+		*s = d
+	}
+}
+
+func setInt(v *int, d int) {
+	if *v == 0 {
+		*v = d
+	}
+}
+
+func setSize(s *Size, d Size) {
+	if *s == 0 {
+		*s = d
+	}
+}
+
+func setDur(v *Duration, d time.Duration) {
+	if *v == 0 {
+		*v = Duration(d)
 	}
 }

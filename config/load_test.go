@@ -225,7 +225,9 @@ func TestUnknownKeys(t *testing.T) {
 	f("sources: {s: {verify: {type: none}, sinks: [{type: http, url: u, claim: {store: a, over: 1}}]}}", "sources.s.sinks[0].claim.over")
 	f("sources: {s: {verify: {type: none}, dedupe: {key: 'json:id', window: 1h}}}", "sources.s.dedupe.window")
 	f("sources: {s: {verify: {type: none}, quarantine: {rate: 1, bust: 1}}}", "sources.s.quarantine.bust")
-	f("admin: {tokens: [{name: a, sha256: x}, {name: b, scope: [x]}]}", "admin.tokens[1].scope")
+	// A token's unknown key quiets that token only: the first token is
+	// valid, so the key is the only problem.
+	f("admin: {tokens: [{name: a, sha256: "+strings.Repeat("ab", 32)+"}, {name: b, scope: [x]}]}", "admin.tokens[1].scope")
 	f("rate_limits: {default: {rat: 5}, tenants: {acme: {burts: 5}}}", "rate_limits.default.rat", "rate_limits.tenants.acme.burts")
 	f("lifecycle: {sink: {type: http, ur: x}}", "lifecycle.sink.ur")
 	f("route_resolver: {type: path, prefx: [a]}", "route_resolver.prefx")

@@ -8,8 +8,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/ankusa/ankusa/dispatch/tmpl"
 )
 
 // Sink types, and which of them are durable: a durable sink's ok means the
@@ -32,6 +30,8 @@ const (
 	DefaultSinkConcurrency    = 32
 	DefaultSinkChannels       = 4
 	DefaultRoutingKey         = "ankusa.{source_id}"
+	// MaxExchangeBytes is the longest exchange name AMQP carries.
+	MaxExchangeBytes = 255
 )
 
 // Durable reports whether the sink's ok means durable.
@@ -58,33 +58,40 @@ func applySinkDefaults(sinks []Sink) {
 			}
 			sk.ID = id
 		}
-		if sk.Format == "" {
-			sk.Format = "raw"
-			if sk.Type == "rabbitmq" {
-				sk.Format = "envelope"
-			}
-		}
-		setDur(&sk.ConnectTimeout, DefaultSinkConnectTimeout)
-		setDur(&sk.Timeout, DefaultSinkTimeout)
-		setDur(&sk.MaxAge, DefaultSinkMaxAge)
-		setDur(&sk.RetryBase, DefaultSinkRetryBase)
-		setDur(&sk.RetryMax, DefaultSinkRetryMax)
-		if sk.MaxAttempts == 0 {
-			sk.MaxAttempts = DefaultSinkMaxAttempts
-		}
-		if sk.Concurrency == 0 {
-			sk.Concurrency = DefaultSinkConcurrency
-		}
-		if sk.TenantConcurrency == 0 {
-			sk.TenantConcurrency = max(1, sk.Concurrency/4)
-		}
+		ApplySinkDefaults(sk)
+	}
+}
+
+// ApplySinkDefaults fills one sink spec's unset keys, all but its id (which
+// applySinkDefaults derives across a source's sinks). Loading applies it;
+// the sinks' constructors apply it too, for a spec built in Go.
+func ApplySinkDefaults(sk *Sink) {
+	if sk.Format == "" {
+		sk.Format = "raw"
 		if sk.Type == "rabbitmq" {
-			if sk.RoutingKey == "" {
-				sk.RoutingKey = DefaultRoutingKey
-			}
-			if sk.Channels == 0 {
-				sk.Channels = DefaultSinkChannels
-			}
+			sk.Format = "envelope"
+		}
+	}
+	setDur(&sk.ConnectTimeout, DefaultSinkConnectTimeout)
+	setDur(&sk.Timeout, DefaultSinkTimeout)
+	setDur(&sk.MaxAge, DefaultSinkMaxAge)
+	setDur(&sk.RetryBase, DefaultSinkRetryBase)
+	setDur(&sk.RetryMax, DefaultSinkRetryMax)
+	if sk.MaxAttempts == 0 {
+		sk.MaxAttempts = DefaultSinkMaxAttempts
+	}
+	if sk.Concurrency == 0 {
+		sk.Concurrency = DefaultSinkConcurrency
+	}
+	if sk.TenantConcurrency == 0 {
+		sk.TenantConcurrency = max(1, sk.Concurrency/4)
+	}
+	if sk.Type == "rabbitmq" {
+		if sk.RoutingKey == "" {
+			sk.RoutingKey = DefaultRoutingKey
+		}
+		if sk.Channels == 0 {
+			sk.Channels = DefaultSinkChannels
 		}
 	}
 }
@@ -101,74 +108,86 @@ func validateSinks(p *Problems, at string, sinks []Sink) {
 			p.add("%s.id: %q is used by another sink of the source; sink ids must be unique within a source", sp, sk.ID)
 		}
 		ids[sk.ID] = true
-		switch sk.Type {
-		case "http":
-			validateHTTPSink(p, sp, sk)
-		case "rabbitmq":
-			validateAMQPSink(p, sp, sk)
-		default:
-			p.add("%s.type: %q must be one of %v", sp, sk.Type, SinkTypes)
-			continue
-		}
-		if !slices.Contains(SinkFormats, sk.Format) {
-			p.add("%s.format: %q must be raw or envelope", sp, sk.Format)
-		}
-		if sk.MaxAttempts < 1 {
-			p.add("%s.max_attempts: %d must be at least 1", sp, sk.MaxAttempts)
-		}
-		if sk.Concurrency < 1 || sk.Concurrency > 4096 {
-			p.add("%s.concurrency: %d must be between 1 and 4096", sp, sk.Concurrency)
-		}
-		if sk.TenantConcurrency < 1 || sk.TenantConcurrency > sk.Concurrency {
-			p.add("%s.tenant_concurrency: %d must be between 1 and concurrency (%d)", sp, sk.TenantConcurrency, sk.Concurrency)
-		}
-		for _, d := range []struct {
-			key string
-			v   Duration
-			min time.Duration
-		}{{"connect_timeout", sk.ConnectTimeout, time.Millisecond}, {"timeout", sk.Timeout, time.Millisecond},
-			{"max_age", sk.MaxAge, time.Second}, {"retry_base", sk.RetryBase, time.Millisecond}, {"retry_max", sk.RetryMax, time.Millisecond}} {
-			if time.Duration(d.v) < d.min {
-				p.add("%s.%s: %v must be at least %v", sp, d.key, time.Duration(d.v), d.min)
-			}
-		}
-		if sk.RetryMax < sk.RetryBase {
-			p.add("%s.retry_max: %v must not be below retry_base (%v)", sp, time.Duration(sk.RetryMax), time.Duration(sk.RetryBase))
-		}
-		if sk.Claim != nil {
-			p.add("%s.claim: claim stores are not available in this build yet", sp)
-		}
+		p.under(sp, sinkProblems(sk, true))
 	}
 }
 
-func validateHTTPSink(p *Problems, sp string, sk *Sink) {
-	if sk.URL == "" {
-		p.add("%s.url: required for an http sink", sp)
-	} else if t, err := tmpl.Parse(sk.URL); err != nil {
-		p.add("%s.url: %v", sp, err)
-	} else {
-		// Check the shape with the fields filled in.
-		u, err := url.Parse(strings.NewReplacer("{", "", "}", "").Replace(t.String()))
-		switch {
-		case err != nil:
-			p.add("%s.url: %q is not a URL: %v", sp, sk.URL, err)
-		case u.Scheme != "http" && u.Scheme != "https":
-			p.add("%s.url: %q must be http:// or https://", sp, sk.URL)
-		case u.Host == "":
-			p.add("%s.url: %q has no host", sp, sk.URL)
+// CheckSink returns the problems of one sink spec, its defaults applied
+// (ApplySinkDefaults), each naming its key relative to the sink
+// ("format: ..."). It holds every rule of a spec but the shape of the url,
+// which each sink's own parser checks when the sink is built (the file and
+// the admin API check it too, through ValidateSource): the sinks'
+// constructors call it, so that a spec is refused by the same rules
+// whether it comes from the file, the admin API or Go.
+func CheckSink(sk *Sink) Problems { return sinkProblems(sk, false) }
+
+// sinkProblems is CheckSink, with the url's shape when urlShape is set.
+func sinkProblems(sk *Sink, urlShape bool) Problems {
+	var p Problems
+	switch sk.Type {
+	case "http":
+		checkHTTPSink(&p, sk, urlShape)
+	case "rabbitmq":
+		checkAMQPSink(&p, sk, urlShape)
+	default:
+		p.add("type: %q must be one of %v", sk.Type, SinkTypes)
+		return p
+	}
+	checkSinkDelivery(&p, sk)
+	return p
+}
+
+// checkSinkDelivery holds the rules every sink type shares: the body
+// format and how the dispatcher delivers (attempts, timeouts, backoff,
+// concurrency).
+func checkSinkDelivery(p *Problems, sk *Sink) {
+	if !slices.Contains(SinkFormats, sk.Format) {
+		p.add("format: %q must be raw or envelope", sk.Format)
+	}
+	if sk.MaxAttempts < 1 {
+		p.add("max_attempts: %d must be at least 1", sk.MaxAttempts)
+	}
+	if sk.Concurrency < 1 || sk.Concurrency > 4096 {
+		p.add("concurrency: %d must be between 1 and 4096", sk.Concurrency)
+	}
+	if sk.TenantConcurrency < 1 || sk.TenantConcurrency > sk.Concurrency {
+		p.add("tenant_concurrency: %d must be between 1 and concurrency (%d)", sk.TenantConcurrency, sk.Concurrency)
+	}
+	for _, d := range []struct {
+		key string
+		v   Duration
+		min time.Duration
+	}{{"connect_timeout", sk.ConnectTimeout, time.Millisecond}, {"timeout", sk.Timeout, time.Millisecond},
+		{"max_age", sk.MaxAge, time.Second}, {"retry_base", sk.RetryBase, time.Millisecond}, {"retry_max", sk.RetryMax, time.Millisecond}} {
+		if time.Duration(d.v) < d.min {
+			p.add("%s: %v must be at least %v", d.key, time.Duration(d.v), d.min)
 		}
+	}
+	if sk.RetryMax < sk.RetryBase {
+		p.add("retry_max: %v must not be below retry_base (%v)", time.Duration(sk.RetryMax), time.Duration(sk.RetryBase))
+	}
+	if sk.Claim != nil {
+		p.add("claim: claim stores are not available in this build yet")
+	}
+}
+
+func checkHTTPSink(p *Problems, sk *Sink, urlShape bool) {
+	if sk.URL == "" {
+		p.add("url: required for an http sink")
+	} else if urlShape {
+		checkHTTPURL(p, sk.URL)
 	}
 	for name, v := range sk.Headers {
 		if !validHeaderName(name) {
-			p.add("%s.headers: %q is not a valid header name", sp, name)
+			p.add("headers: %q is not a valid header name", name)
 		}
-		if _, err := tmpl.Parse(v); err != nil {
-			p.add("%s.headers.%s: %v", sp, name, err)
+		if _, err := ParseTemplate(v); err != nil {
+			p.add("headers.%s: %v", name, err)
 		}
 	}
 	if sk.Secret.Value != "" {
-		if _, err := tmpl.Parse(sk.Secret.Value); err != nil {
-			p.add("%s.secret: %v", sp, err)
+		if _, err := ParseTemplate(sk.Secret.Value); err != nil {
+			p.add("secret: %v", err)
 		}
 	}
 	for _, k := range []struct {
@@ -176,29 +195,53 @@ func validateHTTPSink(p *Problems, sp string, sk *Sink) {
 		set bool
 	}{{"exchange", sk.Exchange != ""}, {"routing_key", sk.RoutingKey != ""}, {"channels", sk.Channels != 0}} {
 		if k.set {
-			p.add("%s.%s: is a rabbitmq sink key; this sink is http", sp, k.key)
+			p.add("%s: is a rabbitmq sink key; this sink is http", k.key)
 		}
 	}
 }
 
-func validateAMQPSink(p *Problems, sp string, sk *Sink) {
-	if sk.URL == "" {
-		p.add("%s.url: required for a rabbitmq sink", sp)
-	} else if u, err := url.Parse(sk.URL); err != nil || (u.Scheme != "amqp" && u.Scheme != "amqps") || u.Host == "" {
-		p.add("%s.url: %q must be amqp://user:pass@host:port/vhost or amqps://...", sp, redactURL(sk.URL))
+// checkHTTPURL checks an http sink's url template, with its fields filled
+// in.
+func checkHTTPURL(p *Problems, raw string) {
+	t, err := ParseTemplate(raw)
+	if err != nil {
+		p.add("url: %v", err)
+		return
 	}
-	if _, err := tmpl.Parse(sk.RoutingKey); err != nil {
-		p.add("%s.routing_key: %v", sp, err)
+	u, err := url.Parse(strings.NewReplacer("{", "", "}", "").Replace(t.String()))
+	switch {
+	case err != nil:
+		p.add("url: %q is not a URL: %v", raw, err)
+	case u.Scheme != "http" && u.Scheme != "https":
+		p.add("url: %q must be http:// or https://", raw)
+	case u.Host == "":
+		p.add("url: %q has no host", raw)
+	}
+}
+
+func checkAMQPSink(p *Problems, sk *Sink, urlShape bool) {
+	if sk.URL == "" {
+		p.add("url: required for a rabbitmq sink")
+	} else if urlShape {
+		if u, err := url.Parse(sk.URL); err != nil || (u.Scheme != "amqp" && u.Scheme != "amqps") || u.Host == "" {
+			p.add("url: %q must be amqp://user:pass@host:port/vhost or amqps://...", redactURL(sk.URL))
+		}
+	}
+	if _, err := ParseTemplate(sk.RoutingKey); err != nil {
+		p.add("routing_key: %v", err)
 	}
 	if sk.Channels < 1 || sk.Channels > 256 {
-		p.add("%s.channels: %d must be between 1 and 256", sp, sk.Channels)
+		p.add("channels: %d must be between 1 and 256", sk.Channels)
+	}
+	if len(sk.Exchange) > MaxExchangeBytes {
+		p.add("exchange: %d bytes, AMQP allows %d", len(sk.Exchange), MaxExchangeBytes)
 	}
 	for _, k := range []struct {
 		key string
 		set bool
 	}{{"headers", len(sk.Headers) > 0}, {"secret", sk.Secret.IsSet()}, {"allow_private", sk.AllowPrivate}} {
 		if k.set {
-			p.add("%s.%s: is an http sink key; this sink is rabbitmq", sp, k.key)
+			p.add("%s: is an http sink key; this sink is rabbitmq", k.key)
 		}
 	}
 }

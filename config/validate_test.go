@@ -404,9 +404,9 @@ func TestValidateSourceDedupeAndQuarantine(t *testing.T) {
 	f(key("header:X-Id", 0), fleetNone)
 	f(func(s *Source) {}, none)
 
-	bad := SourceContext{WALType: "disk", CheckDedupe: func(key, vt string) error {
+	bad := SourceContext{WALType: "disk", ValidateOptions: ValidateOptions{CheckDedupe: func(key, vt string) error {
 		return fmt.Errorf("dedupe.key: %q: unknown form for verifier %s", key, vt)
-	}}
+	}}}
 	f(key("xml:id", 0), bad, `sources.s.dedupe.key: "xml:id": unknown form for verifier none`)
 
 	mode := func(m string) func(*Source) { return func(s *Source) { s.OnVerifyFailure = m } }

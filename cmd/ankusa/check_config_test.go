@@ -154,3 +154,31 @@ func TestServeRefusesBadConfig(t *testing.T) {
 		t.Fatalf("serve created %s for a config it refused (stat: %v)", data, err)
 	}
 }
+
+// serve refuses a config with an unknown key, naming it with the config's
+// other problems, exactly as check-config does: a key is never ignored.
+func TestServeRefusesUnknownKey(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "ankusa.yaml")
+	data := filepath.Join(dir, "data")
+	yaml := "node: {data_dir: " + data + "}\nlisten: " + freeAddr(t) + "\nadmin: {listen: " + freeAddr(t) + "}\n" +
+		"limits: {max_bodyy_bytes: 1MiB}\nsegment: {max_bytes: lots}\n" +
+		"route_resolver: {type: tenantpath}\nrate_limits: {default: {rate: 5, burst: 5}}\nsources:\n  open-demo:\n    verify: {type: none}\n"
+	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, _, checked := runBin(t, dir, "check-config", "-config", cfg)
+	code, _, stderr := runBin(t, dir, "serve", "-config", cfg)
+	want := []string{"config: limits.max_bodyy_bytes: unknown key", `config: segment.max_bytes: invalid size "lots"`, "config: sources.open-demo: shared source"}
+	for _, w := range want {
+		if !strings.Contains(stderr, w) {
+			t.Errorf("serve's stderr does not name %q", w)
+		}
+	}
+	if code != exitConfig || stderr != checked {
+		t.Fatalf("serve: exit %d, stderr:\n%s\nwant %d and check-config's stderr:\n%s", code, stderr, exitConfig, checked)
+	}
+	if _, err := os.Stat(data); !os.IsNotExist(err) {
+		t.Fatalf("serve created %s for a config it refused (stat: %v)", data, err)
+	}
+}

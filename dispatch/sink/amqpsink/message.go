@@ -9,6 +9,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/ankusa/ankusa/dispatch"
+	"github.com/ankusa/ankusa/dispatch/tmpl"
 	"github.com/ankusa/ankusa/envelope"
 )
 
@@ -48,7 +49,7 @@ func (s *Sink) build(d *dispatch.Delivery) (*message, error) {
 	e := d.Envelope
 	bp := bufPool.Get().(*[]byte)
 	buf := (*bp)[:0]
-	buf = s.key.AppendTo(buf, e)
+	buf = tmpl.AppendTo(buf, s.key, e)
 	keyLen := len(buf)
 	if keyLen > maxShortstr {
 		*bp = buf[:0]

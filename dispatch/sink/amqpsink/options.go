@@ -35,24 +35,14 @@ type Options struct {
 	Now func() time.Time
 }
 
-// EnsureDefaults fills unset options.
+// EnsureDefaults fills unset options, the spec's keys with config's sink
+// defaults (config.ApplySinkDefaults).
 func (o *Options) EnsureDefaults() {
 	s := &o.Spec
-	if s.Format == "" {
-		s.Format = "envelope"
+	if s.Type == "" {
+		s.Type = "rabbitmq"
 	}
-	if s.RoutingKey == "" {
-		s.RoutingKey = config.DefaultRoutingKey
-	}
-	if s.Channels == 0 {
-		s.Channels = config.DefaultSinkChannels
-	}
-	if s.ConnectTimeout == 0 {
-		s.ConnectTimeout = config.Duration(config.DefaultSinkConnectTimeout)
-	}
-	if s.Timeout == 0 {
-		s.Timeout = config.Duration(config.DefaultSinkTimeout)
-	}
+	config.ApplySinkDefaults(s)
 	if o.ConnectionName == "" {
 		o.ConnectionName = "ankusa/" + o.Node + "/" + o.Source + "/" + s.ID
 	}
@@ -64,28 +54,24 @@ func (o *Options) EnsureDefaults() {
 	}
 }
 
-// Validate checks the options after EnsureDefaults. Errors name the config
-// key to fix and never show the URL's password.
+// Validate checks the options after EnsureDefaults: the url with the AMQP
+// client's own parser, the rest by config's sink rules (config.CheckSink),
+// the rules the config file is held to. Errors name the config key to fix
+// and never show the URL's password.
 func (o *Options) Validate() error {
-	s := &o.Spec
-	if s.Type != "" && s.Type != "rabbitmq" {
+	s := o.Spec
+	if s.Type == "" {
+		s.Type = "rabbitmq"
+	}
+	if s.Type != "rabbitmq" {
 		return fmt.Errorf("sink type %q is not rabbitmq", s.Type)
 	}
 	if _, err := amqp.ParseURI(s.URL); err != nil {
 		return fmt.Errorf("url: %s is not an AMQP URL (amqp://user:pass@host:port/vhost or amqps://...): %v",
 			redactURL(s.URL), withoutURL(err))
 	}
-	if s.Format != "envelope" && s.Format != "raw" {
-		return fmt.Errorf("format: %q must be raw or envelope", s.Format)
-	}
-	if s.Channels < 1 || s.Channels > 256 {
-		return fmt.Errorf("channels: %d must be between 1 and 256", s.Channels)
-	}
-	if len(s.Exchange) > 255 {
-		return fmt.Errorf("exchange: %d bytes, AMQP allows 255", len(s.Exchange))
-	}
-	if time.Duration(s.ConnectTimeout) <= 0 || time.Duration(s.Timeout) <= 0 {
-		return errors.New("connect_timeout and timeout must be positive")
+	if probs := config.CheckSink(&s); len(probs) > 0 {
+		return errors.New(probs[0])
 	}
 	return nil
 }

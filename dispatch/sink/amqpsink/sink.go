@@ -12,15 +12,15 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 	"go.uber.org/zap"
 
+	"github.com/ankusa/ankusa/config"
 	"github.com/ankusa/ankusa/dispatch"
-	"github.com/ankusa/ankusa/dispatch/tmpl"
 )
 
 // Sink publishes hooks to RabbitMQ with publisher confirms (see the
 // package doc). It is safe for concurrent use.
 type Sink struct {
 	o        Options
-	key      *tmpl.Template
+	key      *config.Template
 	raw      bool
 	redacted string // the URL without its password, for messages
 	password string // scrubbed from library errors, just in case
@@ -46,7 +46,7 @@ func New(o Options) (*Sink, error) {
 	if err := o.Validate(); err != nil {
 		return nil, fmt.Errorf("rabbitmq sink %q of source %q: %w", o.Spec.ID, o.Source, err)
 	}
-	key, err := tmpl.Parse(o.Spec.RoutingKey)
+	key, err := config.ParseTemplate(o.Spec.RoutingKey)
 	if err != nil {
 		return nil, fmt.Errorf("rabbitmq sink %q of source %q: routing_key: %w", o.Spec.ID, o.Source, err)
 	}

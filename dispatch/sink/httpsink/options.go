@@ -2,9 +2,9 @@ package httpsink
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
-	"slices"
 	"time"
 
 	"go.uber.org/zap"
@@ -39,24 +39,14 @@ type Options struct {
 	LookupIP func(ctx context.Context, host string) ([]net.IP, error)
 }
 
-// EnsureDefaults fills what was left out. config applies the same sink
-// defaults; they are repeated here for programs that build a Spec by hand.
+// EnsureDefaults fills what was left out: the spec's keys with config's
+// sink defaults (config.ApplySinkDefaults), which a spec loaded from the
+// config already has, for programs that build a Spec by hand.
 func (o *Options) EnsureDefaults() {
 	if o.Spec.Type == "" {
 		o.Spec.Type = "http"
 	}
-	if o.Spec.Format == "" {
-		o.Spec.Format = FormatRaw
-	}
-	if o.Spec.ConnectTimeout == 0 {
-		o.Spec.ConnectTimeout = config.Duration(config.DefaultSinkConnectTimeout)
-	}
-	if o.Spec.Timeout == 0 {
-		o.Spec.Timeout = config.Duration(config.DefaultSinkTimeout)
-	}
-	if o.Spec.Concurrency == 0 {
-		o.Spec.Concurrency = config.DefaultSinkConcurrency
-	}
+	config.ApplySinkDefaults(&o.Spec)
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
 	}
@@ -70,23 +60,15 @@ func (o *Options) EnsureDefaults() {
 	}
 }
 
-// Validate checks what New needs beyond the templates, which New parses.
-// An error names the config key, relative to the sink.
+// Validate checks the spec by config's sink rules (config.CheckSink), the
+// rules the config file is held to; the url and the templates are New's
+// to parse. An error names the config key, relative to the sink.
 func (o *Options) Validate() error {
-	s := &o.Spec
-	switch {
-	case s.Type != "http":
-		return fmt.Errorf("type: %q is not an http sink", s.Type)
-	case s.URL == "":
-		return fmt.Errorf("url: required for an http sink")
-	case !slices.Contains([]string{FormatRaw, FormatEnvelope}, s.Format):
-		return fmt.Errorf("format: %q must be %s or %s", s.Format, FormatRaw, FormatEnvelope)
-	case time.Duration(s.ConnectTimeout) < time.Millisecond:
-		return fmt.Errorf("connect_timeout: %v must be at least 1ms", time.Duration(s.ConnectTimeout))
-	case time.Duration(s.Timeout) < time.Millisecond:
-		return fmt.Errorf("timeout: %v must be at least 1ms", time.Duration(s.Timeout))
-	case s.Concurrency < 1 || s.Concurrency > 4096:
-		return fmt.Errorf("concurrency: %d must be between 1 and 4096", s.Concurrency)
+	if o.Spec.Type != "http" {
+		return fmt.Errorf("type: %q is not an http sink", o.Spec.Type)
+	}
+	if probs := config.CheckSink(&o.Spec); len(probs) > 0 {
+		return errors.New(probs[0])
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/ankusa/ankusa/config"
 	"github.com/ankusa/ankusa/dispatch"
 	"github.com/ankusa/ankusa/dispatch/tmpl"
 	"github.com/ankusa/ankusa/envelope"
@@ -35,7 +36,7 @@ const (
 // headerTemplate is one entry of the sink's headers.
 type headerTemplate struct {
 	name []byte
-	t    *tmpl.Template
+	t    *config.Template
 }
 
 // parseHeaders parses the sink's headers, sorted by name so the request
@@ -47,7 +48,7 @@ func parseHeaders(hs map[string]string) ([]headerTemplate, error) {
 		if reservedHeader(name) {
 			return nil, fmt.Errorf("headers.%s: is set by the sink itself; remove it", name)
 		}
-		t, err := tmpl.Parse(v)
+		t, err := config.ParseTemplate(v)
 		if err != nil {
 			return nil, fmt.Errorf("headers.%s: %w", name, err)
 		}
@@ -121,7 +122,7 @@ func (s *Sink) setHeaders(a *attempt, d *dispatch.Delivery) {
 	e := d.Envelope
 	h := &a.req.Header
 	for _, ht := range s.headers {
-		a.scratch = ht.t.AppendTo(a.scratch[:0], e)
+		a.scratch = tmpl.AppendTo(a.scratch[:0], ht.t, e)
 		h.SetCanonical(ht.name, a.scratch)
 	}
 	h.SetCanonical(hEventID, e.ID.AppendText(a.id[:0]))

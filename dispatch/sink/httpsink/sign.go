@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ankusa/ankusa/config"
 	"github.com/ankusa/ankusa/dispatch"
 	"github.com/ankusa/ankusa/dispatch/tmpl"
 	"github.com/ankusa/ankusa/envelope"
@@ -37,7 +38,7 @@ var (
 // signer signs with one secret template. A template without fields is
 // decoded once and its MACs are pooled; the others are keyed per hook.
 type signer struct {
-	t    *tmpl.Template
+	t    *config.Template
 	key  []byte // the decoded key of a static secret
 	macs sync.Pool
 }
@@ -47,7 +48,7 @@ func newSigner(secret string) (*signer, error) {
 	if secret == "" {
 		return nil, nil
 	}
-	t, err := tmpl.Parse(secret)
+	t, err := config.ParseTemplate(secret)
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +115,7 @@ func (sg *signer) mac(a *attempt, e *envelope.Envelope) (hash.Hash, error) {
 		mac.Reset()
 		return mac, nil
 	}
-	a.scratch = sg.t.AppendTo(a.scratch[:0], e)
+	a.scratch = tmpl.AppendTo(a.scratch[:0], sg.t, e)
 	key, err := appendKey(a.key[:0], a.scratch)
 	clear(a.scratch) // the secret stays only in a.key, cleared on release
 	a.key = key

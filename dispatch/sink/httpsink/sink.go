@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ankusa/ankusa/dispatch"
+	"github.com/ankusa/ankusa/dispatch/tmpl"
 	"github.com/ankusa/ankusa/envelope"
 )
 
@@ -149,7 +150,7 @@ func (s *Sink) Target(e *envelope.Envelope) string {
 		return s.url.target
 	}
 	var buf, out [256]byte
-	url := s.url.t.AppendTo(buf[:0], e)
+	url := tmpl.AppendTo(buf[:0], s.url.t, e)
 	return string(s.url.appendTarget(out[:0], url))
 }
 

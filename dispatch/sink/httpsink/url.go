@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 
+	"github.com/ankusa/ankusa/config"
 	"github.com/ankusa/ankusa/dispatch/tmpl"
 	"github.com/ankusa/ankusa/envelope"
 )
@@ -16,7 +17,7 @@ import (
 // turn "https://api.example.com{params.x}/" into a url whose host is the
 // parameter's).
 type urlTemplate struct {
-	t *tmpl.Template
+	t *config.Template
 	// ats is the number of '@' in the template's authority: an expansion
 	// with more has had its userinfo/host split moved by a field.
 	ats int
@@ -27,7 +28,7 @@ type urlTemplate struct {
 }
 
 func parseURL(s string) (*urlTemplate, error) {
-	t, err := tmpl.Parse(s)
+	t, err := config.ParseTemplate(s)
 	if err != nil {
 		return nil, err
 	}
@@ -51,7 +52,7 @@ func (u *urlTemplate) expand(dst []byte, e *envelope.Envelope) ([]byte, error) {
 	if u.static != nil {
 		return append(dst, u.static...), nil
 	}
-	dst = u.t.AppendTo(dst, e)
+	dst = tmpl.AppendTo(dst, u.t, e)
 	_, err := u.check(dst)
 	return dst, err
 }

@@ -1,0 +1,127 @@
+package config
+
+import (
+	"math"
+	"slices"
+	"time"
+)
+
+// SourceContext is what a source's validity depends on beyond its spec:
+// the node's settings around it and the build's checks (ValidateOptions).
+type SourceContext struct {
+	// Resolver is route_resolver.type.
+	Resolver string
+	// WALType is wal.type (disk or none).
+	WALType string
+	// DedupeScope is dedupe.scope (node or fleet).
+	DedupeScope string
+	ValidateOptions
+}
+
+// Verifier types a source may name.
+var VerifierTypes = []string{"none", "hmac", "stripe", "github", "shopify", "slack", "standardwebhooks"}
+
+// verifyFailureModes are what on_verify_failure may say.
+var verifyFailureModes = []string{"reject", "quarantine", "accept_flag"}
+
+// ValidateSource checks one source spec. The file, check-config and the
+// admin API all use it, so a source is valid or not wherever it comes from.
+// Problems are prefixed "sources.<name>".
+func ValidateSource(name string, s *Source, ctx SourceContext) Problems {
+	var p Problems
+	at := "sources." + name
+	if !NameRE.MatchString(name) {
+		p.add("%s: source name must match %s", at, NameRE)
+	}
+	if !NameRE.MatchString(s.TenantID) {
+		p.add("%s.tenant_id: %q must match %s", at, s.TenantID, NameRE)
+	}
+	validateVerify(&p, at, s, ctx)
+	if s.MaxBodyBytes < 0 {
+		p.add("%s.max_body_bytes: must not be negative", at)
+	}
+	validateSinks(&p, at, s.Sinks)
+	if ctx.WALType == "none" && !slices.ContainsFunc(s.Sinks, func(sk Sink) bool { return sk.Durable() }) {
+		p.add("%s.sinks: wal.type is none, so a hook is safe only once a durable sink (%v) has it, and this source has none; add one or use wal.type: disk", at, DurableSinkTypes)
+	}
+	validateSourceDedupe(&p, at, s, ctx)
+	validateQuarantine(&p, at, s, ctx)
+	return p
+}
+
+// validateVerify checks how the source verifies its hooks and what it does
+// with one that fails.
+func validateVerify(p *Problems, at string, s *Source, ctx SourceContext) {
+	vt := s.Verify.Type
+	switch {
+	case vt == "":
+		p.add("%s.verify.type: required (%v; none accepts anything)", at, VerifierTypes)
+	case !slices.Contains(VerifierTypes, vt):
+		p.add("%s.verify.type: unknown verifier %q (%v)", at, vt, VerifierTypes)
+	case ctx.VerifierKnown != nil && !ctx.VerifierKnown(vt):
+		p.add("%s.verify.type: verifier %q is not available in this build yet; use none until it is", at, vt)
+	case vt != "none" && !s.Verify.Secret.IsSet() && len(s.Verify.Secrets) == 0:
+		p.add("%s.verify.secret: required by verifier %q", at, vt)
+	case ctx.CheckVerify != nil && secretsResolved(s.Verify):
+		p.stage(at, ctx.CheckVerify(s.Verify))
+	}
+	switch {
+	case !slices.Contains(verifyFailureModes, s.OnVerifyFailure):
+		p.add("%s.on_verify_failure: %q must be reject, quarantine or accept_flag", at, s.OnVerifyFailure)
+	case ctx.OnVerifyFailure != nil && !slices.Contains(ctx.OnVerifyFailure, s.OnVerifyFailure):
+		p.add("%s.on_verify_failure: %q is not available in this build yet (it has: %v)", at, s.OnVerifyFailure, ctx.OnVerifyFailure)
+	}
+	if ctx.Resolver != "" && ctx.Resolver != "path" && s.TenantID == DefaultTenant && vt == "none" && !s.TrustURLTenant {
+		p.add("%s: shared source (tenant %q) has no verifier but resolver %q takes the tenant from the request: anyone could file hooks under any tenant; set trust_url_tenant: true to mean it, or give it a verifier", at, DefaultTenant, ctx.Resolver)
+	}
+}
+
+// secretsResolved reports whether every secret reference of v has a value:
+// an unresolved one is already a problem of its own, and building the
+// verifier without it would only report the same thing again.
+func secretsResolved(v Verify) bool {
+	if v.Secret.IsSet() && v.Secret.Value == "" {
+		return false
+	}
+	for _, s := range v.Secrets {
+		if s.IsSet() && s.Value == "" {
+			return false
+		}
+	}
+	return true
+}
+
+func validateSourceDedupe(p *Problems, at string, s *Source, ctx SourceContext) {
+	d := s.Dedupe
+	if d == nil {
+		return
+	}
+	switch {
+	case d.Key == "":
+		p.add("%s.dedupe.key: required when dedupe is set (header:NAME, json:PATH or auto)", at)
+	case ctx.CheckDedupe != nil:
+		p.stage(at, ctx.CheckDedupe(d.Key, s.Verify.Type))
+	}
+	if d.TTL != 0 && d.TTL < Duration(time.Second) {
+		p.add("%s.dedupe.ttl: %v must be at least 1s", at, time.Duration(d.TTL))
+	}
+	if ctx.WALType == "none" && ctx.DedupeScope == "node" {
+		p.add("%s.dedupe: node-scope keys are kept with the log and wal.type none keeps none; use dedupe.scope: fleet (Redis)", at)
+	}
+}
+
+// validateQuarantine checks where a failed hook may be held: the node's
+// log, and the source's bucket for such hooks.
+func validateQuarantine(p *Problems, at string, s *Source, ctx SourceContext) {
+	if ctx.WALType == "none" && s.OnVerifyFailure == "quarantine" {
+		p.add("%s.on_verify_failure: quarantine holds hooks in the node's log and wal.type none keeps none; use reject or accept_flag", at)
+	}
+	if q := s.Quarantine; q != nil {
+		if q.Rate < 0 || math.IsNaN(q.Rate) || math.IsInf(q.Rate, 0) {
+			p.add("%s.quarantine.rate: %v must be a finite number of hooks per second, 0 or more", at, q.Rate)
+		}
+		if q.Burst < 1 {
+			p.add("%s.quarantine.burst: %d must be at least 1", at, q.Burst)
+		}
+	}
+}
