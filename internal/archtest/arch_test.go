@@ -215,3 +215,28 @@ func sortedKeys[V any](m map[string]V) []string {
 	sort.Strings(keys)
 	return keys
 }
+
+// TestRules: the patterns of the never block match what they say.
+func TestRules(t *testing.T) {
+	storage := rule{from: []string{"wal", "dispatch/..."}, to: []string{"edge"}}
+	leaf := rule{from: []string{"config"}, to: []string{"*"}}
+	for _, tc := range []struct {
+		r        rule
+		from, to string
+		want     bool
+	}{
+		{storage, "wal", "edge", true},
+		{storage, "dispatch", "edge", true},
+		{storage, "dispatch/sink/httpsink", "edge", true},
+		{storage, "dispatcher", "edge", false},
+		{storage, "wal", "envelope", false},
+		{storage, "edge", "wal", false},
+		{leaf, "config", "envelope", true},
+		{leaf, "config", "config", false},
+		{leaf, "meta", "envelope", false},
+	} {
+		if got := tc.r.forbids(tc.from, tc.to); got != tc.want {
+			t.Errorf("%q forbids %s -> %s = %v, want %v", tc.r, tc.from, tc.to, got, tc.want)
+		}
+	}
+}
