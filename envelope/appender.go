@@ -65,7 +65,7 @@ func (a *Appender) Begin(buf []byte, receivedAt int64, flags byte, tenant, sourc
 		panic("BUG: envelope: Appender.Begin inside an envelope")
 	}
 	*a = Appender{start: len(buf), step: stepParams}
-	buf = AppendFixed(buf, receivedAt, flags)
+	buf = appendFixed(buf, receivedAt, flags)
 	buf = AppendString(buf, tenant)
 	buf = AppendString(buf, source)
 	return AppendString(buf, verifier)

@@ -159,8 +159,8 @@ func uvarintLen(x uint64) int {
 	return n
 }
 
-// AppendFixed appends the fixed 38-byte prefix with a zero identity.
-func AppendFixed(dst []byte, receivedAt int64, flags byte) []byte {
+// appendFixed appends the fixed 38-byte prefix with a zero identity.
+func appendFixed(dst []byte, receivedAt int64, flags byte) []byte {
 	var b [FixedSize]byte
 	b[OffKind] = KindEnvelope
 	binary.BigEndian.PutUint64(b[OffReceivedAt:], uint64(receivedAt))
