@@ -20,8 +20,8 @@ import (
 const readChunk = 32 << 10
 
 // ingest runs router steps 11-14 for an admitted request: read the body
-// into a pooled WAL record, (verify, dedupe), commit, answer. A step that
-// refuses the hook answers and stops it; what a step reserves is recorded
+// into a pooled WAL record, (verify, dedupe), commit, answer. A refusal is
+// answered at once and ends the request; what a step reserves is recorded
 // in hold, which Handle releases.
 func (r *Router) ingest(ctx *fasthttp.RequestCtx, a *admitted, hold *held) {
 	req := wal.AcquireRequest()

@@ -74,6 +74,9 @@ func (a *Appender) Begin(buf []byte, receivedAt int64, flags byte, tenant, sourc
 // Params announces the route params: n calls of Pair follow.
 func (a *Appender) Params(buf []byte, n int) []byte {
 	a.expect(stepParams, "Params")
+	if n < 0 {
+		panic("BUG: envelope: Appender.Params with a negative count")
+	}
 	a.left, a.step = n, stepPairs
 	return binary.AppendUvarint(buf, uint64(n))
 }
@@ -81,8 +84,8 @@ func (a *Appender) Params(buf []byte, n int) []byte {
 // Headers announces the header fields as received, a repeated name being
 // several fields: n calls of Pair follow.
 func (a *Appender) Headers(buf []byte, n int) []byte {
-	if a.step != stepPairs || a.left != 0 {
-		panic("BUG: envelope: Appender.Headers out of order or after too few route params")
+	if a.step != stepPairs || a.left != 0 || n < 0 {
+		panic("BUG: envelope: Appender.Headers out of order, after too few route params or with a negative count")
 	}
 	a.left, a.step = n, stepHeaders
 	return binary.AppendUvarint(buf, uint64(n))
@@ -90,11 +93,17 @@ func (a *Appender) Headers(buf []byte, n int) []byte {
 
 // Pair appends one route param or header field.
 func (a *Appender) Pair(buf []byte, key, value string) []byte {
-	if a.step != stepPairs && a.step != stepHeaders || a.left == 0 {
+	// left is positive only between Params or Headers and their last pair.
+	if a.left <= 0 {
 		panic("BUG: envelope: Appender.Pair past its count or out of order")
 	}
 	a.left--
-	return AppendString(AppendString(buf, key), value)
+	// AppendString twice, written out: so the compiler inlines Pair into
+	// the edge's header loop.
+	buf = binary.AppendUvarint(buf, uint64(len(key)))
+	buf = append(buf, key...)
+	buf = binary.AppendUvarint(buf, uint64(len(value)))
+	return append(buf, value...)
 }
 
 // BeginBody appends the body's length field: the caller appends the

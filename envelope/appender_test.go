@@ -77,6 +77,8 @@ func TestAppenderOrder(t *testing.T) {
 		{"Begin twice", func() { a, b := begun(); a.Begin(b, 1, 0, "t", "s", "none") }},
 		{"Headers before Params", func() { a, b := begun(); a.Headers(b, 0) }},
 		{"BeginBody before the pairs", func() { a, b := begun(); a.BeginBody(b) }},
+		{"negative params", func() { a, b := begun(); a.Params(b, -1) }},
+		{"negative headers", func() { a, b := begun(); a.Headers(a.Params(b, 0), -1) }},
 		{"too few params", func() { a, b := begun(); a.Headers(a.Params(b, 1), 0) }},
 		{"too many params", func() { a, b := begun(); a.Pair(a.Params(b, 0), "k", "v") }},
 		{"too few headers", func() { a, b := atHeaders(2); a.BeginBody(a.Pair(b, "k", "v")) }},
