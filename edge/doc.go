@@ -42,8 +42,8 @@
 //
 // edge imports only what runs before or at the commit: config, source,
 // tenant, verify, dedupe, envelope and wal (for wal.Request and the commit's
-// errors). It never imports admin, cli, cmd, dispatch, segment, archive,
-// meta or lifecycle: what follows the commit reaches the edge only through
-// the interfaces it declares (Committer, Pen, RateLimiter), which the wiring
-// fills in. No package of the storage stages imports edge.
+// errors). It never imports admin, cli, cmd, dispatch (nor its sinks),
+// segment, archive or meta: what follows the commit reaches the edge only
+// through the interfaces it declares (Committer, Pen, RateLimiter), which
+// the wiring fills in. No package of the storage stages imports edge.
 package edge
