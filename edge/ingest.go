@@ -1,13 +1,10 @@
 package edge
 
 import (
-	"context"
-	"encoding/binary"
 	"errors"
 	"io"
 	"slices"
 	"time"
-	"unsafe"
 
 	"github.com/valyala/fasthttp"
 	"go.uber.org/zap"
@@ -23,165 +20,173 @@ import (
 const readChunk = 32 << 10
 
 // ingest runs router steps 11-14 for an admitted request: read the body
-// into a pooled WAL record, (verify, dedupe), commit, answer.
-func (r *Router) ingest(ctx *fasthttp.RequestCtx, a *admitted, newTenant bool) {
+// into a pooled WAL record, (verify, dedupe), commit, answer. A refusal is
+// answered at once and ends the request; what a step reserves is recorded
+// in hold, which Handle releases.
+func (r *Router) ingest(ctx *fasthttp.RequestCtx, a *admitted, hold *held) {
 	req := wal.AcquireRequest()
-	buf := r.encodeHead(req.Buf, &ctx.Request.Header, a)
-	lenAt := len(buf)
-	buf = append(buf, 0, 0, 0, 0)
-	// 11. body, within the bound
-	buf, v := readBody(ctx, buf, a.limit)
+	hold.req = req
+	req.Buf = r.encodeHead(&hold.rec, req.Buf, &ctx.Request.Header, a)
+	// 11. body, within the bound, straight into the record
+	buf, v := readBody(ctx, hold.rec.BeginBody(req.Buf), a.limit)
 	req.Buf = buf
 	if v != vOK {
-		wal.ReleaseRequest(req)
 		reply(ctx, v, true)
 		return
 	}
-	bodyLen := len(buf) - lenAt - 4
-	binary.BigEndian.PutUint32(buf[lenAt:], uint32(bodyLen))
-	body := buf[lenAt+4:]
-	flags := &buf[wal.FrameHeaderSize+envelope.OffFlags]
-	src := a.src
-	// What this hook holds until it is committed or refused: a dedupe key
-	// and a share of the quarantine pen. Given back on every way out,
-	// a panic included (Handle recovers it).
-	var ticket dedupe.Ticket
-	var key []byte
-	var penReserved int64
-	committed := false
-	defer func() {
-		if committed {
+	body := hold.rec.EndBody(req.Buf)
+	failed, v, wait := r.verifyHook(ctx, a, hold, body)
+	if v != vOK {
+		replyWait(ctx, v, wait, false)
+		return
+	}
+	if !r.dedupe(ctx, a, hold, body, failed) {
+		return
+	}
+	if a.newTenant && r.o.NewTenants != nil {
+		if ok, wait := r.o.NewTenants.Take(r.o.Mono()); !ok {
+			replyWait(ctx, vNewTenantsLimited, wait, false)
 			return
 		}
-		if key != nil {
-			// Not ctx: it ends when the server drains, and a key left
-			// pending would hold a retry back for a whole lease.
-			r.o.Dedupe.Aborted(context.WithoutCancel(ctx), ticket)
-		}
-		if penReserved > 0 {
-			r.o.Pen.Unreserve(penReserved)
-		}
-	}()
-	// 12. signature over the raw body bytes, then the token: a hook that
-	// failed spends the source's quarantine bucket, never the tenant's.
-	failed := false
+	}
+	r.commit(ctx, hold, len(body))
+}
+
+// encodeHead appends the hook's envelope up to its body to buf, from views
+// of the request that e copies.
+func (r *Router) encodeHead(e *envelope.Appender, buf []byte, h *fasthttp.RequestHeader, a *admitted) []byte {
+	buf = e.Begin(buf, r.o.Now(), 0, a.tenant, a.src.Name, a.src.Spec.Verify.Type)
+	p := &a.route.Params
+	buf = e.Params(buf, p.Len())
+	for i := range p.Len() {
+		k, v := p.At(i)
+		buf = e.Pair(buf, k, v)
+	}
+	n := 0
+	for range h.All() {
+		n++
+	}
+	buf = e.Headers(buf, n)
+	for k, v := range h.All() {
+		buf = e.Pair(buf, b2s(k), b2s(v))
+	}
+	return buf
+}
+
+// verifyHook runs router step 12: the signature over the raw body bytes,
+// then the token. A hook that failed spends the source's quarantine
+// bucket, never the tenant's token, and goes on (failed) only flagged or
+// quarantined. A verdict other than vOK is the answer, with wait its
+// Retry-After.
+func (r *Router) verifyHook(ctx *fasthttp.RequestCtx, a *admitted, hold *held, body []byte) (failed bool, v verdict, wait time.Duration) {
+	src := a.src
 	if vf := src.Verifier; vf.Name() != "none" {
 		err := vf.Verify(&ctx.Request.Header, body, time.Unix(0, r.o.Now()))
 		reason := verify.Failure(err)
 		src.Counters.Verified[reason].Inc()
 		if err == nil {
-			*flags |= envelope.FlagVerified
+			hold.flag(envelope.FlagVerified)
 		} else {
 			verifyFailures.Inc()
-			if newTenant {
+			if a.newTenant {
 				// A hook that failed verification never creates a tenant:
 				// invented names on a shared source must not use up
 				// tenants.max. Quarantine and accept_flag apply to
 				// tenants that exist.
-				wal.ReleaseRequest(req)
-				reply(ctx, vSignature, false)
-				return
+				return true, vSignature, 0
 			}
-			if v, wait := r.onFailure(src, a.tenant, flags, reason, int64(bodyLen)); v != vOK {
-				wal.ReleaseRequest(req)
-				replyWait(ctx, v, wait, false)
-				return
-			}
-			if *flags&envelope.FlagQuarantined != 0 {
-				penReserved = int64(bodyLen)
-			}
-			failed = true
+			v, wait := r.onFailure(a, hold, reason, int64(len(body)))
+			return true, v, wait
 		}
 	}
 	// Only a hook that passed verification spends the tenant's token.
-	if !failed && r.o.Tenants != nil {
+	if r.o.Tenants != nil {
 		if ok, wait := r.o.Tenants.Take(a.tenant); !ok {
-			wal.ReleaseRequest(req)
-			replyWait(ctx, vRateLimited, wait, false)
-			return
+			return false, vRateLimited, wait
 		}
 	}
-	// 13. dedupe: only hooks that passed (a forged request must not claim
-	// a real hook's key, nor match one).
-	if src.Dedupe != nil && !failed && r.o.Dedupe != nil {
-		// (Declared here: a JSON key escapes to the heap, and only hooks
-		// of a deduping source should pay for it.)
-		var kbuf [dedupe.MaxKeyBytes]byte
-		var ok bool
-		if key, ok = src.Dedupe.Key(kbuf[:0], &ctx.Request.Header, body); ok {
-			k := dedupe.MakeKey(a.tenant, src.Name, key)
-			t, orig, dup, err := r.o.Dedupe.Begin(ctx, k, src.DedupeTTL, r.o.Now())
-			if err != nil {
-				wal.ReleaseRequest(req)
-				r.logError("cannot tell a hook from a duplicate", err)
-				reply(ctx, vUnavailable, false)
-				return
-			}
-			if dup {
-				wal.ReleaseRequest(req)
-				src.Counters.Duplicates.Inc()
-				replyID(ctx, fasthttp.StatusOK, orig, `,"duplicate":true}`)
-				return
-			}
-			ticket = t
-		} else {
-			key = nil
-		}
+	return false, vOK, 0
+}
+
+// dedupe runs router step 13 and ends the envelope with its last field,
+// the hook's dedupe key. Only hooks that passed verification are keyed (a
+// forged request must not claim a real hook's key, nor match one); the key
+// is held in hold until the commit. It reports false when it answered: a
+// duplicate, or no way to tell one right now.
+func (r *Router) dedupe(ctx *fasthttp.RequestCtx, a *admitted, hold *held, body []byte, failed bool) bool {
+	src := a.src
+	if src.Dedupe == nil || failed || r.o.Dedupe == nil {
+		hold.end("")
+		return true
 	}
-	buf = envelope.AppendString(buf, key)
-	req.Buf = buf
-	if newTenant && r.o.NewTenants != nil {
-		if ok, wait := r.o.NewTenants.Take(r.o.Mono()); !ok {
-			wal.ReleaseRequest(req)
-			replyWait(ctx, vNewTenantsLimited, wait, false)
-			return
-		}
+	// (Declared here: a JSON key escapes to the heap, and only hooks of a
+	// deduping source should pay for it.)
+	var kbuf [dedupe.MaxKeyBytes]byte
+	key, ok := src.Dedupe.Key(kbuf[:0], &ctx.Request.Header, body)
+	if !ok {
+		hold.end("")
+		return true
 	}
-	quarantined := buf[wal.FrameHeaderSize+envelope.OffFlags]&envelope.FlagQuarantined != 0
+	t, orig, dup, err := r.o.Dedupe.Begin(ctx, dedupe.MakeKey(a.tenant, src.Name, key), src.DedupeTTL, r.o.Now())
+	switch {
+	case err != nil:
+		r.logError("cannot tell a hook from a duplicate", err)
+		reply(ctx, vUnavailable, false)
+		return false
+	case dup:
+		src.Counters.Duplicates.Inc()
+		replyID(ctx, fasthttp.StatusOK, orig, `,"duplicate":true}`)
+		return false
+	}
+	hold.ticket, hold.keyed = t, true
+	hold.end(b2s(key))
+	return true
+}
+
+// commit runs router step 14: WAL append + group fsync, then 201 (202
+// quarantined). (The commit's wait is measured by the WAL's own batch and
+// fdatasync histograms; timing it here cost two clock reads per request.)
+func (r *Router) commit(ctx *fasthttp.RequestCtx, hold *held, bodyLen int) {
+	req := hold.req
+	quarantined := hold.rec.Flags(req.Buf)&envelope.FlagQuarantined != 0
 	wal.SealPayload(req.Buf)
-	// 14. commit: WAL append + group fsync, then 201 (202 quarantined).
-	// (The commit's wait is measured by the WAL's own batch and fdatasync
-	// histograms; timing it here cost two clock reads per request.)
-	err := r.o.WAL.Commit(req)
-	if err != nil {
-		wal.ReleaseRequest(req)
+	if err := r.o.WAL.Commit(req); err != nil {
 		commitFailures.Inc()
 		r.logError("cannot commit hook", err)
-		if errors.Is(err, wal.ErrTooLarge) {
-			reply(ctx, vTooLarge, false)
-			return
-		}
-		if errors.Is(err, wal.ErrTenantLimit) {
-			reply(ctx, vTenantLimit, false)
-			return
-		}
-		if errors.Is(err, source.ErrNoDurableSink) {
-			reply(ctx, vNoDurable, false)
-			return
-		}
-		reply(ctx, vUnavailable, true)
+		v, closeConn := commitVerdict(err)
+		reply(ctx, v, closeConn)
 		return
 	}
-	committed = true
+	r.committed(ctx, hold)
 	bodyBytes.Add(bodyLen)
-	if key != nil {
-		r.o.Dedupe.Committed(context.WithoutCancel(ctx), ticket, req.ID, req.Seq)
-	}
-	id := req.ID
-	wal.ReleaseRequest(req)
 	if quarantined {
-		replyID(ctx, fasthttp.StatusAccepted, id, `,"quarantined":true}`)
+		replyID(ctx, fasthttp.StatusAccepted, req.ID, `,"quarantined":true}`)
 		return
 	}
-	replyID(ctx, fasthttp.StatusCreated, id, `}`)
+	replyID(ctx, fasthttp.StatusCreated, req.ID, `}`)
+}
+
+// commitVerdict is the answer to a commit that failed. Only a failure of
+// the node itself closes the connection.
+func commitVerdict(err error) (v verdict, closeConn bool) {
+	switch {
+	case errors.Is(err, wal.ErrTooLarge):
+		return vTooLarge, false
+	case errors.Is(err, wal.ErrTenantLimit):
+		return vTenantLimit, false
+	case errors.Is(err, source.ErrNoDurableSink):
+		return vNoDurable, false
+	}
+	return vUnavailable, true
 }
 
 // onFailure applies the source's on_verify_failure to a hook that failed
 // verification for reason: reject, or mark it quarantined or flagged
 // after spending a token of the source's quarantine bucket (and, for the
-// pen, reserving its body's size). A verdict other than vOK is the answer, with
-// wait the Retry-After of a 429.
-func (r *Router) onFailure(src *source.Source, tenant string, flags *byte, reason uint8, size int64) (verdict, time.Duration) {
+// pen, reserving its body's size in hold). A verdict other than vOK is the
+// answer, with wait the Retry-After of a 429.
+func (r *Router) onFailure(a *admitted, hold *held, reason uint8, size int64) (verdict, time.Duration) {
+	src := a.src
 	mode := src.Spec.OnVerifyFailure
 	if mode != "quarantine" && mode != "accept_flag" {
 		return vSignature, 0
@@ -190,23 +195,24 @@ func (r *Router) onFailure(src *source.Source, tenant string, flags *byte, reaso
 		quarantineLimited.Inc()
 		return vQuarantineLimited, wait
 	}
-	*flags |= envelope.FailureBits(reason)
+	hold.flag(envelope.FailureBits(reason))
 	if mode == "accept_flag" {
-		*flags |= envelope.FlagFlagged
+		hold.flag(envelope.FlagFlagged)
 		src.Counters.Flagged.Inc()
 		return vOK, 0
 	}
 	if r.o.Pen == nil {
 		return vUnavailable, 0
 	}
-	switch r.o.Pen.Reserve(tenant, size) {
+	switch r.o.Pen.Reserve(a.tenant, size) {
 	case PenFull:
 		penFull.Inc()
 		return vPenFull, penRetry
 	case PenClosed:
 		return vTenantErasing, 0
 	}
-	*flags |= envelope.FlagQuarantined
+	hold.pen = size
+	hold.flag(envelope.FlagQuarantined)
 	src.Counters.Quarantined.Inc()
 	return vOK, 0
 }
@@ -228,31 +234,6 @@ func (r *Router) logError(msg string, err error) {
 	if r.logThrottler.allow() {
 		r.o.Logger.Error(msg, zap.Error(err))
 	}
-}
-
-// encodeHead appends the envelope up to the body (see package envelope).
-func (r *Router) encodeHead(buf []byte, h *fasthttp.RequestHeader, a *admitted) []byte {
-	buf = envelope.AppendFixed(buf, r.o.Now(), 0)
-	buf = envelope.AppendString(buf, a.tenant)
-	buf = envelope.AppendString(buf, a.src.Name)
-	buf = envelope.AppendString(buf, a.src.Spec.Verify.Type)
-	p := &a.route.Params
-	buf = binary.AppendUvarint(buf, uint64(p.Len()))
-	for i := 0; i < p.Len(); i++ {
-		k, v := p.At(i)
-		buf = envelope.AppendString(buf, k)
-		buf = envelope.AppendString(buf, v)
-	}
-	n := 0
-	for range h.All() {
-		n++
-	}
-	buf = binary.AppendUvarint(buf, uint64(n))
-	for k, v := range h.All() {
-		buf = envelope.AppendString(buf, k)
-		buf = envelope.AppendString(buf, v)
-	}
-	return buf
 }
 
 // readBody appends the request body to buf, reading at most limit bytes: a
@@ -304,6 +285,3 @@ func readBody(ctx *fasthttp.RequestCtx, buf []byte, limit int64) ([]byte, verdic
 		}
 	}
 }
-
-// s2b views s as bytes; the caller must not modify them.
-func s2b(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }

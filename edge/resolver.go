@@ -134,6 +134,9 @@ func init() {
 // b is.
 func b2s(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
+// s2b views s as bytes; the caller must not modify them.
+func s2b(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
+
 // maxSegments bounds how many path segments SplitPath looks at.
 const maxSegments = 16
 

@@ -158,10 +158,11 @@ func (r *Router) PipelineBytes() int64 { return r.pipeline.Load() }
 
 // admitted is what the pre-body checks decided for an accepted request.
 type admitted struct {
-	route  Route
-	src    *source.Source
-	tenant string
-	limit  int64 // body bound for this request
+	route     Route
+	src       *source.Source
+	tenant    string
+	limit     int64 // body bound for this request
+	newTenant bool  // the tenant has no ordinal yet (step 10)
 }
 
 // check runs router steps 0-5: everything decided from the request line and
@@ -176,20 +177,11 @@ func (r *Router) check(h *fasthttp.RequestHeader, a *admitted, headersChecked bo
 		return vMethod
 	}
 	snap := r.o.Sources.Snapshot()
-	// 1. route guard: a route must match host and path.
-	var guard *source.Route
+	// 1. route guard
 	var guardParams Params
-	if r.o.RoutesEnabled {
-		var segs Segments
-		if !SplitPath(h.RequestURI(), &segs) {
-			return vNotFound
-		}
-		guard = snap.MatchRoute(h.Host(), segs.s[:segs.n], func(name string, value []byte) {
-			guardParams.Set(name, b2s(value))
-		})
-		if guard == nil {
-			return vNotFound
-		}
+	guard, ok := r.routeGuard(h, snap, &guardParams)
+	if !ok {
+		return vNotFound
 	}
 	// 2. resolver (a registered one may be any code: its names are held to
 	// the same rule as the shipped ones', since they end up in keys and paths)
@@ -234,6 +226,23 @@ func (r *Router) check(h *fasthttp.RequestHeader, a *admitted, headersChecked bo
 	}
 	a.route, a.src, a.tenant, a.limit = route, src, tenant, src.MaxBodyBytes
 	return vOK
+}
+
+// routeGuard runs router step 1 when routes.enabled: a route of snap must
+// match host and path; the parameters it binds are set in params. ok false
+// is a 404; with the guard off, the route is nil and ok true.
+func (r *Router) routeGuard(h *fasthttp.RequestHeader, snap *source.Snapshot, params *Params) (guard *source.Route, ok bool) {
+	if !r.o.RoutesEnabled {
+		return nil, true
+	}
+	var segs Segments
+	if !SplitPath(h.RequestURI(), &segs) {
+		return nil, false
+	}
+	guard = snap.MatchRoute(h.Host(), segs.s[:segs.n], func(name string, value []byte) {
+		params.Set(name, b2s(value))
+	})
+	return guard, guard != nil
 }
 
 // resolveTenant applies the seed's resolution order and bindings: the
@@ -362,16 +371,10 @@ func (r *Router) Handle(ctx *fasthttp.RequestCtx) {
 		reply(ctx, verdict(early[0]-'0'), true)
 		return
 	}
-	// A panic below (a registered resolver or verifier is any code) must not
-	// take the node down: the request is answered 503 and the panic logged.
-	// Nothing is acknowledged that was not committed.
-	defer func() {
-		if p := recover(); p != nil {
-			r.recovered(p)
-			ctx.Response.Reset()
-			reply(ctx, vUnavailable, true)
-		}
-	}()
+	// What the request reserves, given back on every way out, a panic
+	// included (finish).
+	var hold held
+	defer r.finish(ctx, &hold)
 	var a admitted
 	// HeaderReceived ran the same checks on these headers; with the hook
 	// installed (NewServer) only what the handler needs is done again:
@@ -380,17 +383,64 @@ func (r *Router) Handle(ctx *fasthttp.RequestCtx) {
 		reply(ctx, v, true)
 		return
 	}
+	if v, wait := r.admit(h, &a, &hold); v != vOK {
+		replyWait(ctx, v, wait, true)
+		return
+	}
+	r.ingest(ctx, &a, &hold)
+}
+
+// finish is Handle's deferred end. A panic on the request path (a
+// registered resolver or verifier is any code) must not take the node
+// down: the request is answered 503 and the panic logged; nothing is
+// acknowledged that was not committed. Then what the request holds is
+// given back, panic or not.
+func (r *Router) finish(ctx *fasthttp.RequestCtx, hold *held) {
+	p := recover()
+	if p != nil {
+		r.recovered(p)
+		ctx.Response.Reset()
+		reply(ctx, vUnavailable, true)
+	}
+	r.release(ctx, hold, p != nil)
+}
+
+// admit runs router steps 6-10 for a request check accepted, recording
+// what it reserves in hold. A verdict other than vOK is the answer, given
+// before any body byte is read, with wait its Retry-After.
+func (r *Router) admit(h *fasthttp.RequestHeader, a *admitted, hold *held) (verdict, time.Duration) {
 	// 6. tenant being erased: arrives with the erase job.
 	// 7. the tenant's token bucket has a token (taken at step 12, once
 	// the hook passed verification).
 	if r.o.Tenants != nil {
 		if ok, wait := r.o.Tenants.Check(a.tenant); !ok {
-			replyWait(ctx, vRateLimited, wait, true)
-			return
+			return vRateLimited, wait
 		}
 	}
-	// What the request will cost the pipeline until it is committed: its
-	// declared length (chunked: the bound) and its header block.
+	if v, wait := r.reserve(h, a, hold); v != vOK {
+		return v, wait
+	}
+	// 10. a new tenant: none past tenants.max, and not faster than the
+	// node creates tenants (the token is taken just before the commit).
+	a.newTenant = r.o.TenantKnown != nil && !r.o.TenantKnown(a.tenant)
+	if a.newTenant {
+		if r.o.TenantsFull() {
+			return vTenantLimit, 0
+		}
+		if b := r.o.NewTenants; b != nil {
+			if ok, wait := b.Peek(r.o.Mono()); !ok {
+				return vNewTenantsLimited, wait
+			}
+		}
+	}
+	return vOK, 0
+}
+
+// reserve runs router steps 8 and 9. What the request will cost the
+// pipeline until it is committed (its declared length, the bound of a
+// chunked one, and its header block) is reserved against the tenant's
+// queue caps and the node's bound, and recorded in hold.
+func (r *Router) reserve(h *fasthttp.RequestHeader, a *admitted, hold *held) (verdict, time.Duration) {
 	cost := int64(h.ContentLength())
 	if cost < 0 {
 		cost = a.limit // chunked: the bound
@@ -405,35 +455,17 @@ func (r *Router) Handle(ctx *fasthttp.RequestCtx) {
 			share = near / max(q.Active(), 1)
 		}
 		if !q.Reserve(a.tenant, cost, share) {
-			replyWait(ctx, vTenantOverload, time.Second, true)
-			return
+			return vTenantOverload, time.Second
 		}
-		defer q.Release(a.tenant, cost)
+		hold.queues, hold.tenant, hold.queued = q, a.tenant, cost
 	}
 	// 9. node-wide pipeline bytes: past the node's own bound everyone
 	// waits, 503.
+	hold.pipeline = cost
 	if r.pipeline.Add(cost) > r.maxPipeline {
-		r.pipeline.Add(-cost)
-		reply(ctx, vOverloaded, true)
-		return
+		return vOverloaded, 0
 	}
-	defer r.pipeline.Add(-cost)
-	// 10. a new tenant: none past tenants.max, and not faster than the
-	// node creates tenants (the token is taken just before the commit).
-	newTenant := r.o.TenantKnown != nil && !r.o.TenantKnown(a.tenant)
-	if newTenant {
-		if r.o.TenantsFull() {
-			reply(ctx, vTenantLimit, true)
-			return
-		}
-		if b := r.o.NewTenants; b != nil {
-			if ok, wait := b.Peek(r.o.Mono()); !ok {
-				replyWait(ctx, vNewTenantsLimited, wait, true)
-				return
-			}
-		}
-	}
-	r.ingest(ctx, &a, newTenant)
+	return vOK, 0
 }
 
 // recovered reports a panic on the request path.

@@ -1,5 +1,6 @@
 // Package envelope defines the Envelope, the unit every stage of Ankusa passes
 // on (wal, segment, dispatch, archive), its binary codec and its event ids.
+// Every stage imports it, so it imports nothing of this module.
 //
 // # Binary form (version 1)
 //
@@ -27,4 +28,11 @@
 // length is a fixed u32 so ingest can read the body straight into the record
 // and patch its length afterwards (one copy from the socket to the WAL). The
 // dedupe key follows the body because it is usually taken from it.
+//
+// The layout is written in one place, Appender: AppendTo is built on it,
+// and the edge appends each hook with it from views of the request it is
+// serving, building no Envelope. Decode and Names read it; the offset
+// constants (OffSeq, OffFlags, ...) are for stages that read or patch the
+// fixed prefix of a record in place. A golden file (testdata) pins the
+// encoded bytes.
 package envelope

@@ -119,24 +119,20 @@ func FailureBits(reason uint8) byte { return reason << failShift & failMask }
 
 // AppendTo appends the binary form of e to dst.
 func (e *Envelope) AppendTo(dst []byte) []byte {
-	dst = AppendFixed(dst, e.ReceivedAt, e.Verification.Flags())
-	PutIdentity(dst[len(dst)-FixedSize:], e.Seq, e.ID, e.TenantOrdinal)
-	dst = AppendString(dst, e.TenantID)
-	dst = AppendString(dst, e.SourceID)
-	dst = AppendString(dst, e.Verification.Verifier)
-	dst = binary.AppendUvarint(dst, uint64(len(e.RouteParams)))
+	var a Appender
+	start := len(dst)
+	dst = a.Begin(dst, e.ReceivedAt, e.Verification.Flags(), e.TenantID, e.SourceID, e.Verification.Verifier)
+	PutIdentity(dst[start:], e.Seq, e.ID, e.TenantOrdinal)
+	dst = a.Params(dst, len(e.RouteParams))
 	for _, p := range e.RouteParams {
-		dst = AppendString(dst, p.Key)
-		dst = AppendString(dst, p.Value)
+		dst = a.Pair(dst, p.Key, p.Value)
 	}
-	dst = binary.AppendUvarint(dst, uint64(len(e.Headers)))
+	dst = a.Headers(dst, len(e.Headers))
 	for _, h := range e.Headers {
-		dst = AppendString(dst, h.Name)
-		dst = AppendString(dst, h.Value)
+		dst = a.Pair(dst, h.Name, h.Value)
 	}
-	dst = binary.BigEndian.AppendUint32(dst, uint32(len(e.Body)))
-	dst = append(dst, e.Body...)
-	return AppendString(dst, e.DedupeKey)
+	dst = a.Body(dst, e.Body)
+	return a.End(dst, e.DedupeKey)
 }
 
 // EncodedLen is the length of e's binary form (what AppendTo appends).
@@ -151,7 +147,7 @@ func (e *Envelope) EncodedLen() int {
 	for _, h := range e.Headers {
 		n += str(h.Name) + str(h.Value)
 	}
-	return n + 4 + len(e.Body) + str(e.DedupeKey)
+	return n + bodyLenSize + len(e.Body) + str(e.DedupeKey)
 }
 
 func uvarintLen(x uint64) int {
@@ -163,8 +159,8 @@ func uvarintLen(x uint64) int {
 	return n
 }
 
-// AppendFixed appends the fixed 38-byte prefix with a zero identity.
-func AppendFixed(dst []byte, receivedAt int64, flags byte) []byte {
+// appendFixed appends the fixed 38-byte prefix with a zero identity.
+func appendFixed(dst []byte, receivedAt int64, flags byte) []byte {
 	var b [FixedSize]byte
 	b[OffKind] = KindEnvelope
 	binary.BigEndian.PutUint64(b[OffReceivedAt:], uint64(receivedAt))

@@ -226,10 +226,10 @@ func TestIdentityPatch(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %+v", got)
 	}
-	// AppendFixed is the prefix AppendTo writes.
-	fixed := AppendFixed(nil, e.ReceivedAt, e.Verification.Flags())
+	// appendFixed is the prefix AppendTo writes.
+	fixed := appendFixed(nil, e.ReceivedAt, e.Verification.Flags())
 	if len(fixed) != FixedSize || !bytes.Equal(fixed, e.AppendTo(nil)[:FixedSize]) {
-		t.Fatalf("AppendFixed = %x", fixed)
+		t.Fatalf("appendFixed = %x", fixed)
 	}
 }
 
@@ -254,7 +254,7 @@ func TestDecodeCorrupt(t *testing.T) {
 	s := sample()
 	valid := s.AppendTo(nil)
 	fixed := func(tail ...byte) []byte {
-		b := AppendFixed(nil, 0, 0)
+		b := appendFixed(nil, 0, 0)
 		return append(b, tail...)
 	}
 	huge := binary.AppendUvarint(nil, 1<<62)
@@ -287,11 +287,11 @@ func TestDecodeCorrupt(t *testing.T) {
 func TestDecodeBoundedAllocation(t *testing.T) {
 	huge := binary.AppendUvarint(nil, 1<<40)
 	inputs := [][]byte{
-		append(AppendFixed(nil, 0, 0), append(huge, 'a')...),
-		append(AppendFixed(nil, 0, 0), append([]byte{0, 0, 0}, append(huge, make([]byte, 64)...)...)...),
-		append(AppendFixed(nil, 0, 0), append([]byte{0, 0, 0, 0}, append(huge, make([]byte, 64)...)...)...),
-		append(AppendFixed(nil, 0, 0), 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff),
-		append(AppendFixed(nil, 0, 0), append([]byte{0, 0, 0, 0}, append(binary.AppendUvarint(nil, MaxHeaders), make([]byte, 64)...)...)...),
+		append(appendFixed(nil, 0, 0), append(huge, 'a')...),
+		append(appendFixed(nil, 0, 0), append([]byte{0, 0, 0}, append(huge, make([]byte, 64)...)...)...),
+		append(appendFixed(nil, 0, 0), append([]byte{0, 0, 0, 0}, append(huge, make([]byte, 64)...)...)...),
+		append(appendFixed(nil, 0, 0), 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff),
+		append(appendFixed(nil, 0, 0), append([]byte{0, 0, 0, 0}, append(binary.AppendUvarint(nil, MaxHeaders), make([]byte, 64)...)...)...),
 	}
 	for i, src := range inputs {
 		var e Envelope

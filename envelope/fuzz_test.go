@@ -18,7 +18,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add(full.AppendTo(nil)[:FixedSize+3])
 	f.Add([]byte{})
 	f.Add([]byte{KindTenant})
-	f.Add(append(AppendFixed(nil, 0, 0), 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f))
+	f.Add(append(appendFixed(nil, 0, 0), 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f))
 	f.Fuzz(func(t *testing.T, src []byte) {
 		checkDecode(t, src)
 	})

@@ -1,0 +1,49 @@
+// Package edge is the public listener: it takes a webhook from the socket to
+// the commit step and gives the sender its answer. It is the hot path: a
+// hook from its parsed header to its 201 allocates nothing, and neither does
+// a refusal decided from the header (router_alloc_test.go holds it to that).
+//
+// # What it owns
+//
+//   - The listener (Listen, LimitListener) and its fasthttp server
+//     (NewServer): the connection bound, the read buffer and timeouts, and
+//     the JSON answers to what fasthttp refuses before a request exists.
+//   - The router (Router), which runs the router order of DESIGN.md §2.1:
+//     steps 0-5 (method, route guard, resolver, declared length, source and
+//     tenant binding, header bounds) from the header alone, in fasthttp's
+//     HeaderReceived hook before a body byte is read, and again in Handle
+//     against the snapshot it serves from; steps 6-10 (token check, the
+//     tenant's queue caps, the node's pipeline bytes, new tenants) in
+//     admit; steps 11-14 in ingest: the body read within its bound straight
+//     into a pooled WAL record, the signature and on_verify_failure
+//     (quarantine pen, flag), dedupe, and the commit through Committer.
+//   - The resolvers (path, tenantpath) and their registry
+//     (RegisterResolver, NewResolver), Route and Params.
+//   - Its answers: every status code, error body, Retry-After and
+//     Connection: close (responses.go), and the ankusa_edge_* metrics.
+//
+// What one request reserves (queue caps, pipeline bytes, pen bytes, its
+// dedupe key) is recorded in one held value and given back through one
+// path, whichever way the request ends (held.go).
+//
+// # Lifetimes
+//
+// Nothing of fasthttp's request is kept after the handler returns. Route,
+// Params and what the router decided for a request hold views into the
+// request header, valid only while the request is being handled; whoever
+// keeps a name copies it (the tenant stage's buckets and queues and the
+// dedupe guard do). The envelope is
+// appended into the pooled wal.Request with envelope.Appender, which copies
+// the views it is given; the body is read from the socket into that record
+// and nowhere else. The handler releases the wal.Request on every way out;
+// the commit loop's callee retains it if it keeps it.
+//
+// # Imports
+//
+// edge imports only what runs before or at the commit: config, source,
+// tenant, verify, dedupe, envelope and wal (for wal.Request and the commit's
+// errors). It never imports admin, cli, cmd, dispatch (nor its sinks),
+// segment, archive or meta: what follows the commit reaches the edge only
+// through the interfaces it declares (Committer, Pen, RateLimiter), which
+// the wiring fills in. No package of the storage stages imports edge.
+package edge
