@@ -1,4 +1,4 @@
-package main
+package payload
 
 import (
 	"math/rand/v2"

@@ -1,4 +1,4 @@
-package main
+package payload
 
 import (
 	"errors"
@@ -16,44 +16,44 @@ const (
 	maxBodySize = 16 << 20
 )
 
-// sizeClass is one body size and its share of requests.
-type sizeClass struct {
-	size    int
-	percent float64
+// SizeClass is one body size and its share of requests.
+type SizeClass struct {
+	Size    int
+	Percent float64
 }
 
-// sizeMix is the -size distribution: classes in the order given.
-type sizeMix []sizeClass
+// SizeMix is the -size distribution: classes in the order given.
+type SizeMix []SizeClass
 
 // pick draws a class index with the mix's weights.
-func (m sizeMix) pick(r *rand.Rand) int {
+func (m SizeMix) pick(r *rand.Rand) int {
 	if len(m) == 1 {
 		return 0
 	}
 	u := r.Float64() * 100
 	for i, c := range m {
-		if u < c.percent {
+		if u < c.Percent {
 			return i
 		}
-		u -= c.percent
+		u -= c.Percent
 	}
 	return len(m) - 1
 }
 
 // String renders the mix as -size accepts it.
-func (m sizeMix) String() string {
+func (m SizeMix) String() string {
 	if len(m) == 1 {
-		return formatSize(m[0].size)
+		return formatSize(m[0].Size)
 	}
 	parts := make([]string, len(m))
 	for i, c := range m {
-		parts[i] = strconv.FormatFloat(c.percent, 'f', -1, 64) + "%" + formatSize(c.size)
+		parts[i] = strconv.FormatFloat(c.Percent, 'f', -1, 64) + "%" + formatSize(c.Size)
 	}
 	return strings.Join(parts, ",")
 }
 
-// parseSizeMix parses "1KiB", "512" or "70%1KiB,25%8KiB,5%64KiB".
-func parseSizeMix(s string) (sizeMix, error) {
+// ParseSizeMix parses "1KiB", "512" or "70%1KiB,25%8KiB,5%64KiB".
+func ParseSizeMix(s string) (SizeMix, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return nil, errors.New("empty size")
@@ -63,16 +63,16 @@ func parseSizeMix(s string) (sizeMix, error) {
 		if err != nil {
 			return nil, err
 		}
-		return sizeMix{{size: n, percent: 100}}, nil
+		return SizeMix{{Size: n, Percent: 100}}, nil
 	}
-	var mix sizeMix
+	var mix SizeMix
 	total := 0.0
 	for item := range strings.SplitSeq(s, ",") {
 		c, err := parseSizeClass(strings.TrimSpace(item))
 		if err != nil {
 			return nil, err
 		}
-		total += c.percent
+		total += c.Percent
 		mix = append(mix, c)
 	}
 	if math.Abs(total-100) > 1e-6 {
@@ -82,20 +82,20 @@ func parseSizeMix(s string) (sizeMix, error) {
 }
 
 // parseSizeClass parses one "P%SIZE" item of a mix.
-func parseSizeClass(item string) (sizeClass, error) {
+func parseSizeClass(item string) (SizeClass, error) {
 	pct, size, ok := strings.Cut(item, "%")
 	if !ok {
-		return sizeClass{}, fmt.Errorf("mix item %q: write it as PERCENT%%SIZE, e.g. 70%%1KiB", item)
+		return SizeClass{}, fmt.Errorf("mix item %q: write it as PERCENT%%SIZE, e.g. 70%%1KiB", item)
 	}
 	p, err := strconv.ParseFloat(strings.TrimSpace(pct), 64)
 	if err != nil || p <= 0 || p > 100 || math.IsNaN(p) {
-		return sizeClass{}, fmt.Errorf("mix item %q: the percentage must be a number in (0, 100]", item)
+		return SizeClass{}, fmt.Errorf("mix item %q: the percentage must be a number in (0, 100]", item)
 	}
 	n, err := parseSize(strings.TrimSpace(size))
 	if err != nil {
-		return sizeClass{}, fmt.Errorf("mix item %q: %w", item, err)
+		return SizeClass{}, fmt.Errorf("mix item %q: %w", item, err)
 	}
-	return sizeClass{size: n, percent: p}, nil
+	return SizeClass{Size: n, Percent: p}, nil
 }
 
 // sizeUnits are the accepted suffixes, longest first.

@@ -1,4 +1,4 @@
-package main
+package payload
 
 import (
 	"math/rand/v2"
@@ -36,9 +36,9 @@ func stripeDoc(r *rand.Rand, now time.Time) (*sizedDoc, string) {
 	created := pastTime(r, now)
 
 	h := []byte(`{"id":"evt_`)
-	h = appendBase62(h, r, 24-tokenLen)
+	h = appendBase62(h, r, 24-TokenLen)
 	slot := len(h)
-	h = appendBase62(h, r, tokenLen)
+	h = appendBase62(h, r, TokenLen)
 	h = append(h, `","object":"event","api_version":"2024-06-20"`...)
 	h = appendIntKV(h, "created", created.Unix())
 	h = appendStrKV(h, "type", typ)

@@ -1,13 +1,23 @@
-package main
+package payload
 
 import (
 	"errors"
 	"fmt"
 )
 
-// tokenLen is the length of the per-request token each body carries in a
-// fixed slot (see requestToken).
-const tokenLen = 16
+// TokenLen is the length of the per-request token each body carries in a
+// fixed slot (Body.Slot).
+const TokenLen = 16
+
+// PutBase62 writes v into dst as fixed-width base62, most significant
+// first: a token's characters, which need no escaping in the JSON string
+// that holds its slot.
+func PutBase62(dst []byte, v uint64) {
+	for i := len(dst) - 1; i >= 0; i-- {
+		dst[i] = base62[v%62]
+		v /= 62
+	}
+}
 
 // sizedDoc is one generated event before it is sized: a mandatory head and
 // tail, optional members, an optional list, and a filler string member that
@@ -16,7 +26,7 @@ const tokenLen = 16
 //
 // head ends inside the object that receives the members (after at least one
 // member of it, so every member starts with a comma); tail closes it and
-// everything around it. slot is the offset in head of the tokenLen bytes
+// everything around it. slot is the offset in head of the TokenLen bytes
 // that each request overwrites.
 type sizedDoc struct {
 	head, tail []byte

@@ -1,4 +1,4 @@
-package main
+package payload
 
 import (
 	"math/rand/v2"
@@ -7,9 +7,9 @@ import (
 )
 
 func TestParseSizeMix(t *testing.T) {
-	f := func(in string, want sizeMix) {
+	f := func(in string, want SizeMix) {
 		t.Helper()
-		got, err := parseSizeMix(in)
+		got, err := ParseSizeMix(in)
 		if err != nil {
 			t.Fatalf("parseSizeMix(%q): %v", in, err)
 		}
@@ -22,20 +22,20 @@ func TestParseSizeMix(t *testing.T) {
 			}
 		}
 	}
-	f("1KiB", sizeMix{{1024, 100}})
-	f("512", sizeMix{{512, 100}})
-	f("512B", sizeMix{{512, 100}})
-	f(" 2MiB ", sizeMix{{2 << 20, 100}})
-	f("100%4KiB", sizeMix{{4096, 100}})
-	f("70%1KiB,25%8KiB,5%64KiB", sizeMix{{1024, 70}, {8192, 25}, {65536, 5}})
-	f("50%600, 50%700", sizeMix{{600, 50}, {700, 50}})
-	f("33.5%1KiB,66.5%2KiB", sizeMix{{1024, 33.5}, {2048, 66.5}})
+	f("1KiB", SizeMix{{1024, 100}})
+	f("512", SizeMix{{512, 100}})
+	f("512B", SizeMix{{512, 100}})
+	f(" 2MiB ", SizeMix{{2 << 20, 100}})
+	f("100%4KiB", SizeMix{{4096, 100}})
+	f("70%1KiB,25%8KiB,5%64KiB", SizeMix{{1024, 70}, {8192, 25}, {65536, 5}})
+	f("50%600, 50%700", SizeMix{{600, 50}, {700, 50}})
+	f("33.5%1KiB,66.5%2KiB", SizeMix{{1024, 33.5}, {2048, 66.5}})
 }
 
 func TestParseSizeMixRejects(t *testing.T) {
 	f := func(in, wantErr string) {
 		t.Helper()
-		_, err := parseSizeMix(in)
+		_, err := ParseSizeMix(in)
 		if err == nil || !strings.Contains(err.Error(), wantErr) {
 			t.Fatalf("parseSizeMix(%q): error %v, want one containing %q", in, err, wantErr)
 		}
@@ -56,7 +56,7 @@ func TestParseSizeMixRejects(t *testing.T) {
 }
 
 func TestSizeMixPick(t *testing.T) {
-	m, err := parseSizeMix("70%1KiB,25%8KiB,5%64KiB")
+	m, err := ParseSizeMix("70%1KiB,25%8KiB,5%64KiB")
 	if err != nil {
 		t.Fatal(err)
 	}

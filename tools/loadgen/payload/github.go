@@ -1,4 +1,4 @@
-package main
+package payload
 
 import (
 	"math/rand/v2"
@@ -96,7 +96,7 @@ func githubNode(h []byte, r *rand.Rand, nodePrefix string) ([]byte, int) {
 	h = append(appendKV(h, "node_id"), '"')
 	h = append(h, nodePrefix...)
 	slot := len(h)
-	return append(appendBase62(h, r, tokenLen), '"'), slot
+	return append(appendBase62(h, r, TokenLen), '"'), slot
 }
 
 // appendNumberTitle appends an issue's or pull request's number and title.

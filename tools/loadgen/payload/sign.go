@@ -1,4 +1,4 @@
-package main
+package payload
 
 import (
 	"crypto/hmac"
@@ -13,7 +13,7 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// signer sets a provider's signature headers on a request, as the provider
+// Signer sets a provider's signature headers on a request, as the provider
 // does, with the send time as the signature time:
 //
 //	stripe            Stripe-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret, "<unix>.<body>")>
@@ -22,9 +22,9 @@ import (
 //	standardwebhooks  webhook-id: msg_<token>, webhook-timestamp: <unix>,
 //	                  webhook-signature: v1,<base64 HMAC-SHA256(base64dec(secret without whsec_), "<id>.<unix>.<body>")>
 //
-// A signer belongs to one worker: it keeps its HMAC state and scratch
+// A Signer belongs to one sender: it keeps its HMAC state and scratch
 // buffers between requests and is not safe for concurrent use.
-type signer struct {
+type Signer struct {
 	mode string
 	mac  hash.Hash
 	sum  []byte // the last MAC, kept so that its storage is reused
@@ -35,10 +35,14 @@ type signer struct {
 
 var dot = []byte(".")
 
-// newSigner builds a signer for mode ("none" signs nothing). The secret was
-// checked by Config.validate.
-func newSigner(mode, secret string) *signer {
-	s := &signer{mode: mode}
+// SignModes are the modes NewSigner accepts.
+var SignModes = []string{"none", "stripe", "github", "standardwebhooks"}
+
+// NewSigner builds a signer for mode, one of SignModes ("none" signs
+// nothing). A standardwebhooks secret must be whsec_ followed by base64
+// (loadgen checks -secret before).
+func NewSigner(mode, secret string) *Signer {
+	s := &Signer{mode: mode}
 	switch mode {
 	case "stripe", "github":
 		s.mac = hmac.New(sha256.New, []byte(secret))
@@ -52,9 +56,9 @@ func newSigner(mode, secret string) *signer {
 	return s
 }
 
-// sign adds the signature headers for body to h. token is the request's
+// Sign adds the signature headers for body to h. token is the request's
 // unique token (message and delivery ids); b says what body it is.
-func (s *signer) sign(h *fasthttp.RequestHeader, body []byte, now time.Time, token []byte, b *poolBody) {
+func (s *Signer) Sign(h *fasthttp.RequestHeader, body []byte, now time.Time, token []byte, b *Body) {
 	if s.mac == nil {
 		return
 	}
@@ -75,8 +79,8 @@ func (s *signer) sign(h *fasthttp.RequestHeader, body []byte, now time.Time, tok
 		s.buf = hex.AppendEncode(append(s.buf[:0], "sha256="...), s.sum)
 		h.SetBytesV("X-Hub-Signature-256", s.buf)
 		h.SetBytesV("X-GitHub-Delivery", token)
-		if b.kind == "github" {
-			h.Set("X-GitHub-Event", b.event)
+		if b.Kind == "github" {
+			h.Set("X-GitHub-Event", b.Event)
 		}
 	case "standardwebhooks":
 		s.id = append(append(s.id[:0], "msg_"...), token...)
