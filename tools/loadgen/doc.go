@@ -92,14 +92,14 @@
 //
 // # Payloads
 //
-// At start loadgen generates a pool of provider-like JSON bodies per size
-// class (package payload: Stripe-like events, GitHub-like events, or both alternately), each
-// exactly the class's size: varied event types, ids, timestamps, nested
-// objects, and a list that grows with the size. Each request copies one and
-// writes a 16-character token unique to the request into a fixed slot of it
-// (the Stripe event id, the GitHub node_id), so no two requests send the
-// same body. -sign adds the provider's signature headers (payload.Signer),
-// computed at send time.
+// At start loadgen generates (package payload) a pool of provider-like
+// JSON bodies per size class (Stripe-like events, GitHub-like events, or
+// both alternately), each exactly the class's size: varied event types,
+// ids, timestamps, nested objects, and a list that grows with the size.
+// Each request copies one and writes a 16-character token unique to the
+// request into a fixed slot of it (the Stripe event id, the GitHub
+// node_id), so no two requests send the same body. -sign adds the
+// provider's signature headers (payload.Signer), computed at send time.
 //
 // # Acked log
 //
