@@ -11,13 +11,8 @@ import (
 	"time"
 
 	"github.com/ankusa/ankusa/bench/internal/benchkit"
+	"github.com/ankusa/ankusa/tools/loadgen/result"
 )
-
-// loadResult is the object `loadgen -json` prints.
-type loadResult struct {
-	benchkit.LoadResult
-	SendLagUS *benchkit.Latency `json:"send_lag_us,omitempty"` // open loop only
-}
 
 // loadShape is the request every run sends, gcref's included: 1 KiB
 // Stripe-like bodies over o.tenants tenants.
@@ -60,8 +55,8 @@ func startLoad(ctx context.Context, o *options, args []string, limit time.Durati
 
 // loadResultOf waits for l to finish and parses its JSON. A non-zero exit
 // with a parsable result comes back as a problem beside the result.
-func loadResultOf(l *benchkit.Loadgen) (r loadResult, problem string, err error) {
-	_, exitErr, err := l.Wait(&r)
+func loadResultOf(l *benchkit.Loadgen) (r result.Summary, problem string, err error) {
+	r, _, exitErr, err := l.Wait()
 	if exitErr != nil {
 		problem = exitErr.Error()
 	}

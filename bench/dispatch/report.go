@@ -113,7 +113,7 @@ func (rep *report) markdown(o *options) string {
 				verdict = "no"
 				why = append(why, fmt.Sprintf("- %.0f%%: %s", 100*r.Frac, r.Why))
 			}
-			t.Add(fmt.Sprintf("%.0f%%", 100*r.Frac), thousands(r.Rate), thousands(r.Load.ThroughputRPS), ms(r.Load.LatencyUS.P99), thousands(r.DeliveredRPS), share(r.ReadBack, int64(r.Rate*r.WindowS)),
+			t.Add(fmt.Sprintf("%.0f%%", 100*r.Frac), thousands(r.Rate), thousands(r.Load.ThroughputRPS), ms(r.Load.LatencyUs.P99), thousands(r.DeliveredRPS), share(r.ReadBack, int64(r.Rate*r.WindowS)),
 				thousands(float64(r.BacklogMax)), thousands(float64(r.BacklogFinal)), fmt.Sprintf("%.0f", r.Slope), thousands(r.Bound),
 				ms(r.LatencyUS.P50), ms(r.LatencyUS.P99), ms(r.LatencyUS.Max), pct(r.CPU.Node), pct(r.CPU.Client), pct(r.CPU.Target), pct(r.CPU.Rest), verdict)
 		}
@@ -188,11 +188,11 @@ func thousands(f float64) string {
 	return benchkit.Group(fmt.Sprint(n))
 }
 
-func ms(us float64) string {
+func ms(us int64) string {
 	if us >= 1e6 {
-		return fmt.Sprintf("%.2f s", us/1e6)
+		return fmt.Sprintf("%.2f s", float64(us)/1e6)
 	}
-	return fmt.Sprintf("%.1f ms", us/1000)
+	return fmt.Sprintf("%.1f ms", float64(us)/1000)
 }
 
 func secs(s float64) string {

@@ -11,6 +11,7 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/ankusa/ankusa/bench/internal/benchkit"
+	"github.com/ankusa/ankusa/tools/loadgen/result"
 )
 
 // Targets.
@@ -114,7 +115,7 @@ type gcrefResult struct {
 
 func (rep *report) measureGcref(ctx context.Context, o *options) error {
 	for round := 1; round <= o.gcrefRounds; round++ {
-		var res loadResult
+		var res result.Summary
 		err := rep.undisturbed(ctx, o, fmt.Sprintf("gcref round %d", round), func() error {
 			g, err := startGcref(ctx, o)
 			if err != nil {
@@ -134,7 +135,7 @@ func (rep *report) measureGcref(ctx context.Context, o *options) error {
 			if problem != "" {
 				rep.fail("gcref: " + problem)
 			}
-			rep.fail(prefixed("gcref", r.Problems())...)
+			rep.fail(prefixed("gcref", benchkit.LoadProblems(&r))...)
 			res = r
 			return nil
 		})
@@ -142,8 +143,8 @@ func (rep *report) measureGcref(ctx context.Context, o *options) error {
 			return err
 		}
 		rep.Gcref.Rounds = append(rep.Gcref.Rounds, res.ThroughputRPS)
-		rep.Gcref.P99 = append(rep.Gcref.P99, res.LatencyUS.P99)
-		fmt.Fprintf(os.Stderr, "bench-dispatch: gcref %.0f req/s, p99 %.2f ms\n", res.ThroughputRPS, res.LatencyUS.P99/1000)
+		rep.Gcref.P99 = append(rep.Gcref.P99, float64(res.LatencyUs.P99))
+		fmt.Fprintf(os.Stderr, "bench-dispatch: gcref %.0f req/s, p99 %.2f ms\n", res.ThroughputRPS, float64(res.LatencyUs.P99)/1000)
 	}
 	rep.Gcref.Max = benchkit.Median(rep.Gcref.Rounds)
 	if rep.Gcref.Max < 100 {
@@ -345,30 +346,30 @@ func (r *nodeRun) startWindow(ctx context.Context, args []string, d time.Duratio
 // liveResult is loadgen closed loop at full speed while the node
 // delivers.
 type liveResult struct {
-	Target       string           `json:"target"`
-	Command      string           `json:"command"`
-	Load         loadResult       `json:"loadgen"`
-	Hooks        int64            `json:"hooks"` // committed over the whole run, warm-up included
-	WindowS      float64          `json:"window_s"`
-	IngestRPS    float64          `json:"ingest_rps"`
-	DeliveredRPS float64          `json:"delivered_rps"` // first deliveries over the measured window
-	BacklogAtEnd int64            `json:"backlog_at_ingest_end"`
-	BacklogMax   int64            `json:"backlog_max"`
-	DrainS       float64          `json:"drain_s"` // ingest end to the last first delivery
-	DrainRPS     float64          `json:"drain_rps"`
-	EndToEndRPS  float64          `json:"end_to_end_rps"` // every hook / (first send to last delivery)
-	PastIntake   int64            `json:"past_intake"`    // hooks past the intake's memory bound
-	ReadBack     int64            `json:"read_back"`      // hooks read back from the store (segment fetches) instead of attempted from memory
-	CacheHitRate float64          `json:"block_cache_hit_rate"`
-	Retries      int64            `json:"retries"`
-	Duplicates   int64            `json:"duplicates"`
-	LatencyUS    benchkit.Latency `json:"delivery_latency_us"`
-	CPU          cpuShares        `json:"cpu_window"`
-	Drained      bool             `json:"drained"`
-	Profile      *profileResult   `json:"profile,omitempty"`
-	Samples      []sample         `json:"samples"`
-	Anomalies    []string         `json:"anomalies,omitempty"`
-	Problems     []string         `json:"problems,omitempty"`
+	Target       string         `json:"target"`
+	Command      string         `json:"command"`
+	Load         result.Summary `json:"loadgen"`
+	Hooks        int64          `json:"hooks"` // committed over the whole run, warm-up included
+	WindowS      float64        `json:"window_s"`
+	IngestRPS    float64        `json:"ingest_rps"`
+	DeliveredRPS float64        `json:"delivered_rps"` // first deliveries over the measured window
+	BacklogAtEnd int64          `json:"backlog_at_ingest_end"`
+	BacklogMax   int64          `json:"backlog_max"`
+	DrainS       float64        `json:"drain_s"` // ingest end to the last first delivery
+	DrainRPS     float64        `json:"drain_rps"`
+	EndToEndRPS  float64        `json:"end_to_end_rps"` // every hook / (first send to last delivery)
+	PastIntake   int64          `json:"past_intake"`    // hooks past the intake's memory bound
+	ReadBack     int64          `json:"read_back"`      // hooks read back from the store (segment fetches) instead of attempted from memory
+	CacheHitRate float64        `json:"block_cache_hit_rate"`
+	Retries      int64          `json:"retries"`
+	Duplicates   int64          `json:"duplicates"`
+	LatencyUS    result.Latency `json:"delivery_latency_us"`
+	CPU          cpuShares      `json:"cpu_window"`
+	Drained      bool           `json:"drained"`
+	Profile      *profileResult `json:"profile,omitempty"`
+	Samples      []sample       `json:"samples"`
+	Anomalies    []string       `json:"anomalies,omitempty"`
+	Problems     []string       `json:"problems,omitempty"`
 }
 
 func liveRun(ctx context.Context, o *options, kind string) (*liveResult, error) {
@@ -400,7 +401,7 @@ func liveRun(ctx context.Context, o *options, kind string) (*liveResult, error) 
 	if problem != "" {
 		res.Problems = append(res.Problems, problem)
 	}
-	res.Problems = append(res.Problems, prefixed("live "+kind, lr.Problems())...)
+	res.Problems = append(res.Problems, prefixed("live "+kind, benchkit.LoadProblems(&lr))...)
 	last, ok := r.waitDelivered(ctx, b.Records, o.drainLimit)
 	final := r.s.take()
 	r.endSampling()
@@ -517,7 +518,7 @@ func readbackRun(ctx context.Context, o *options, kind string, sealed bool) (*re
 	if problem != "" {
 		res.Problems = append(res.Problems, problem)
 	}
-	res.Problems = append(res.Problems, prefixed("read-back preload "+kind, lr.Problems())...)
+	res.Problems = append(res.Problems, prefixed("read-back preload "+kind, benchkit.LoadProblems(&lr))...)
 	// Every hook a dead letter, nothing pending; sealed, or all in the
 	// open segment.
 	ready := func(p sample) bool {
@@ -626,25 +627,25 @@ func tenantNames(o *options) []string {
 
 // openResult is one open-loop run with every stage running.
 type openResult struct {
-	Frac         float64          `json:"fraction_of_gcref"`
-	Rate         float64          `json:"rate"`
-	Command      string           `json:"command"`
-	Load         loadResult       `json:"loadgen"`
-	WindowS      float64          `json:"window_s"`
-	DeliveredRPS float64          `json:"delivered_rps"`
-	ReadBack     int64            `json:"read_back"` // hooks read back from the store over the window (the rest went from memory)
-	BacklogMax   int64            `json:"backlog_max"`
-	BacklogFinal int64            `json:"backlog_final"` // median of the window's last second
-	Slope        float64          `json:"backlog_slope_per_s"`
-	Bound        float64          `json:"backlog_bound"`
-	LatencyUS    benchkit.Latency `json:"delivery_latency_us"`
-	CPU          cpuShares        `json:"cpu_window"`
-	DrainS       float64          `json:"drain_s"`
-	Bounded      bool             `json:"bounded"`
-	Why          string           `json:"why,omitempty"`
-	Samples      []sample         `json:"samples"`
-	Anomalies    []string         `json:"anomalies,omitempty"`
-	Problems     []string         `json:"problems,omitempty"`
+	Frac         float64        `json:"fraction_of_gcref"`
+	Rate         float64        `json:"rate"`
+	Command      string         `json:"command"`
+	Load         result.Summary `json:"loadgen"`
+	WindowS      float64        `json:"window_s"`
+	DeliveredRPS float64        `json:"delivered_rps"`
+	ReadBack     int64          `json:"read_back"` // hooks read back from the store over the window (the rest went from memory)
+	BacklogMax   int64          `json:"backlog_max"`
+	BacklogFinal int64          `json:"backlog_final"` // median of the window's last second
+	Slope        float64        `json:"backlog_slope_per_s"`
+	Bound        float64        `json:"backlog_bound"`
+	LatencyUS    result.Latency `json:"delivery_latency_us"`
+	CPU          cpuShares      `json:"cpu_window"`
+	DrainS       float64        `json:"drain_s"`
+	Bounded      bool           `json:"bounded"`
+	Why          string         `json:"why,omitempty"`
+	Samples      []sample       `json:"samples"`
+	Anomalies    []string       `json:"anomalies,omitempty"`
+	Problems     []string       `json:"problems,omitempty"`
 }
 
 // Bounded backlog: the ingest kept the rate, the backlog grew by at most
@@ -681,7 +682,7 @@ func openRun(ctx context.Context, o *options, frac, gcrefMax float64) (*openResu
 	if problem != "" {
 		res.Problems = append(res.Problems, problem)
 	}
-	ingestProblems := lr.Problems()
+	ingestProblems := benchkit.LoadProblems(&lr)
 	window := between(r.s.snapshot(), a, b)
 	res.WindowS = b.at.Sub(a.at).Seconds()
 	res.DeliveredRPS = float64(b.Delivered-a.Delivered) / res.WindowS
@@ -696,7 +697,7 @@ func openRun(ctx context.Context, o *options, frac, gcrefMax float64) (*openResu
 	res.BacklogFinal = medianInt(tailPending)
 	res.Slope = slope(window)
 	res.LatencyUS = histLatency(hist)
-	res.Bound = boundFactor * res.Rate * max(res.LatencyUS.P50, 1000) / 1e6
+	res.Bound = boundFactor * res.Rate * float64(max(res.LatencyUS.P50, 1000)) / 1e6
 	res.CPU = shares(a, b, l.CPU()-clientA)
 	var why []string
 	if len(ingestProblems) > 0 {
@@ -726,7 +727,7 @@ func openRun(ctx context.Context, o *options, frac, gcrefMax float64) (*openResu
 	res.Samples, res.Anomalies = r.series, r.anomalies()
 	res.Bounded, res.Why = len(why) == 0, strings.Join(why, "; ")
 	fmt.Fprintf(os.Stderr, "bench-dispatch: open loop at %.0f%% of gcref (%.0f/s): ingest %.0f/s p99 %.1f ms, delivered %.0f/s, backlog max %d final %d slope %.0f/s, bounded %v %s\n",
-		100*frac, res.Rate, lr.ThroughputRPS, lr.LatencyUS.P99/1000, res.DeliveredRPS, res.BacklogMax, res.BacklogFinal, res.Slope, res.Bounded, res.Why)
+		100*frac, res.Rate, lr.ThroughputRPS, float64(lr.LatencyUs.P99)/1000, res.DeliveredRPS, res.BacklogMax, res.BacklogFinal, res.Slope, res.Bounded, res.Why)
 	return res, nil
 }
 
@@ -793,14 +794,14 @@ func hitRate(a, b sample) float64 {
 	return float64(hits) / float64(hits+misses)
 }
 
-func histLatency(h *hdrhistogram.Histogram) benchkit.Latency {
+func histLatency(h *hdrhistogram.Histogram) result.Latency {
 	if h.TotalCount() == 0 {
-		return benchkit.Latency{}
+		return result.Latency{}
 	}
-	return benchkit.Latency{
-		P50: float64(h.ValueAtQuantile(50)), P90: float64(h.ValueAtQuantile(90)),
-		P99: float64(h.ValueAtQuantile(99)), P999: float64(h.ValueAtQuantile(99.9)),
-		Max: float64(h.Max()), Mean: h.Mean(),
+	return result.Latency{
+		P50: h.ValueAtQuantile(50), P90: h.ValueAtQuantile(90),
+		P99: h.ValueAtQuantile(99), P999: h.ValueAtQuantile(99.9),
+		Max: h.Max(), Mean: h.Mean(),
 	}
 }
 

@@ -27,29 +27,19 @@ var serverNames = []string{ceiling, gcref, ankusa}
 // two answer any path.
 const loadPath = "/webhooks/demo"
 
-// signedPath is the catch URL of the appliance's signed source, which
-// checks every hook's Stripe signature with benchSecret (the -verify mode).
-const signedPath = "/webhooks/signed"
-
-// benchSecret is the signed source's Stripe signing secret, and loadgen's.
-// A fixed test value: it guards nothing.
-const benchSecret = "whsec_ankusaBenchVerify0123456789abcdef"
-
 // server is one started server process. Its data directory is removed by
 // stop.
 type server struct {
 	*benchkit.Proc
 	dir     string
-	origin  string                   // http://127.0.0.1:PORT
-	url     string                   // what loadgen posts to: origin + loadPath
+	url     string                   // what loadgen posts to: http://127.0.0.1:PORT + loadPath
 	statsFn func() (counters, error) // nil for the ceiling
 }
 
 // appConfig is the appliance's config: the path resolver, the demo source
-// without verification, the signed source verifying Stripe signatures (only
-// the -verify mode posts to it), the WAL on disk, and everything else at
-// its default (the durable settings). %[1]s is the data directory, %[2]s
-// the listener, %[3]s the admin listener, %[4]s the signing secret.
+// without verification, the WAL on disk, and everything else at its
+// default (the durable settings). %[1]s is the data directory, %[2]s the
+// listener, %[3]s the admin listener.
 const appConfig = `node: {name: bench, data_dir: %[1]s}
 listen: %[2]s
 admin: {listen: %[3]s}
@@ -59,7 +49,6 @@ wal: {type: disk}
 source_store: {type: static}
 sources:
   demo: {verify: {type: none}}
-  signed: {verify: {type: stripe, secret: %[4]s}}
 `
 
 // startServer starts the named server on free loopback ports with a fresh
@@ -74,8 +63,7 @@ func startServer(ctx context.Context, o *options, name string) (*server, error) 
 		return nil, err
 	}
 	addr := addrs[0]
-	s := &server{dir: dir, origin: "http://" + addr}
-	s.url = s.origin + loadPath
+	s := &server{dir: dir, url: "http://" + addr + loadPath}
 	var cmd *exec.Cmd
 	var ready func() error
 	switch name {
@@ -116,7 +104,7 @@ func startServer(ctx context.Context, o *options, name string) (*server, error) 
 
 // appConfigText is appConfig for a data directory and two listeners.
 func appConfigText(dataDir, listen, admin string) string {
-	return fmt.Sprintf(appConfig, dataDir, listen, admin, benchSecret)
+	return fmt.Sprintf(appConfig, dataDir, listen, admin)
 }
 
 // stop sends SIGTERM, waits for the drain (SIGKILL after 20s), removes the

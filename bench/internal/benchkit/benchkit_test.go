@@ -95,6 +95,14 @@ func TestGroup(t *testing.T) {
 	}
 }
 
+func TestThousands(t *testing.T) {
+	for in, want := range map[float64]string{0: "0", 999.4: "999", 1000: "1,000", 123456.7: "123,457", 1234567: "1,234,567", -4200: "-4,200"} {
+		if got := Thousands(in); got != want {
+			t.Errorf("Thousands(%v) = %q, want %q", in, got, want)
+		}
+	}
+}
+
 func TestTable(t *testing.T) {
 	tb := Table{Header: []string{"name", "req/s", "p99"}, Left: map[int]bool{0: true}}
 	tb.Add("ceiling", "127,918", "7.95 ms")
@@ -179,18 +187,17 @@ func TestLoadgen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var r LoadResult
-	raw, exitErr, err := l.Wait(&r)
+	r, raw, exitErr, err := l.Wait()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Requests != 10 || r.LatencyUS.P99 != 120 || !strings.HasPrefix(string(raw), "{") {
+	if r.Requests != 10 || r.LatencyUs.P99 != 120 || !strings.HasPrefix(string(raw), "{") {
 		t.Errorf("result %+v, raw %s", r, raw)
 	}
 	if exitErr == nil || !strings.Contains(exitErr.Error(), "oops") {
 		t.Errorf("exitErr %v, want the exit and stderr", exitErr)
 	}
-	if got := fmt.Sprint(r.Problems()); got != "[1 answers 503]" {
+	if got := fmt.Sprint(LoadProblems(&r)); got != "[1 answers 503]" {
 		t.Errorf("problems %s", got)
 	}
 
@@ -200,7 +207,7 @@ func TestLoadgen(t *testing.T) {
 	if l, err = StartLoadgen(context.Background(), bin, nil, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := l.Wait(&r); err == nil || !strings.Contains(err.Error(), "no JSON result") {
+	if _, _, _, err := l.Wait(); err == nil || !strings.Contains(err.Error(), "no JSON result") {
 		t.Errorf("no JSON: %v", err)
 	}
 	if _, err := StartLoadgen(context.Background(), t.TempDir(), nil, time.Minute); err == nil {

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -77,6 +78,12 @@ func Group(s string) string {
 		return "-" + b.String()
 	}
 	return b.String()
+}
+
+// Thousands formats v rounded to an integer with a comma between each
+// group of three digits.
+func Thousands(v float64) string {
+	return Group(strconv.FormatFloat(v, 'f', 0, 64))
 }
 
 // Result is a report's verdict: "Result: ok (ok)" when nothing failed,
