@@ -100,6 +100,13 @@ func (s *sampler) end() []sample {
 	return append([]sample(nil), s.all...)
 }
 
+// cpuSeconds is a process's user plus system CPU time so far, 0 where
+// /proc does not say.
+func cpuSeconds(pid int) float64 {
+	c, _ := benchkit.CPUSeconds(pid)
+	return c
+}
+
 // between is the samples taken from a to b, both included.
 func between(all []sample, a, b sample) []sample {
 	var out []sample

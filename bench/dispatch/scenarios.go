@@ -76,11 +76,20 @@ func measureAll(ctx context.Context, o *options) (*report, error) {
 	return rep, nil
 }
 
-// undisturbed runs f once the machine is quiet, and again (up to o.redo
-// times) while a test or another benchmark started during it.
+// quietCPU is how busy the machine may be, in percent of one core over
+// half a second, to count as quiet (an idle RabbitMQ uses a few per cent).
+const quietCPU = 25
+
+// undisturbed runs f once the machine is quiet (nothing of
+// benchkit.Benchmarks running, under quietCPU in use), and again (up to
+// o.redo times) while a test or another benchmark started during it.
 func (rep *report) undisturbed(ctx context.Context, o *options, what string, f func() error) error {
+	others := benchkit.Others(benchkit.Benchmarks)
+	q := benchkit.Quiet{CPU: quietCPU, Others: others, Waiting: func(cpu float64, busy []string) {
+		fmt.Fprintf(os.Stderr, "bench-dispatch: waiting for a quiet machine (CPU %.0f%% of a core; running: %s)\n", cpu, strings.Join(busy, "; "))
+	}}
 	for attempt := 0; ; attempt++ {
-		quiet, waited, err := settle(ctx, o.settle)
+		quiet, waited, err := q.Settle(ctx, o.settle)
 		if err != nil {
 			return err
 		}
@@ -88,9 +97,9 @@ func (rep *report) undisturbed(ctx context.Context, o *options, what string, f f
 			rep.note("%s started on a busy machine, after waiting %s for it to go quiet", what, waited.Round(time.Second))
 		}
 		fmt.Fprintf(os.Stderr, "bench-dispatch: %s...\n", what)
-		w := watch()
+		w := benchkit.Watch(others)
 		err = f()
-		seen := w.end()
+		seen := w.End()
 		if err != nil {
 			return fmt.Errorf("%s: %w", what, err)
 		}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -313,5 +314,40 @@ func TestDataDir(t *testing.T) {
 	}
 	if _, _, err := DataDir(filepath.Join(parent, "missing"), "x-", 1); err == nil || !strings.Contains(err.Error(), "set -tmp") {
 		t.Errorf("DataDir under a missing parent: %v", err)
+	}
+}
+
+// TestOthers: this process, its parent, its children and searches for the
+// pattern are not other work; Watch keeps the first other work it sees.
+func TestOthers(t *testing.T) {
+	child := exec.Command("sleep", "31.4159")
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = child.Process.Kill(); _ = child.Wait() }()
+	if got := Others(`sleep 31\.4159`)(); len(got) != 0 {
+		t.Errorf("Others lists this process's child: %q", got)
+	}
+	parent, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", os.Getppid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pattern := regexp.QuoteMeta(strings.TrimSpace(strings.ReplaceAll(string(parent), "\x00", " ")))
+	if got := Others(pattern + `|benchkit\.test`)(); len(got) != 0 {
+		t.Errorf("Others lists this process or its parent (%s): %q", pattern, got)
+	}
+	if !searching("/usr/bin/pgrep -af loadgen") || searching("loadgen -url x") {
+		t.Error("searching: want pgrep and not loadgen")
+	}
+	calls := 0
+	w := Watch(func() []string {
+		if calls++; calls < 2 {
+			return nil
+		}
+		return []string{fmt.Sprintf("%d go test", calls)}
+	})
+	time.Sleep(1600 * time.Millisecond)
+	if got := w.End(); got != "2 go test" {
+		t.Errorf("Watch = %q, want the first other work seen", got)
 	}
 }
