@@ -12,16 +12,12 @@
 //     to drain once ingest stops. A first attempt goes from memory when
 //     the sink's queue has room, else the hook is read back from the
 //     store later; the report counts those reads;
-//   - read-back: -n hooks preloaded while every first attempt fails (the
-//     receiver answers 503; the exchange has no queue bound) with
-//     max_attempts 1, so each becomes a dead letter; then the target is
-//     made healthy and the admin API's retry of every dead letter makes
-//     them due at once: the node reads each body back from its store (the
-//     retry path) and delivers. HTTP twice, with the hooks still in the
-//     open segment and once they are sealed; RabbitMQ from sealed
-//     segments, after a restart of the node (the circuit breaker the
-//     unroutable publishes opened lives in its memory). A CPU profile of
-//     the node is taken during each HTTP drain and the live HTTP run;
+//   - read-back, HTTP: -n hooks preloaded while every first attempt fails
+//     (the receiver answers 503) with max_attempts 1, so each becomes a
+//     dead letter; then the receiver is made healthy and the admin API's
+//     retry of every dead letter makes them due at once: the node reads
+//     each body back from its store (the retry path) and delivers. Twice,
+//     with the hooks still in the open segment and once they are sealed;
 //   - open loop: loadgen -rate R with every stage running (ingest,
 //     sealing, dispatch to the HTTP receiver), the delivery backlog
 //     sampled every 250 ms; R starts at -open-frac of gcref's maximum and
@@ -39,7 +35,9 @@
 // It prints one markdown report (also to -out) and writes every figure as
 // JSON to -json. Exit 1 when a run could not be made or lost hooks, 2 on a
 // usage error. The binaries (ankusa, loadgen, gcref) are expected in
-// -bin; `make bench-dispatch` builds them.
+// -bin; `make bench-dispatch` builds them. It drives the node as a
+// process and imports of the product only envelope (to read event ids);
+// no product package may import it.
 package main
 
 import (
@@ -47,9 +45,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/ankusa/ankusa/bench/internal/benchkit"
@@ -75,32 +71,21 @@ type options struct {
 	amqpURL     string
 	skipAMQP    bool
 	only        map[string]bool
-	profile     time.Duration
 	settle      time.Duration
 	redo        int
 	drainLimit  time.Duration
 }
 
 func main() {
-	os.Exit(run())
-}
-
-func run() int {
 	o, err := parseFlags(os.Args[1:])
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "bench-dispatch:", err)
-		return 2
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	started := time.Now()
-	rep, err := measureAll(ctx, o)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "bench-dispatch:", err)
-		return 1
-	}
-	rep.WallSeconds = time.Since(started).Seconds()
-	return benchkit.Publish("bench-dispatch", rep.markdown(o), o.out, o.jsonOut, rep, rep.Failures)
+	os.Exit(benchkit.Run("bench-dispatch", err, func(ctx context.Context, started time.Time) (benchkit.Published, error) {
+		rep, err := measureAll(ctx, o)
+		if err != nil {
+			return benchkit.Published{}, err
+		}
+		rep.WallSeconds = time.Since(started).Seconds()
+		return benchkit.Published{Markdown: rep.markdown(), Out: o.out, JSONOut: o.jsonOut, Figures: rep, Failures: rep.Failures}, nil
+	}))
 }
 
 func parseFlags(args []string) (*options, error) {
@@ -109,8 +94,8 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.bin, "bin", "bin", "directory holding the ankusa, loadgen and gcref binaries")
 	fs.StringVar(&o.tmp, "tmp", "", "parent of the data directories (default: the system temp dir; it must be on the disk under test)")
 	fs.StringVar(&o.out, "out", "", "also write the report as markdown to this file")
-	fs.StringVar(&o.jsonOut, "json", "", "write every figure as JSON to this file (the CPU profiles go beside it)")
-	fs.BoolVar(&o.quick, "quick", false, "the smoke run, about 40 s: -d 1s, -gcref-rounds 1, -n 5000, one open-loop run of 5 s at -open-frac 0.1 (the sustained figure recorded in bench/RESULTS.md), no RabbitMQ read-back, no profiles (flags given explicitly win)")
+	fs.StringVar(&o.jsonOut, "json", "", "write every figure as JSON to this file")
+	fs.BoolVar(&o.quick, "quick", false, "the smoke run, about 40 s: -d 1s, -gcref-rounds 1, -n 5000, one open-loop run of 5 s at -open-frac 0.1 (the sustained figure recorded in bench/RESULTS.md), read-back from the open segment only (flags given explicitly win)")
 	fs.IntVar(&o.conns, "c", 256, "loadgen connections, closed and open loop")
 	fs.IntVar(&o.tenants, "tenants", 16, "tenants the hooks are spread over (loadgen -tenants; URL /webhooks/{tenant}/demo)")
 	fs.DurationVar(&o.duration, "d", 5*time.Second, "measured duration of the gcref and live runs")
@@ -124,7 +109,6 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.amqpURL, "amqp", "amqp://guest:guest@127.0.0.1:5672/", "RabbitMQ URL; the runs declare their own exchange and queue and delete them")
 	fs.BoolVar(&o.skipAMQP, "no-amqp", false, "skip the RabbitMQ runs")
 	only := fs.String("only", "live,read-back,open", "the kinds of run to make, comma-separated (gcref runs with open)")
-	fs.DurationVar(&o.profile, "profile", 3*time.Second, "CPU profiles of the node this long during the live HTTP run and each HTTP read-back drain (0: none)")
 	fs.DurationVar(&o.settle, "settle", 15*time.Minute, "before each run, wait up to this long for a quiet machine")
 	fs.IntVar(&o.redo, "redo", 2, "run again, up to this many times, a run during which a test or another benchmark started")
 	fs.DurationVar(&o.drainLimit, "drain-limit", 90*time.Second, "give up waiting for a backlog to drain after this long")
@@ -152,7 +136,6 @@ func parseFlags(args []string) (*options, error) {
 			"max-frac":     func() { o.maxFrac = 0 },
 			"open-steps":   func() { o.openSteps = 0 },
 			"open-frac":    func() { o.openFrac = 0.1 },
-			"profile":      func() { o.profile = 0 },
 		})
 	}
 	switch {

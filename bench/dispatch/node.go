@@ -71,13 +71,12 @@ func amqpSink(url, exchange, extra string) sinkSpec {
 
 // node is a started `ankusa serve`. stop removes its data directory.
 type node struct {
-	dir     string
-	listen  string
-	admin   string
-	token   string
-	config  string
-	proc    *benchkit.Proc
-	earlier string // the output of the node's earlier processes (restart)
+	dir    string
+	listen string
+	admin  string
+	token  string
+	config string
+	proc   *benchkit.Proc
 }
 
 // startNode starts a node on a fresh data directory; segment is extra
@@ -127,17 +126,6 @@ func (n *node) alive() bool { return n.proc.Alive() }
 // returns an error unless the node exited 0.
 func (n *node) halt() error { return n.proc.Stop(30 * time.Second) }
 
-// restart stops the node and starts it again on the same data with
-// another sink (its in-memory state, circuit breakers included, is gone).
-func (n *node) restart(ctx context.Context, o *options, sink sinkSpec, segment string) error {
-	err := n.halt()
-	n.earlier += n.proc.Output()
-	if err != nil {
-		return err
-	}
-	return n.launch(ctx, o, sink, segment)
-}
-
 // stop halts the node and removes its data directory.
 func (n *node) stop() error {
 	err := n.halt()
@@ -149,7 +137,7 @@ func (n *node) stop() error {
 // logs at level error only).
 func (n *node) loggedErrors() map[string]int {
 	out := map[string]int{}
-	for _, line := range strings.Split(n.earlier+n.proc.Output(), "\n") {
+	for _, line := range strings.Split(n.proc.Output(), "\n") {
 		var l struct {
 			Level string `json:"level"`
 			Msg   string `json:"msg"`
@@ -162,72 +150,37 @@ func (n *node) loggedErrors() map[string]int {
 	return out
 }
 
-// gauges are the node's figures the runs read from /metrics.
-type gauges struct {
-	records   float64 // ankusa_wal_records_total: hooks committed
-	pending   float64 // ankusa_dispatch_backlog{state="pending"} (in flight included)
-	inFlight  float64 // ankusa_dispatch_backlog{state="in_flight"}
-	dead      float64 // ankusa_dispatch_backlog{state="dead"}
-	overflow  float64 // ankusa_dispatch_intake_overflow_total: hooks past the in-memory bound
-	delivered float64 // ankusa_dispatch_attempts_total{outcome="delivered"}, every sink
-	retries   float64 // outcome="retry"
-	deadened  float64 // outcome="dead"
-	circuit   float64 // outcome="circuit_open"
-	fetches   float64 // ankusa_segment_fetch_total: hooks read back from the store
-	hits      float64 // ankusa_segment_block_cache_hits_total
-	misses    float64 // ankusa_segment_block_cache_misses_total
-	unsealed  float64 // ankusa_segment_unsealed_hooks: hooks in the open segment
-}
-
 var client = &http.Client{Timeout: 10 * time.Second}
 
-// metrics reads the node's gauges.
-func (n *node) metrics() (gauges, error) {
-	var g gauges
+// metrics reads the node's figures from /metrics into p.
+func (n *node) metrics(p *sample) error {
 	url := "http://" + n.admin + "/metrics"
+	gauges := map[string]*int64{
+		"ankusa_wal_records_total":                   &p.Records,
+		`ankusa_dispatch_backlog{state="pending"}`:   &p.Pending,
+		`ankusa_dispatch_backlog{state="in_flight"}`: &p.InFlight,
+		`ankusa_dispatch_backlog{state="dead"}`:      &p.Dead,
+		"ankusa_dispatch_intake_overflow_total":      &p.Overflow,
+		"ankusa_segment_fetch_total":                 &p.Fetches,
+		"ankusa_segment_block_cache_hits_total":      &p.Hits,
+		"ankusa_segment_block_cache_misses_total":    &p.Misses,
+		"ankusa_segment_unsealed_hooks":              &p.Unsealed,
+	}
 	found := 0
 	err := benchkit.Metrics(client, url, func(name string, v float64) {
-		switch {
-		case name == "ankusa_wal_records_total":
-			g.records = v
-			found++
-		case name == `ankusa_dispatch_backlog{state="pending"}`:
-			g.pending = v
-			found++
-		case name == `ankusa_dispatch_backlog{state="in_flight"}`:
-			g.inFlight = v
-		case name == `ankusa_dispatch_backlog{state="dead"}`:
-			g.dead = v
-		case name == "ankusa_dispatch_intake_overflow_total":
-			g.overflow = v
-		case name == "ankusa_segment_fetch_total":
-			g.fetches = v
-		case name == "ankusa_segment_block_cache_hits_total":
-			g.hits = v
-		case name == "ankusa_segment_block_cache_misses_total":
-			g.misses = v
-		case name == "ankusa_segment_unsealed_hooks":
-			g.unsealed = v
-		case strings.HasPrefix(name, "ankusa_dispatch_attempts_total{"):
-			switch {
-			case strings.Contains(name, `outcome="delivered"`):
-				g.delivered += v
-			case strings.Contains(name, `outcome="retry"`):
-				g.retries += v
-			case strings.Contains(name, `outcome="dead"`):
-				g.deadened += v
-			case strings.Contains(name, `outcome="circuit_open"`):
-				g.circuit += v
+		if g, ok := gauges[name]; ok {
+			*g = int64(v)
+			if g == &p.Records || g == &p.Pending {
+				found++
 			}
+		} else if strings.HasPrefix(name, "ankusa_dispatch_attempts_total{") && strings.Contains(name, `outcome="retry"`) {
+			p.Retries += int64(v)
 		}
 	})
-	if err != nil {
-		return g, err
+	if err == nil && found != 2 {
+		err = fmt.Errorf("GET %s: no ankusa_wal_records_total or ankusa_dispatch_backlog{state=\"pending\"}", url)
 	}
-	if found != 2 {
-		return g, fmt.Errorf("GET %s: no ankusa_wal_records_total or ankusa_dispatch_backlog{state=\"pending\"}", url)
-	}
-	return g, nil
+	return err
 }
 
 // retryDead asks the admin API to retry every dead letter of each tenant,
@@ -271,27 +224,4 @@ func (n *node) retryDead(tenants []string) (int, error) {
 		return total, fmt.Errorf("retrying dead letters: %s", strings.Join(errs, "; "))
 	}
 	return total, nil
-}
-
-// profile fetches a CPU profile of d from the admin listener into path.
-func (n *node) profile(d time.Duration, path string) error {
-	secs := max(1, int(d/time.Second))
-	c := &http.Client{Timeout: d + 30*time.Second}
-	resp, err := c.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", n.admin, secs))
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET /debug/pprof/profile: %s", resp.Status)
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(f, resp.Body); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }

@@ -124,12 +124,14 @@ type receiver struct {
 	tries   atomic.Int64 // every request, failed ones included
 }
 
-func startReceiver() (*receiver, error) {
+// startReceiver starts a receiver, answering 503 unless healthy.
+func startReceiver(healthy bool) (*receiver, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
 	r := &receiver{addr: ln.Addr().String(), ln: ln, tally: newTally()}
+	r.failing.Store(!healthy)
 	r.srv = &fasthttp.Server{Handler: r.handle, Name: "bench-receiver", ReadTimeout: time.Minute, IdleTimeout: time.Minute}
 	go func() { _ = r.srv.Serve(ln) }()
 	return r, nil
@@ -147,8 +149,13 @@ func (r *receiver) handle(ctx *fasthttp.RequestCtx) {
 	ctx.SetStatusCode(fasthttp.StatusNoContent)
 }
 
-func (r *receiver) close() {
+func (r *receiver) sink(extra string) sinkSpec { return httpSink(r.addr, extra) }
+
+func (r *receiver) tallied() *tally { return r.tally }
+
+func (r *receiver) close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	_ = r.srv.ShutdownWithContext(ctx)
+	return nil
 }

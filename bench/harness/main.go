@@ -21,10 +21,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/ankusa/ankusa/bench/internal/benchkit"
@@ -49,26 +47,16 @@ type options struct {
 }
 
 func main() {
-	os.Exit(run())
-}
-
-func run() int {
 	o, err := parseFlags(os.Args[1:])
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "harness:", err)
-		return 2
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	started := time.Now()
-	res, err := measureAll(ctx, o)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "harness:", err)
-		return 1
-	}
-	res.WallSeconds = time.Since(started).Seconds()
-	res.judge(o)
-	return benchkit.Publish("harness", res.markdown(o), o.out, o.jsonOut, res, res.Failures)
+	os.Exit(benchkit.Run("harness", err, func(ctx context.Context, started time.Time) (benchkit.Published, error) {
+		res, err := measureAll(ctx, o)
+		if err != nil {
+			return benchkit.Published{}, err
+		}
+		res.WallSeconds = time.Since(started).Seconds()
+		res.judge(o)
+		return benchkit.Published{Markdown: res.markdown(o), Out: o.out, JSONOut: o.jsonOut, Figures: res, Failures: res.Failures}, nil
+	}))
 }
 
 func parseFlags(args []string) (*options, error) {

@@ -34,9 +34,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
-	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/ankusa/ankusa/bench/internal/benchkit"
@@ -58,16 +55,14 @@ type options struct {
 
 func main() {
 	o, err := parseFlags(os.Args[1:])
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "bench-segment:", err)
-		os.Exit(2)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, o); err != nil {
-		fmt.Fprintln(os.Stderr, "bench-segment:", err)
-		os.Exit(1)
-	}
+	os.Exit(benchkit.Run("bench-segment", err, func(ctx context.Context, started time.Time) (benchkit.Published, error) {
+		rep, err := measure(ctx, o)
+		if err != nil {
+			return benchkit.Published{}, err
+		}
+		rep.wall = time.Since(started)
+		return benchkit.Published{Markdown: "\n" + rep.markdown(), Out: o.out}, nil
+	}))
 }
 
 func parseFlags(args []string) (*options, error) {
@@ -98,36 +93,29 @@ func parseFlags(args []string) (*options, error) {
 	return o, nil
 }
 
-func run(ctx context.Context, o *options) error {
-	started := time.Now()
+// measure seals the hooks -rounds times and fetches from the last
+// round's segments.
+func measure(ctx context.Context, o *options) (*report, error) {
 	dir, err := os.MkdirTemp(o.tmp, "bench-segment-")
 	if err != nil {
-		return fmt.Errorf("cannot create a directory for the segments (set -tmp): %w", err)
+		return nil, fmt.Errorf("cannot create a directory for the segments (set -tmp): %w", err)
 	}
 	defer os.RemoveAll(dir)
 	h, err := makeHooks(o.hooks, o.kind, o.sizes)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	rep := newReport(o, h)
 	fmt.Println(rep.hooks)
 	last, err := sealRounds(ctx, o, h, dir, &rep.seal)
-	if err != nil {
-		return err
+	if err == nil {
+		err = quiet(ctx, o)
 	}
-	if err := quiet(ctx, o); err != nil {
-		return err
+	if err == nil {
+		rep.fetch, err = storeFetch(last, sampleIDs(h, o.fetches), o.diskFetches)
 	}
-	if rep.fetch, err = storeFetch(last, sampleIDs(h, o.fetches), o.diskFetches); err != nil {
-		return err
-	}
-	rep.busy, rep.wall = o.busy, time.Since(started)
-	md := rep.markdown()
-	fmt.Print("\n", md)
-	if err := os.MkdirAll(filepath.Dir(o.out), 0o755); err != nil {
-		return err
-	}
-	return os.WriteFile(o.out, []byte(md), 0o644)
+	rep.busy = o.busy
+	return rep, err
 }
 
 // quiet waits up to -settle for a quiet machine, and counts a measurement
