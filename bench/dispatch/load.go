@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -32,11 +30,6 @@ func closedArgs(o *options, addr string, d, warmup time.Duration) []string {
 	return append(loadShape(o, addr), "-d", d.String(), "-warmup", warmup.String())
 }
 
-// countArgs is a closed-loop run of n requests without warm-up.
-func countArgs(o *options, addr string, n int) []string {
-	return append(loadShape(o, addr), "-n", strconv.Itoa(n), "-warmup", "0s")
-}
-
 // openArgs is an open-loop run at rate.
 func openArgs(o *options, addr string, rate float64, d, warmup time.Duration) []string {
 	return append(loadShape(o, addr), "-rate", strconv.FormatFloat(rate, 'f', 0, 64), "-d", d.String(), "-warmup", warmup.String())
@@ -63,34 +56,11 @@ func loadResultOf(l *benchkit.Loadgen) (r result.Summary, problem string, err er
 	return r, problem, err
 }
 
-// gcrefProc is a started bench/gcref.
-type gcrefProc struct {
-	*benchkit.Proc
-	dir  string
-	addr string
-}
-
-func startGcref(ctx context.Context, o *options) (*gcrefProc, error) {
-	dir, addrs, err := benchkit.DataDir(o.tmp, "ankusa-bench-dispatch-gcref-", 1)
-	if err != nil {
-		return nil, err
+// startGcref starts bench/gcref on a data directory of its own.
+func startGcref(ctx context.Context, o *options) (*benchkit.Server, error) {
+	cmd := func(dir string, addrs []string) (*exec.Cmd, error) {
+		return exec.Command(filepath.Join(o.bin, "gcref"), "-listen", addrs[0], "-dir", dir), nil
 	}
-	addr := addrs[0]
-	p, err := benchkit.StartProc("gcref", exec.Command(filepath.Join(o.bin, "gcref"), "-listen", addr, "-dir", dir))
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("cannot start gcref (build it with make bench-build): %w", err)
-	}
-	g := &gcrefProc{Proc: p, dir: dir, addr: addr}
-	if err := g.WaitReady(ctx, 10*time.Second, func() error { return benchkit.GetOK(client, "http://"+addr+"/stats") }); err != nil {
-		g.stop()
-		return nil, err
-	}
-	return g, nil
-}
-
-// stop stops gcref (SIGKILL after 10s) and removes its data directory.
-func (g *gcrefProc) stop() {
-	_ = g.Stop(10 * time.Second)
-	os.RemoveAll(g.dir)
+	ready := func(addrs []string) error { return benchkit.GetOK(client, "http://"+addrs[0]+"/stats") }
+	return benchkit.StartServer(ctx, "gcref", o.tmp, 1, cmd, ready)
 }

@@ -17,11 +17,10 @@ const (
 	targetAMQP = "rabbitmq"
 )
 
-// measureAll runs gcref, the live and read-back runs, then the open-loop
-// search.
+// measureAll runs gcref, the live runs, then the open-loop search.
 func measureAll(ctx context.Context, o *options) (*report, error) {
 	rep := newReport(o)
-	fmt.Fprintf(os.Stderr, "bench-dispatch: gcref (%d round(s)), live and read-back runs, then the open loop\n", o.gcrefRounds)
+	fmt.Fprintf(os.Stderr, "bench-dispatch: gcref (%d round(s)), live runs, then the open loop\n", o.gcrefRounds)
 	if o.only["open"] {
 		if err := rep.measureGcref(ctx, o); err != nil {
 			return nil, err
@@ -41,22 +40,6 @@ func measureAll(ctx context.Context, o *options) (*report, error) {
 		}
 		rep.Live = append(rep.Live, r)
 		rep.fail(r.Problems...)
-	}
-	// From the open segment, and (but with -quick) from sealed ones.
-	stores := []bool{false, true}
-	if o.quick {
-		stores = stores[:1]
-	}
-	for _, sealed := range stores {
-		if !o.only["read-back"] {
-			break
-		}
-		var rb *readbackResult
-		if err := rep.undisturbed(ctx, o, "read-back from "+storeName(sealed), func() (err error) { rb, err = readbackRun(ctx, o, sealed); return err }); err != nil {
-			return nil, err
-		}
-		rep.Readback = append(rep.Readback, rb)
-		rep.fail(rb.Problems...)
 	}
 	if o.only["open"] {
 		if err := rep.openSearch(ctx, o); err != nil {
@@ -120,9 +103,9 @@ func (rep *report) measureGcref(ctx context.Context, o *options) error {
 			if err != nil {
 				return err
 			}
-			defer g.stop()
-			args := closedArgs(o, g.addr, o.duration, o.warmup)
-			rep.Gcref.Command = commandLine(args, g.addr)
+			defer g.Shut(10 * time.Second)
+			args := closedArgs(o, g.Addrs[0], o.duration, o.warmup)
+			rep.Gcref.Command = commandLine(args, g.Addrs[0])
 			l, err := startLoad(ctx, o, args, o.duration+o.warmup+time.Minute)
 			if err != nil {
 				return err

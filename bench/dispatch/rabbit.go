@@ -64,7 +64,7 @@ func openBroker(url string) (*broker, error) {
 	return b, nil
 }
 
-func (b *broker) sink(extra string) sinkSpec { return amqpSink(b.url, b.exchange, extra) }
+func (b *broker) sink(extra string) string { return amqpSink(b.url, b.exchange, extra) }
 
 func (b *broker) tallied() *tally { return b.tally }
 

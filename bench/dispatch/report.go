@@ -12,21 +12,20 @@ const shared = "loadgen, the node, this process (the HTTP receiver and the Rabbi
 
 // report is everything one run measured; -json writes it whole.
 type report struct {
-	Machine       benchkit.Machine  `json:"machine"`
-	Quick         bool              `json:"quick"`
-	Conns         int               `json:"connections"`
-	Tenants       int               `json:"tenants"`
-	Duration      string            `json:"duration"`
-	Warmup        string            `json:"warmup"`
-	OpenDuration  string            `json:"open_duration"`
-	Gcref         gcrefResult       `json:"gcref"`
-	Live          []*liveResult     `json:"live"`
-	Readback      []*readbackResult `json:"read_back"`
-	Open          []*openResult     `json:"open_loop"`
-	SustainedFrac float64           `json:"sustained_fraction_of_gcref"` // 0: no rate stayed bounded
-	Notes         []string          `json:"notes,omitempty"`
-	Failures      []string          `json:"failures"`
-	WallSeconds   float64           `json:"wall_seconds"`
+	Machine       benchkit.Machine `json:"machine"`
+	Quick         bool             `json:"quick"`
+	Conns         int              `json:"connections"`
+	Tenants       int              `json:"tenants"`
+	Duration      string           `json:"duration"`
+	Warmup        string           `json:"warmup"`
+	OpenDuration  string           `json:"open_duration"`
+	Gcref         gcrefResult      `json:"gcref"`
+	Live          []*liveResult    `json:"live"`
+	Open          []*openResult    `json:"open_loop"`
+	SustainedFrac float64          `json:"sustained_fraction_of_gcref"` // 0: no rate stayed bounded
+	Notes         []string         `json:"notes,omitempty"`
+	Failures      []string         `json:"failures"`
+	WallSeconds   float64          `json:"wall_seconds"`
 }
 
 func newReport(o *options) *report {
@@ -71,9 +70,6 @@ func (rep *report) markdown() string {
 	if len(rep.Live) > 0 {
 		rep.liveTable(&b)
 	}
-	if len(rep.Readback) > 0 {
-		rep.readbackTable(&b)
-	}
 	if len(rep.Open) > 0 {
 		rep.openTable(&b)
 	}
@@ -114,16 +110,6 @@ func (rep *report) liveTable(b *strings.Builder) {
 	b.WriteString(t.String() + "\n")
 }
 
-func (rep *report) readbackTable(b *strings.Builder) {
-	b.WriteString("Read back, HTTP: hooks preloaded (`loadgen ... -n N -warmup 0s`) while the receiver answered 503 and the sink made one attempt (max_attempts 1), so each became a dead letter; then the receiver healed and the admin API retried every tenant's dead letters at once (`POST /v1/tenants/<t>/deliveries/retry`, the 16 calls together): each body is read back from the node's store, the path of every retry. From the open segment: segment.max_age 10m, so nothing is sealed yet; from sealed segments: segment.max_age 1s, and the retry waits until nothing is left unsealed. Drain: from the first retry call to the last delivery; 10–90%: 80% of the hooks over the time from the 10% to the 90% delivery:\n\n")
-	t := benchkit.Table{Header: []string{"from", "hooks", "preload req/s", "ready after", "retry calls took", "drain", "delivered/s", "delivered/s 10–90%", "read back", "cache hits", "dups", "CPU node", "receiver", "rest"}, Left: map[int]bool{0: true}}
-	for _, r := range rep.Readback {
-		t.Add(r.Store, thousands(float64(r.Hooks)), thousands(r.PreloadRPS), secs(r.DeadLetterS), secs(r.RetryCallS), secs(r.DrainS),
-			thousands(r.DeliveredRPS), thousands(r.SteadyRPS), share(r.ReadBack, r.Hooks), pct(100*r.CacheHitRate), fmt.Sprint(r.Duplicates), pct(r.CPU.Node), pct(r.CPU.Target), pct(r.CPU.Rest))
-	}
-	b.WriteString(t.String() + "\n")
-}
-
 func (rep *report) openTable(b *strings.Builder) {
 	fmt.Fprintf(b, "Open loop, every stage running (ingest, WAL, sealing, dispatch to the HTTP receiver): `loadgen ... -rate R -d %s -warmup %s`, R a fraction of gcref's %s req/s; the backlog (pending delivery rows) sampled every %s over the window. Bounded: ingest made at least %.0f%% of R with every answer 201, the backlog grew by at most %.0f%% of R per second (least-squares slope), and its final value (median of the last second) is within %d × R × the median delivery latency (at least 1 ms). Read back: hooks fetched from the store in the window instead of attempted from memory (share of R × window):\n\n",
 		rep.OpenDuration, rep.Warmup, thousands(rep.Gcref.Max), sampleEvery, 100*ingestShare, 100*slopeShare, boundFactor)
@@ -155,9 +141,6 @@ func (rep *report) anomalies(b *strings.Builder) {
 	var anomalies []string
 	for _, r := range rep.Live {
 		anomalies = append(anomalies, prefixed("live "+r.Target, r.Anomalies)...)
-	}
-	for _, r := range rep.Readback {
-		anomalies = append(anomalies, prefixed("read-back "+r.Target, r.Anomalies)...)
 	}
 	for _, r := range rep.Open {
 		anomalies = append(anomalies, prefixed(fmt.Sprintf("open loop at %.0f%%", 100*r.Frac), r.Anomalies)...)

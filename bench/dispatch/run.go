@@ -13,7 +13,7 @@ import (
 // target is where the node delivers, the receiver (HTTP) or the broker
 // (RabbitMQ), and the tally of what arrived.
 type target interface {
-	sink(extra string) sinkSpec // the node's sink to it; extra is more sink keys
+	sink(extra string) string // the node's sink to it; extra is more sink keys
 	tallied() *tally
 	close() error
 }
@@ -23,7 +23,7 @@ func startTarget(o *options, kind string) (target, error) {
 	if kind == targetAMQP {
 		return openBroker(o.amqpURL)
 	}
-	return startReceiver(true)
+	return startReceiver()
 }
 
 // nodeRun is one node with its target, sampler and the bookkeeping every
@@ -80,7 +80,7 @@ func (r *nodeRun) finish() []string {
 func (r *nodeRun) waitDelivered(ctx context.Context, want int64, limit time.Duration) (time.Time, bool) {
 	deadline := time.Now().Add(limit)
 	for r.t.tallied().uniqueCount() < want {
-		if time.Now().After(deadline) || !r.n.alive() || ctx.Err() != nil {
+		if time.Now().After(deadline) || !r.n.Alive() || ctx.Err() != nil {
 			return r.t.tallied().lastDelivery(), false
 		}
 		time.Sleep(5 * time.Millisecond)

@@ -68,7 +68,7 @@ func startSampler(n *node, t *tally, began time.Time) *sampler {
 func (s *sampler) take() sample {
 	p := sample{at: time.Now()}
 	p.T = p.at.Sub(s.began).Seconds()
-	p.nodeCPU = cpuSeconds(s.n.pid())
+	p.nodeCPU = cpuSeconds(s.n.Pid())
 	p.selfCPU = cpuSeconds(os.Getpid())
 	p.busy, _ = benchkit.MachineBusy()
 	err := s.n.metrics(&p)

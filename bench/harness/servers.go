@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"time"
@@ -30,8 +29,7 @@ const loadPath = "/webhooks/demo"
 // server is one started server process. Its data directory is removed by
 // stop.
 type server struct {
-	*benchkit.Proc
-	dir     string
+	*benchkit.Server
 	url     string                   // what loadgen posts to: http://127.0.0.1:PORT + loadPath
 	statsFn func() (counters, error) // nil for the ceiling
 }
@@ -58,48 +56,32 @@ func startServer(ctx context.Context, o *options, name string) (*server, error) 
 	if name == ankusa {
 		ports = 2 // and the admin listener
 	}
-	dir, addrs, err := benchkit.DataDir(o.tmp, "ankusa-bench-"+name+"-", ports)
-	if err != nil {
-		return nil, err
-	}
-	addr := addrs[0]
-	s := &server{dir: dir, url: "http://" + addr + loadPath}
-	var cmd *exec.Cmd
-	var ready func() error
-	switch name {
-	case ceiling:
-		cmd = exec.Command(filepath.Join(o.bin, "ceiling"), "-listen", addr)
-		ready = func() error { _, err := getJSON("http://" + addr + "/stats"); return err }
-	case gcref:
-		cmd = exec.Command(filepath.Join(o.bin, "gcref"), "-listen", addr, "-dir", dir)
-		s.statsFn = func() (counters, error) {
-			m, err := getJSON("http://" + addr + "/stats")
-			return counters{records: m["records"], fsyncs: m["fsyncs"], fsyncSeconds: float64(m["fsync_ns"]) / 1e9}, err
+	s := &server{}
+	var ready func(addrs []string) error
+	cmd := func(dir string, addrs []string) (*exec.Cmd, error) {
+		stats := "http://" + addrs[0] + "/stats"
+		s.url = "http://" + addrs[0] + loadPath
+		switch name {
+		case ceiling:
+			ready = func([]string) error { _, err := getJSON(stats); return err }
+			return exec.Command(filepath.Join(o.bin, "ceiling"), "-listen", addrs[0]), nil
+		case gcref:
+			s.statsFn = func() (counters, error) {
+				m, err := getJSON(stats)
+				return counters{records: m["records"], fsyncs: m["fsyncs"], fsyncSeconds: float64(m["fsync_ns"]) / 1e9}, err
+			}
+			ready = func([]string) error { _, err := s.statsFn(); return err }
+			return exec.Command(filepath.Join(o.bin, "gcref"), "-listen", addrs[0], "-dir", dir), nil
+		case ankusa:
+			s.statsFn = func() (counters, error) { return walCounters("http://" + addrs[1] + "/metrics") }
+			ready = func([]string) error { return benchkit.GetOK(client, "http://"+addrs[1]+"/readyz") }
+			return benchkit.AnkusaCmd(o.bin, dir, appConfigText(filepath.Join(dir, "data"), addrs[0], addrs[1]))
 		}
-		ready = func() error { _, err := s.statsFn(); return err }
-	case ankusa:
-		admin := addrs[1]
-		cfg := filepath.Join(dir, "ankusa.yaml")
-		text := appConfigText(filepath.Join(dir, "data"), addr, admin)
-		if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
-			os.RemoveAll(dir)
-			return nil, fmt.Errorf("cannot write the appliance's config: %w", err)
-		}
-		cmd = exec.Command(filepath.Join(o.bin, "ankusa"), "serve", "-config", cfg)
-		s.statsFn = func() (counters, error) { return walCounters("http://" + admin + "/metrics") }
-		ready = func() error { return benchkit.GetOK(client, "http://"+admin+"/readyz") }
-	default:
 		panic("BUG: unknown server " + name)
 	}
-	if s.Proc, err = benchkit.StartProc(name, cmd); err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("cannot start %s (build it with make bench-build): %w", name, err)
-	}
-	if err := s.WaitReady(ctx, 15*time.Second, ready); err != nil {
-		s.stop()
-		return nil, err
-	}
-	return s, nil
+	var err error
+	s.Server, err = benchkit.StartServer(ctx, name, o.tmp, ports, cmd, func(a []string) error { return ready(a) })
+	return s, err
 }
 
 // appConfigText is appConfig for a data directory and two listeners.
@@ -109,11 +91,7 @@ func appConfigText(dataDir, listen, admin string) string {
 
 // stop sends SIGTERM, waits for the drain (SIGKILL after 20s), removes the
 // data directory, and returns an error if the server did not exit 0.
-func (s *server) stop() error {
-	err := s.Stop(20 * time.Second)
-	os.RemoveAll(s.dir)
-	return err
-}
+func (s *server) stop() error { return s.Shut(20 * time.Second) }
 
 var client = &http.Client{Timeout: 5 * time.Second}
 
