@@ -1,4 +1,4 @@
-package crash
+package main
 
 import (
 	"crypto/rand"
@@ -6,14 +6,12 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 )
 
-// node is the config and directories of the appliance under test.
-type node struct {
-	bin     string
+// crashNode is the config and directories of the appliance under test.
+type crashNode struct {
 	dir     string // working directory of every process
 	config  string
 	dataDir string
@@ -22,7 +20,7 @@ type node struct {
 	token   string // admin bearer token, scope tenant:*
 }
 
-// nodeYAML: the tenant-in-path resolver with a finite default rate limit
+// crashYAML: the tenant-in-path resolver with a finite default rate limit
 // (required with it) and a few tenants of their own, a shared source
 // without a verifier that trusts the URL's tenant, small WAL files so the
 // run rotates through many of them, kills included, and small segments
@@ -34,7 +32,7 @@ type node struct {
 // from seq 1. The admin token reads every tenant's hooks; log level info
 // keeps the segment store's boot recovery ("removed a partial segment",
 // "adopted a whole segment") in the log.
-const nodeYAML = `node: {name: crash, data_dir: %s}
+const crashYAML = `node: {name: crash, data_dir: %s}
 listen: %s
 admin:
   listen: %s
@@ -56,13 +54,12 @@ sources:
     trust_url_tenant: true
 `
 
-// newNode writes the config into a fresh temporary directory and has the
-// binary check it.
-func newNode(t *testing.T, bin string) *node {
+// newCrashNode writes the config into a fresh temporary directory and has
+// the binary check it.
+func newCrashNode(t *testing.T) *crashNode {
 	t.Helper()
 	dir := t.TempDir()
-	n := &node{
-		bin:     bin,
+	n := &crashNode{
 		dir:     dir,
 		config:  filepath.Join(dir, "ankusa.yaml"),
 		dataDir: filepath.Join(dir, "data"),
@@ -71,26 +68,25 @@ func newNode(t *testing.T, bin string) *node {
 		token:   rand.Text(),
 	}
 	sum := sha256.Sum256([]byte(n.token))
-	yaml := fmt.Sprintf(nodeYAML, n.dataDir, n.listen, n.admin, hex.EncodeToString(sum[:]))
+	yaml := fmt.Sprintf(crashYAML, n.dataDir, n.listen, n.admin, hex.EncodeToString(sum[:]))
 	if err := os.WriteFile(n.config, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "check-config", "-config", n.config)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("the harness's own config does not check (%v):\n%s", err, out)
+	if code, _, stderr := runBin(t, dir, "check-config", "-config", n.config); code != 0 {
+		t.Fatalf("the harness's own config does not check (exit %d):\n%s", code, stderr)
 	}
 	return n
 }
 
-func (n *node) walDir() string { return filepath.Join(n.dataDir, "wal") }
+func (n *crashNode) walDir() string { return filepath.Join(n.dataDir, "wal") }
 
-func (n *node) segmentDir() string { return filepath.Join(n.dataDir, "segments") }
+func (n *crashNode) segmentDir() string { return filepath.Join(n.dataDir, "segments") }
 
 // serve starts `ankusa serve` on the node's data directory and waits until
 // it is ready.
-func (n *node) serve(t *testing.T) *proc {
+func (n *crashNode) serve(t *testing.T) *proc {
 	t.Helper()
-	p := startProc(t, n.dir, n.bin, "serve", "-config", n.config)
+	p := startProc(t, n.dir, "serve", "-config", n.config)
 	p.waitReady(n.admin)
 	return p
 }

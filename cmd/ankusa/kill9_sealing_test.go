@@ -1,4 +1,4 @@
-package crash
+package main
 
 // What the kills did to sealing: whether a segment was being written when
 // the SIGKILL came, what it left in the segment directory, and what the

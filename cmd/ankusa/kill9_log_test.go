@@ -1,4 +1,4 @@
-package crash
+package main
 
 // The log of a stopped node is its sealed segments and the WAL files still
 // on disk: a WAL file is deleted once every hook in it is sealed into a
@@ -85,7 +85,7 @@ func (l *nodeLog) hooks() int { return len(l.bySeq) }
 // log read up to it and checked.
 func readLog(segDir, walDir string, stopped, verify bool) (*nodeLog, error) {
 	l := newNodeLog()
-	if err := readSegments(segDir, l, stopped, verify); err != nil {
+	if err := readSegmentFiles(segDir, l, stopped, verify); err != nil {
 		return l, err
 	}
 	var err error

@@ -1,4 +1,4 @@
-package crash
+package main
 
 // Reading a node's segment directory back into its log: whole segments
 // only, each verified, tiling the seqs from 1 with no gap and no overlap.
@@ -130,13 +130,13 @@ func (c *segCheck) problem(format string, args ...any) {
 	}
 }
 
-// readSegments reads every sealed segment in dir into l and checks the
+// readSegmentFiles reads every sealed segment in dir into l and checks the
 // directory: nothing set aside, and no partial segment if the node stopped
 // cleanly; every segment opens, matches its name, passes Verify (if
 // verify: the last read, after a clean stop) and holds exactly the seqs
 // its name gives, in order; the segments tile 1..sealed. An error is one
 // the check cannot go on from (the directory cannot be listed).
-func readSegments(dir string, l *nodeLog, stopped, verify bool) error {
+func readSegmentFiles(dir string, l *nodeLog, stopped, verify bool) error {
 	c := &l.seg
 	d, err := listSegments(dir)
 	if err != nil {

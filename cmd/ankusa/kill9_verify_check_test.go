@@ -1,4 +1,4 @@
-package crash
+package main
 
 import (
 	"crypto/sha256"

@@ -1,4 +1,4 @@
-package crash
+package main
 
 // Fetching every acknowledged hook back through the running node's admin
 // API, as an operator would: GET /v1/tenants/{tenant}/hooks/{id}.
@@ -40,16 +40,8 @@ func (v *fetchVerdict) add(o fetchVerdict) {
 	}
 }
 
-// hookJSON is the part of the hook's JSON form (package envelope) the
-// check reads.
-type hookJSON struct {
-	ID           string `json:"id"`
-	TenantID     string `json:"tenant_id"`
-	Body         string `json:"body"`
-	BodyEncoding string `json:"body_encoding"`
-}
-
-// body decodes the body per body_encoding.
+// body decodes the body of the hook's JSON form (admin_hooks_test.go) per
+// body_encoding.
 func (h *hookJSON) body() ([]byte, error) {
 	switch h.BodyEncoding {
 	case envelope.BodyUTF8:
@@ -60,11 +52,11 @@ func (h *hookJSON) body() ([]byte, error) {
 	return nil, fmt.Errorf("body_encoding %q is neither utf8 nor base64", h.BodyEncoding)
 }
 
-// fetchAll fetches every acknowledged hook from the admin listener at addr
+// fetchAcked fetches every acknowledged hook from the admin listener at addr
 // with workers concurrent keep-alive connections, and compares each body
 // with the hash loadgen recorded. tenantOf names the tenant a hook was sent
 // to (loadgen's -acked file does not); an id without one counts as lost.
-func fetchAll(addr, token string, acks []acked, tenantOf func(envelope.ID) (string, bool), workers int) fetchVerdict {
+func fetchAcked(addr, token string, acks []acked, tenantOf func(envelope.ID) (string, bool), workers int) fetchVerdict {
 	tr := &http.Transport{MaxIdleConns: workers, MaxIdleConnsPerHost: workers, DisableCompression: true}
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}

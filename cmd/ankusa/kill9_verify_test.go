@@ -1,4 +1,4 @@
-package crash
+package main
 
 // Reading what loadgen was promised and comparing it with the node's log.
 

@@ -1,4 +1,4 @@
-package crash
+package main
 
 import (
 	"crypto/sha256"
@@ -10,10 +10,10 @@ import (
 	"github.com/ankusa/ankusa/envelope"
 )
 
-// TestFetchAll: the fetch check counts each kind of wrong answer, and reads
+// TestFetchAcked: the fetch check counts each kind of wrong answer, and reads
 // both body encodings of the JSON form, so a zero from the crash run means
 // something.
-func TestFetchAll(t *testing.T) {
+func TestFetchAcked(t *testing.T) {
 	id := func(b byte) envelope.ID { return envelope.ID{0: 1, 15: b} }
 	const token = "secret"
 	binary := []byte{0xff, 0xfe, 0, 1}
@@ -61,7 +61,7 @@ func TestFetchAll(t *testing.T) {
 		{"bad token", "wrong", []acked{ack(1, hooks[id(1)].Body)}, 0, 0, 0, 1, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			v := fetchAll(addr, tc.token, tc.acks, tenantOf, 2)
+			v := fetchAcked(addr, tc.token, tc.acks, tenantOf, 2)
 			if v.fetched != tc.fetched || v.lost != tc.lost || v.mismatched != tc.mismatched || v.errors != tc.errs || v.base64 != tc.b64 {
 				t.Fatalf("fetched %d (base64 %d) lost %d mismatched %d errors %d, want %d (%d) %d %d %d (%s)",
 					v.fetched, v.base64, v.lost, v.mismatched, v.errors, tc.fetched, tc.b64, tc.lost, tc.mismatched, tc.errs, strings.Join(v.problems, "; "))

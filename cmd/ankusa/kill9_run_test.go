@@ -1,4 +1,4 @@
-package crash
+package main
 
 // One run of the harness: the kill loop, the last boot with the fetches,
 // the file checks, the report and the verdict.
@@ -14,8 +14,8 @@ import (
 	"github.com/ankusa/ankusa/wal"
 )
 
-// run is what one harness run did and found.
-type run struct {
+// crashRun is what one harness run did and found.
+type crashRun struct {
 	began, built, loaded, fetched time.Time
 
 	acks            []acked
@@ -34,7 +34,7 @@ type run struct {
 
 // killAll kills the node under load until flagKills kills have each seen
 // at least one hook acknowledged.
-func (r *run) killAll(t *testing.T, n *node, loadgen string) {
+func (r *crashRun) killAll(t *testing.T, n *crashNode, loadgen string) {
 	for r.kills < *flagKills {
 		b := killUnderLoad(t, n, loadgen, r.kills+1, filepath.Join(n.dir, fmt.Sprintf("acked-%03d.txt", r.kills+r.vacuous+1)))
 		r.seal.add(b, r.prevPartials)
@@ -56,7 +56,7 @@ func (r *run) killAll(t *testing.T, n *node, loadgen string) {
 // lastBoot recovers from the last kill, waits until the idle sealer has
 // sealed the open segment by age (no partial segment left), fetches every
 // acknowledged hook back through the admin API and stops the node cleanly.
-func (r *run) lastBoot(t *testing.T, n *node) {
+func (r *crashRun) lastBoot(t *testing.T, n *crashNode) {
 	t.Helper()
 	// loadgen's -acked file does not say which tenant a hook was sent to;
 	// the log does. Read it (the segments, then the WAL files left) while
@@ -78,9 +78,9 @@ func (r *run) lastBoot(t *testing.T, n *node) {
 		return s, ok
 	}
 	p := n.serve(t)
-	r.idle = waitSealed(t, n)
+	r.idle = waitIdleSealed(t, n)
 	start := time.Now()
-	r.fetch = fetchAll(n.admin, n.token, r.acks, tenantOf, fetchWorkers)
+	r.fetch = fetchAcked(n.admin, n.token, r.acks, tenantOf, fetchWorkers)
 	r.fetchTime = time.Since(start)
 	p.stop()
 	r.seal.add(boot{recovered: parseRecovery(p.stderr.String())}, r.prevPartials)
@@ -89,7 +89,7 @@ func (r *run) lastBoot(t *testing.T, n *node) {
 // checkFiles reads the stopped node's log back (its segments, verified,
 // and its WAL files) and compares it with the acknowledged hooks and with
 // the log before the last boot.
-func (r *run) checkFiles(t *testing.T, n *node) {
+func (r *crashRun) checkFiles(t *testing.T, n *crashNode) {
 	t.Helper()
 	var err error
 	if r.log, err = readLog(n.segmentDir(), n.walDir(), true, true); err != nil {
@@ -99,7 +99,7 @@ func (r *run) checkFiles(t *testing.T, n *node) {
 	r.carried, r.carriedBad = carried(r.pre, r.log)
 }
 
-func (r *run) report(t *testing.T) {
+func (r *crashRun) report(t *testing.T) {
 	v, f, l, sc, seal := &r.logVerdict, &r.fetch, r.log, &r.log.seg, &r.seal
 	t.Logf("%d kills under load (%d more before any ack), %d/s open loop, %d connections", r.kills, r.vacuous, *flagRate, *flagConns)
 	t.Logf("log proof (sealed segments and WAL files on disk): acknowledged %d, lost %d, body mismatches %d, duplicated %d", v.acked, v.lost, v.mismatched, v.duplicated)
@@ -140,7 +140,7 @@ func walLine(l *nodeLog) string {
 		l.walFirst, l.walLast, l.walHooks, l.overlap, l.seg.sealed)
 }
 
-func (r *run) verdict(t *testing.T) {
+func (r *crashRun) verdict(t *testing.T) {
 	t.Helper()
 	v, f, l := &r.logVerdict, &r.fetch, r.log
 	for _, ps := range [][]string{v.problems, f.problems, l.seg.problems, l.problems, r.carriedBad, r.seal.problems} {
