@@ -1,7 +1,13 @@
 // Package benchkit holds what the benchmark commands under bench/ share:
-// the markdown table and report lines, the machine a run was made on,
-// loadgen runs and their -json result, server processes, and the CPU and
-// memory figures Linux keeps in /proc.
+// their main (Run), the markdown table and report lines, the machine a
+// run was made on, loadgen runs and their -json result
+// (tools/loadgen/result), server processes, the wait for a quiet machine,
+// and the CPU and memory figures Linux keeps in /proc. It measures
+// nothing itself.
+//
+// It imports of this module only internal/child, internal/hostinfo and
+// tools/loadgen/result, and only bench/ may import it (it is internal to
+// bench/): no product package depends on the benchmarks.
 package benchkit
 
 import (
