@@ -5,19 +5,15 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 )
 
-// crashNode is the config and directories of the appliance under test.
+// crashNode is the config and directories of the appliance under test,
+// and its admin bearer token (scope tenant:*).
 type crashNode struct {
-	dir     string // working directory of every process
-	config  string
-	dataDir string
-	listen  string
-	admin   string
-	token   string // admin bearer token, scope tenant:*
+	*testNode
+	token string
 }
 
 // crashYAML: the tenant-in-path resolver with a finite default rate limit
@@ -58,35 +54,10 @@ sources:
 // the binary check it.
 func newCrashNode(t *testing.T) *crashNode {
 	t.Helper()
-	dir := t.TempDir()
-	n := &crashNode{
-		dir:     dir,
-		config:  filepath.Join(dir, "ankusa.yaml"),
-		dataDir: filepath.Join(dir, "data"),
-		listen:  freeAddr(t),
-		admin:   freeAddr(t),
-		token:   rand.Text(),
-	}
+	n := &crashNode{testNode: newTestNode(t), token: rand.Text()}
 	sum := sha256.Sum256([]byte(n.token))
-	yaml := fmt.Sprintf(crashYAML, n.dataDir, n.listen, n.admin, hex.EncodeToString(sum[:]))
-	if err := os.WriteFile(n.config, []byte(yaml), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if code, _, stderr := runBin(t, dir, "check-config", "-config", n.config); code != 0 {
-		t.Fatalf("the harness's own config does not check (exit %d):\n%s", code, stderr)
-	}
+	writeConfig(t, n.testNode, fmt.Sprintf(crashYAML, n.dataDir, n.listen, n.admin, hex.EncodeToString(sum[:])))
 	return n
 }
 
-func (n *crashNode) walDir() string { return filepath.Join(n.dataDir, "wal") }
-
 func (n *crashNode) segmentDir() string { return filepath.Join(n.dataDir, "segments") }
-
-// serve starts `ankusa serve` on the node's data directory and waits until
-// it is ready.
-func (n *crashNode) serve(t *testing.T) *proc {
-	t.Helper()
-	p := startProc(t, n.dir, "serve", "-config", n.config)
-	p.waitReady(n.admin)
-	return p
-}

@@ -231,22 +231,33 @@ sources:
 // newNode writes a config into a fresh temporary directory.
 func newNode(t *testing.T) *testNode {
 	t.Helper()
+	n := newTestNode(t)
+	writeConfig(t, n, fmt.Sprintf(nodeYAML, n.dataDir, n.listen, n.admin))
+	return n
+}
+
+// newTestNode is a testNode on a fresh temporary directory and two free
+// loopback addresses; its config is not written yet.
+func newTestNode(t *testing.T) *testNode {
 	dir := t.TempDir()
-	n := &testNode{
+	return &testNode{
 		dir:     dir,
 		config:  filepath.Join(dir, "ankusa.yaml"),
 		dataDir: filepath.Join(dir, "data"),
 		listen:  freeAddr(t),
 		admin:   freeAddr(t),
 	}
-	yaml := fmt.Sprintf(nodeYAML, n.dataDir, n.listen, n.admin)
+}
+
+// writeConfig writes yaml as n's config and has the binary check it.
+func writeConfig(t *testing.T, n *testNode, yaml string) {
+	t.Helper()
 	if err := os.WriteFile(n.config, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if code, _, stderr := runBin(t, dir, "check-config", "-config", n.config); code != 0 {
+	if code, _, stderr := runBin(t, n.dir, "check-config", "-config", n.config); code != 0 {
 		t.Fatalf("the test's own config does not check (exit %d):\n%s", code, stderr)
 	}
-	return n
 }
 
 func (n *testNode) walDir() string { return filepath.Join(n.dataDir, "wal") }
