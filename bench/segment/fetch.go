@@ -40,9 +40,8 @@ func (l emptyLog) Dir() string                { return l.dir }
 func (l emptyLog) FS() vfs.FS                 { return vfs.Default }
 
 // openStore opens a segment store on dir/segments, its catalogue in
-// dir/meta, and a block cache of cacheBytes (0: the default 64 MiB). At
-// its first Open it adopts the whole segments it finds there, the way a
-// boot adopts those a crash left uncatalogued. close closes both.
+// dir/meta, and a block cache of cacheBytes (0: the default 64 MiB).
+// close closes both.
 func openStore(dir string, cacheBytes int64) (s *segment.Store, close func() error, err error) {
 	logDir := filepath.Join(dir, "wal")
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
@@ -61,7 +60,37 @@ func openStore(dir string, cacheBytes int64) (s *segment.Store, close func() err
 	return s, func() error { return errors.Join(s.Close(), m.Close()) }, nil
 }
 
-// storeFetch measures Store.Fetch of ids from the segments sealed in dir:
+// adopt hands the segments sealed in dir/sealed to the store of dir the
+// way a boot takes the whole segments a crash left uncatalogued: a store
+// adopts at Open only the segment that follows its catalogue, and lists
+// its directory in no particular order, so they go in one at a time, in
+// seq order, each adopted by an Open of its own.
+func adopt(dir string) error {
+	names, err := filepath.Glob(filepath.Join(dir, sealedDir, "*.seg"))
+	if err != nil {
+		return err
+	}
+	slices.Sort(names) // zero-padded seqs: name order is seq order
+	if err := os.MkdirAll(filepath.Join(dir, "segments"), 0o755); err != nil {
+		return err
+	}
+	for _, name := range names {
+		if err := os.Rename(name, filepath.Join(dir, "segments", filepath.Base(name))); err != nil {
+			return err
+		}
+		_, closeStore, err := openStore(dir, 0)
+		if err != nil {
+			return fmt.Errorf("cannot adopt %s: %w", filepath.Base(name), err)
+		}
+		if err := closeStore(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// storeFetch measures Store.Fetch of ids from the segments sealed in dir
+// (dir/sealed, which it adopts first):
 //   - cold: a store with no block cache (CacheBytes 1, where no block
 //     fits), so that every fetch reads and decompresses its block, the
 //     file's pages being in the page cache;
@@ -71,6 +100,9 @@ func openStore(dir string, cacheBytes int64) (s *segment.Store, close func() err
 //     ids, so every block is in the cache.
 func storeFetch(dir string, ids []envelope.ID, diskN int) (fetched, error) {
 	var out fetched
+	if err := adopt(dir); err != nil {
+		return out, err
+	}
 	s, closeStore, err := openStore(dir, 1)
 	if err != nil {
 		return out, err

@@ -19,6 +19,10 @@ import (
 // (segment.max_bytes).
 const segmentBytes = 64 << 20
 
+// sealedDir is where a round's segments are sealed, in its directory;
+// adopt moves them into the store's.
+const sealedDir = "sealed"
+
 // sealed is what one pass of sealing the hooks into segment files took
 // and made.
 type sealed struct {
@@ -56,7 +60,7 @@ func sealRounds(ctx context.Context, o *options, h *hooks, dir string, res *seal
 			removeAll(last)
 		}
 		last = filepath.Join(dir, fmt.Sprintf("round%d", round))
-		s, err := seal(filepath.Join(last, "segments"), h.payloads)
+		s, err := seal(filepath.Join(last, sealedDir), h.payloads, segmentBytes)
 		if err != nil {
 			return "", err
 		}
@@ -72,10 +76,11 @@ func sealRounds(ctx context.Context, o *options, h *hooks, dir string, res *seal
 }
 
 // seal writes payloads (seqs 1.. in order) into segment files in dir as
-// the store's sealer does: cut at segmentBytes, each one written to a
-// scratch file, fsynced, renamed to its segment name (segment.FileName),
-// the directory fsynced. Catalogue writes are not included.
-func seal(dir string, payloads [][]byte) (sealed, error) {
+// the store's sealer does: cut at cutBytes of records, each one written
+// to a scratch file, fsynced, renamed to its segment name
+// (segment.FileName), the directory fsynced. Catalogue writes are not
+// included.
+func seal(dir string, payloads [][]byte, cutBytes int) (sealed, error) {
 	var s sealed
 	fs := vfs.Default
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -95,7 +100,7 @@ func seal(dir string, payloads [][]byte) (sealed, error) {
 			w.Abort()
 			return s, err
 		}
-		if int64(w.RawBytes()) >= segmentBytes || i == len(payloads)-1 {
+		if w.RawBytes() >= uint64(cutBytes) || i == len(payloads)-1 {
 			if err := s.finish(fs, dir, w); err != nil {
 				return s, err
 			}

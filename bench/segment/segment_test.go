@@ -10,9 +10,10 @@ import (
 	"github.com/ankusa/ankusa/tools/loadgen/payload"
 )
 
-// TestSealAndFetch: the hooks seal into segments the store adopts, every
-// one of them fetches back whole, signed by its provider's scheme, and the
-// fetch measurement times what it was asked to.
+// TestSealAndFetch: the hooks seal into segments the store adopts, all of
+// them, in whatever order it lists them; every hook fetches back whole,
+// signed by its provider's scheme, and the fetch measurement times what
+// it was asked to.
 func TestSealAndFetch(t *testing.T) {
 	sizes, err := payload.ParseSizeMix("80%1KiB,20%8KiB")
 	if err != nil {
@@ -23,12 +24,15 @@ func TestSealAndFetch(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	s, err := seal(filepath.Join(dir, "segments"), h.payloads)
+	s, err := seal(filepath.Join(dir, sealedDir), h.payloads, 256<<10)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.raw != h.raw || len(s.files) != 1 || s.comp == 0 {
+	if s.raw != h.raw || len(s.files) < 4 || s.comp == 0 {
 		t.Fatalf("sealed %d raw bytes in %d files (%d compressed), the hooks hold %d", s.raw, len(s.files), s.comp, h.raw)
+	}
+	if err := adopt(dir); err != nil {
+		t.Fatal(err)
 	}
 	store, closeStore, err := openStore(dir, 0)
 	if err != nil {
@@ -51,7 +55,7 @@ func TestSealAndFetch(t *testing.T) {
 	if err := closeStore(); err != nil {
 		t.Fatal(err)
 	}
-	f, err := storeFetch(dir, sampleIDs(h, 50), 5)
+	f, err := storeFetch(dir, sampleIDs(h, 50), 5) // nothing left to adopt
 	if err != nil {
 		t.Fatal(err)
 	}
