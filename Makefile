@@ -11,7 +11,7 @@ STATICCHECK := $(BIN)/staticcheck
 # with concurrency run again under it.
 RACE_PKGS := ./wal/... ./archive/... ./edge/... ./meta/... ./source/... ./verify/... ./internal/... ./segment/... ./admin/... ./dispatch/... ./dedupe/... ./tenant/...
 
-.PHONY: build run test services fuzz lint bench bench-quick bench-wrk bench-verify bench-build tools clean
+.PHONY: build run test services fuzz lint bench bench-quick bench-build tools clean
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ankusa ./cmd/ankusa
@@ -108,44 +108,28 @@ bench: bench-build
 bench-quick: bench-build
 	$(BIN)/bench-harness -bin $(BIN) -quick -out $(BIN)/bench-quick.md -json $(BIN)/bench-quick.json $(BENCH_FLAGS)
 
-# The instrument against wrk (Debian package, installed here if missing):
-# both clients in turn on the ceiling, closed loop and at a paced rate.
-# See bench/RESULTS.md.
-bench-wrk: bench-build
-	@command -v wrk >/dev/null || apt-get install -y wrk || sudo apt-get install -y wrk
-	$(BIN)/bench-harness -bin $(BIN) -vs-wrk -d 8s -warmup 1s -rounds 3 -out $(BIN)/bench-wrk.md -json $(BIN)/bench-wrk.json $(BENCH_FLAGS)
+# The segment format at its defaults (bench/segment), on tools/loadgen's
+# payloads: the sealing rate with fsync and the compression ratio, and
+# Store.Fetch latency cold, page-cache-cold and warm. One table, as
+# markdown in $(BIN)/bench-segment.md; under a minute on a quiet machine.
+# SEGMENT_FLAGS adds flags (-n, -rounds, -settle, -tmp).
+SEGMENT_FLAGS ?=
 
-# The cost of signature verification (issue 6): the appliance alone, its
-# demo source (no verification) and a source checking Stripe signatures
-# (loadgen -sign stripe) in alternation, 3 rounds at 256 connections, 10 s
-# each; the verified / plain ratio of the median req/s and whether it is
-# within 10%. It fails on any answer but 201. One table, as markdown in
-# $(BIN)/bench-verify.md and raw in $(BIN)/bench-verify.json; about 2
-# minutes. See bench/RESULTS.md.
-bench-verify: bench-build
-	$(BIN)/bench-harness -bin $(BIN) -verify -out $(BIN)/bench-verify.md -json $(BIN)/bench-verify.json $(BENCH_FLAGS)
-
-# The segment format on a corpus of realistic webhook payloads
-# (bench/segment, corpus in bench/segment/testdata): compression ratio by
-# block size, zstd level and dictionary, beside the zstd command (Debian
-# package, installed here if missing); sealing rate with fsync; Store.Fetch
-# latency cold and warm; the WAL commit with and without sealing behind
-# it. One table, as markdown in $(BIN)/bench-segment.md; about 3 minutes.
 .PHONY: bench-segment
 bench-segment:
-	@command -v zstd >/dev/null || apt-get install -y zstd || sudo apt-get install -y zstd
+	@mkdir -p $(BIN)
 	$(GO) build -o $(BIN)/bench-segment ./bench/segment
-	$(BIN)/bench-segment -out $(BIN)/bench-segment.md
+	$(BIN)/bench-segment -out $(BIN)/bench-segment.md $(SEGMENT_FLAGS)
 
 # The dispatch stage end to end (bench/dispatch), on the built binary:
 # delivered hooks/s to a local HTTP receiver and to RabbitMQ (its own
-# exchange and queue, deleted after), live while loadgen ingests at full
-# speed and read back from the store (dead letters retried), then open-loop
-# runs with every stage running to find the highest rate, as a fraction of
-# gcref's maximum, at which the delivery backlog stays bounded. One table,
-# as markdown in $(BIN)/bench-dispatch.md and raw in
-# $(BIN)/bench-dispatch.json (CPU profiles beside it); about 3 minutes.
-# DISPATCH_FLAGS adds flags (-quick: about 40 s).
+# exchange and queue, deleted after) while loadgen ingests at full speed,
+# and the drain after it (most hooks read back from the store), then
+# open-loop runs with every stage running to find the highest rate, as a
+# fraction of gcref's maximum, at which the delivery backlog stays
+# bounded. One table, as markdown in $(BIN)/bench-dispatch.md and raw in
+# $(BIN)/bench-dispatch.json; about 2 minutes. DISPATCH_FLAGS adds flags
+# (-quick: about 30 s).
 DISPATCH_FLAGS ?=
 
 .PHONY: bench-dispatch

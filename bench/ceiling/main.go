@@ -6,20 +6,21 @@
 //
 // Every POST, to any path, gets the 201. GET /stats answers
 // {"requests":N}, the POSTs answered so far. SIGTERM or SIGINT stops it.
+// Like every program under bench/ it may import product packages
+// (envelope, for the ids); no product package may import it.
 package main
 
 import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"strconv"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/ankusa/ankusa/bench/internal/benchkit"
 	"github.com/ankusa/ankusa/envelope"
 )
 
@@ -33,25 +34,9 @@ var (
 func main() {
 	listen := flag.String("listen", "127.0.0.1:8081", "address to serve on")
 	flag.Parse()
-	srv := &fasthttp.Server{
-		Handler:               handle,
-		NoDefaultServerHeader: true,
-		NoDefaultDate:         true,
-		NoDefaultContentType:  true,
-		CloseOnShutdown:       true,
-	}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.ListenAndServe(*listen) }()
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
-	select {
-	case <-sig:
-		_ = srv.Shutdown()
+	benchkit.Serve("ceiling", *listen, handle, func() {
 		fmt.Fprintf(os.Stderr, "ceiling: %d requests\n", requests.Load())
-	case err := <-errc:
-		fmt.Fprintf(os.Stderr, "ceiling: cannot serve on %s: %v\n", *listen, err)
-		os.Exit(1)
-	}
+	})
 }
 
 // handle answers a POST with 201 and a fresh id. fasthttp has read the

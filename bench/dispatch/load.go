@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -11,13 +9,8 @@ import (
 	"time"
 
 	"github.com/ankusa/ankusa/bench/internal/benchkit"
+	"github.com/ankusa/ankusa/tools/loadgen/result"
 )
-
-// loadResult is the object `loadgen -json` prints.
-type loadResult struct {
-	benchkit.LoadResult
-	SendLagUS *benchkit.Latency `json:"send_lag_us,omitempty"` // open loop only
-}
 
 // loadShape is the request every run sends, gcref's included: 1 KiB
 // Stripe-like bodies over o.tenants tenants.
@@ -35,11 +28,6 @@ func loadShape(o *options, addr string) []string {
 // closedArgs is a closed-loop run of d after warmup.
 func closedArgs(o *options, addr string, d, warmup time.Duration) []string {
 	return append(loadShape(o, addr), "-d", d.String(), "-warmup", warmup.String())
-}
-
-// countArgs is a closed-loop run of n requests without warm-up.
-func countArgs(o *options, addr string, n int) []string {
-	return append(loadShape(o, addr), "-n", strconv.Itoa(n), "-warmup", "0s")
 }
 
 // openArgs is an open-loop run at rate.
@@ -60,42 +48,19 @@ func startLoad(ctx context.Context, o *options, args []string, limit time.Durati
 
 // loadResultOf waits for l to finish and parses its JSON. A non-zero exit
 // with a parsable result comes back as a problem beside the result.
-func loadResultOf(l *benchkit.Loadgen) (r loadResult, problem string, err error) {
-	_, exitErr, err := l.Wait(&r)
+func loadResultOf(l *benchkit.Loadgen) (r result.Summary, problem string, err error) {
+	r, _, exitErr, err := l.Wait()
 	if exitErr != nil {
 		problem = exitErr.Error()
 	}
 	return r, problem, err
 }
 
-// gcrefProc is a started bench/gcref.
-type gcrefProc struct {
-	*benchkit.Proc
-	dir  string
-	addr string
-}
-
-func startGcref(ctx context.Context, o *options) (*gcrefProc, error) {
-	dir, addrs, err := benchkit.DataDir(o.tmp, "ankusa-bench-dispatch-gcref-", 1)
-	if err != nil {
-		return nil, err
+// startGcref starts bench/gcref on a data directory of its own.
+func startGcref(ctx context.Context, o *options) (*benchkit.Server, error) {
+	cmd := func(dir string, addrs []string) (*exec.Cmd, error) {
+		return exec.Command(filepath.Join(o.bin, "gcref"), "-listen", addrs[0], "-dir", dir), nil
 	}
-	addr := addrs[0]
-	p, err := benchkit.StartProc("gcref", exec.Command(filepath.Join(o.bin, "gcref"), "-listen", addr, "-dir", dir))
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("cannot start gcref (build it with make bench-build): %w", err)
-	}
-	g := &gcrefProc{Proc: p, dir: dir, addr: addr}
-	if err := g.WaitReady(ctx, 10*time.Second, func() error { return benchkit.GetOK(client, "http://"+addr+"/stats") }); err != nil {
-		g.stop()
-		return nil, err
-	}
-	return g, nil
-}
-
-// stop stops gcref (SIGKILL after 10s) and removes its data directory.
-func (g *gcrefProc) stop() {
-	_ = g.Stop(10 * time.Second)
-	os.RemoveAll(g.dir)
+	ready := func(addrs []string) error { return benchkit.GetOK(client, "http://"+addrs[0]+"/stats") }
+	return benchkit.StartServer(ctx, "gcref", o.tmp, 1, cmd, ready)
 }

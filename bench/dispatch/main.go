@@ -11,17 +11,9 @@
 //     delivered hooks/s over the window, and how long the backlog takes
 //     to drain once ingest stops. A first attempt goes from memory when
 //     the sink's queue has room, else the hook is read back from the
-//     store later; the report counts those reads;
-//   - read-back: -n hooks preloaded while every first attempt fails (the
-//     receiver answers 503; the exchange has no queue bound) with
-//     max_attempts 1, so each becomes a dead letter; then the target is
-//     made healthy and the admin API's retry of every dead letter makes
-//     them due at once: the node reads each body back from its store (the
-//     retry path) and delivers. HTTP twice, with the hooks still in the
-//     open segment and once they are sealed; RabbitMQ from sealed
-//     segments, after a restart of the node (the circuit breaker the
-//     unroutable publishes opened lives in its memory). A CPU profile of
-//     the node is taken during each HTTP drain and the live HTTP run;
+//     store later; the report counts those reads (most of a run's hooks:
+//     the drain is the read-back path's rate, from the open segment and
+//     from sealed ones);
 //   - open loop: loadgen -rate R with every stage running (ingest,
 //     sealing, dispatch to the HTTP receiver), the delivery backlog
 //     sampled every 250 ms; R starts at -open-frac of gcref's maximum and
@@ -32,14 +24,16 @@
 //
 // The client, the node, the receiver (this process) and RabbitMQ share
 // the machine's cores, and the report says so. Before each run it waits
-// for a quiet machine (no go test, test binary, bench-harness or other
-// loadgen running, and little CPU in use) and runs again a run during
+// for a quiet machine (no other benchmark or test running,
+// benchkit.Benchmarks, and little CPU in use) and runs again a run during
 // which one of those started.
 //
 // It prints one markdown report (also to -out) and writes every figure as
 // JSON to -json. Exit 1 when a run could not be made or lost hooks, 2 on a
 // usage error. The binaries (ankusa, loadgen, gcref) are expected in
-// -bin; `make bench-dispatch` builds them.
+// -bin; `make bench-dispatch` builds them. It drives the node as a
+// process and imports of the product only envelope (to read event ids);
+// no product package may import it.
 package main
 
 import (
@@ -47,9 +41,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/ankusa/ankusa/bench/internal/benchkit"
@@ -67,7 +59,6 @@ type options struct {
 	duration    time.Duration
 	warmup      time.Duration
 	gcrefRounds int
-	readbackN   int
 	openD       time.Duration
 	openFrac    float64
 	maxFrac     float64
@@ -75,32 +66,21 @@ type options struct {
 	amqpURL     string
 	skipAMQP    bool
 	only        map[string]bool
-	profile     time.Duration
 	settle      time.Duration
 	redo        int
 	drainLimit  time.Duration
 }
 
 func main() {
-	os.Exit(run())
-}
-
-func run() int {
 	o, err := parseFlags(os.Args[1:])
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "bench-dispatch:", err)
-		return 2
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	started := time.Now()
-	rep, err := measureAll(ctx, o)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "bench-dispatch:", err)
-		return 1
-	}
-	rep.WallSeconds = time.Since(started).Seconds()
-	return benchkit.Publish("bench-dispatch", rep.markdown(o), o.out, o.jsonOut, rep, rep.Failures)
+	os.Exit(benchkit.Run("bench-dispatch", err, func(ctx context.Context, started time.Time) (benchkit.Published, error) {
+		rep, err := measureAll(ctx, o)
+		if err != nil {
+			return benchkit.Published{}, err
+		}
+		rep.WallSeconds = time.Since(started).Seconds()
+		return benchkit.Published{Markdown: rep.markdown(), Out: o.out, JSONOut: o.jsonOut, Figures: rep, Failures: rep.Failures}, nil
+	}))
 }
 
 func parseFlags(args []string) (*options, error) {
@@ -109,22 +89,20 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.bin, "bin", "bin", "directory holding the ankusa, loadgen and gcref binaries")
 	fs.StringVar(&o.tmp, "tmp", "", "parent of the data directories (default: the system temp dir; it must be on the disk under test)")
 	fs.StringVar(&o.out, "out", "", "also write the report as markdown to this file")
-	fs.StringVar(&o.jsonOut, "json", "", "write every figure as JSON to this file (the CPU profiles go beside it)")
-	fs.BoolVar(&o.quick, "quick", false, "the smoke run, about 40 s: -d 1s, -gcref-rounds 1, -n 5000, one open-loop run of 5 s at -open-frac 0.1 (the sustained figure recorded in bench/RESULTS.md), no RabbitMQ read-back, no profiles (flags given explicitly win)")
+	fs.StringVar(&o.jsonOut, "json", "", "write every figure as JSON to this file")
+	fs.BoolVar(&o.quick, "quick", false, "the smoke run, about 40 s: -d 1s, -gcref-rounds 1, one open-loop run of 5 s at -open-frac 0.1 (the sustained figure recorded in bench/RESULTS.md) (flags given explicitly win)")
 	fs.IntVar(&o.conns, "c", 256, "loadgen connections, closed and open loop")
 	fs.IntVar(&o.tenants, "tenants", 16, "tenants the hooks are spread over (loadgen -tenants; URL /webhooks/{tenant}/demo)")
 	fs.DurationVar(&o.duration, "d", 5*time.Second, "measured duration of the gcref and live runs")
 	fs.DurationVar(&o.warmup, "warmup", time.Second, "loadgen warm-up before each measured window")
 	fs.IntVar(&o.gcrefRounds, "gcref-rounds", 2, "rounds of gcref's closed-loop run; its maximum is their median")
-	fs.IntVar(&o.readbackN, "n", 30000, "hooks preloaded for each read-back drain (they must fit one segment: segment.max_bytes, 64 MiB of records)")
 	fs.DurationVar(&o.openD, "open-d", 15*time.Second, "measured duration of each open-loop run")
 	fs.Float64Var(&o.openFrac, "open-frac", 0.5, "first open-loop rate, as a fraction of gcref's maximum")
 	fs.Float64Var(&o.maxFrac, "max-frac", 0.7, "highest fraction tried, in steps of 10%, while the backlog stays bounded")
 	fs.IntVar(&o.openSteps, "open-steps", 4, "when -open-frac is not bounded: runs halving the interval between 0 and the lowest unbounded fraction")
 	fs.StringVar(&o.amqpURL, "amqp", "amqp://guest:guest@127.0.0.1:5672/", "RabbitMQ URL; the runs declare their own exchange and queue and delete them")
 	fs.BoolVar(&o.skipAMQP, "no-amqp", false, "skip the RabbitMQ runs")
-	only := fs.String("only", "live,read-back,open", "the kinds of run to make, comma-separated (gcref runs with open)")
-	fs.DurationVar(&o.profile, "profile", 3*time.Second, "CPU profiles of the node this long during the live HTTP run and each HTTP read-back drain (0: none)")
+	only := fs.String("only", "live,open", "the kinds of run to make, comma-separated (gcref runs with open)")
 	fs.DurationVar(&o.settle, "settle", 15*time.Minute, "before each run, wait up to this long for a quiet machine")
 	fs.IntVar(&o.redo, "redo", 2, "run again, up to this many times, a run during which a test or another benchmark started")
 	fs.DurationVar(&o.drainLimit, "drain-limit", 90*time.Second, "give up waiting for a backlog to drain after this long")
@@ -137,22 +115,20 @@ func parseFlags(args []string) (*options, error) {
 	o.only = map[string]bool{}
 	for _, k := range strings.Split(*only, ",") {
 		switch k = strings.TrimSpace(k); k {
-		case "live", "read-back", "open":
+		case "live", "open":
 			o.only[k] = true
 		default:
-			return nil, fmt.Errorf("-only %q: want live, read-back and open, comma-separated", *only)
+			return nil, fmt.Errorf("-only %q: want live and open, comma-separated", *only)
 		}
 	}
 	if o.quick {
 		benchkit.Unset(fs, map[string]func(){
 			"d":            func() { o.duration = time.Second },
 			"gcref-rounds": func() { o.gcrefRounds = 1 },
-			"n":            func() { o.readbackN = 5000 },
 			"open-d":       func() { o.openD = 5 * time.Second },
 			"max-frac":     func() { o.maxFrac = 0 },
 			"open-steps":   func() { o.openSteps = 0 },
 			"open-frac":    func() { o.openFrac = 0.1 },
-			"profile":      func() { o.profile = 0 },
 		})
 	}
 	switch {
@@ -162,8 +138,6 @@ func parseFlags(args []string) (*options, error) {
 		return nil, fmt.Errorf("-d %v -open-d %v -warmup %v: want positive durations and a non-negative warm-up", o.duration, o.openD, o.warmup)
 	case o.gcrefRounds < 1:
 		return nil, fmt.Errorf("-gcref-rounds %d: want at least 1", o.gcrefRounds)
-	case o.readbackN < 1000:
-		return nil, fmt.Errorf("-n %d: want at least 1000 hooks", o.readbackN)
 	case o.openFrac <= 0 || o.openFrac > 1 || o.maxFrac < 0 || o.maxFrac > 1:
 		return nil, fmt.Errorf("-open-frac %v -max-frac %v: want (0, 1] and [0, 1]", o.openFrac, o.maxFrac)
 	case o.openSteps < 0:

@@ -2,18 +2,12 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/ankusa/ankusa/bench/internal/benchkit"
@@ -28,13 +22,10 @@ const sinkSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 // comes from the URL, loadgen spreads hooks over -tenants; it requires a
 // finite rate limit, set far above any rate here), one source
 // without verification and one sink, the WAL on disk, sealing and
-// everything else at its default. %[5]s is the sink.
+// everything else at its default. %[4]s is the sink.
 const nodeConfig = `node: {name: bench-dispatch, data_dir: %[1]s}
 listen: %[2]s
-admin:
-  listen: %[3]s
-  tokens:
-    - {name: bench, sha256: %[4]s, scopes: ["tenant:*"]}
+admin: {listen: %[3]s}
 log: {level: error}
 rate_limits:
   default: {rate: 1000000, burst: 1000000}
@@ -46,110 +37,54 @@ sources:
     verify: {type: none}
     trust_url_tenant: true
     sinks:
-      - %[5]s
+      - %[4]s
 `
 
 // loadPath is loadgen's URL path: the tenant from -tenants, the demo
 // source. gcref answers any path.
 const loadPath = "/webhooks/{tenant}/demo"
 
-// sinkSpec is the YAML flow mapping of the run's one sink.
-type sinkSpec struct {
-	kind string // http or rabbitmq
-	yaml string
-}
-
-// httpSink delivers to the receiver at addr; extra is more sink keys.
-func httpSink(addr, extra string) sinkSpec {
-	return sinkSpec{kind: "http", yaml: fmt.Sprintf(`{id: recv, type: http, url: "http://%s/in/{tenant_id}", secret: "%s", allow_private: true%s}`, addr, sinkSecret, extra)}
+// httpSink is the node's sink to the receiver at addr (the YAML flow
+// mapping); extra is more sink keys.
+func httpSink(addr, extra string) string {
+	return fmt.Sprintf(`{id: recv, type: http, url: "http://%s/in/{tenant_id}", secret: "%s", allow_private: true%s}`, addr, sinkSecret, extra)
 }
 
 // amqpSink publishes to exchange on the broker at url.
-func amqpSink(url, exchange, extra string) sinkSpec {
-	return sinkSpec{kind: "rabbitmq", yaml: fmt.Sprintf(`{id: mq, type: rabbitmq, url: %q, exchange: %q, routing_key: "bench.{tenant_id}"%s}`, url, exchange, extra)}
+func amqpSink(url, exchange, extra string) string {
+	return fmt.Sprintf(`{id: mq, type: rabbitmq, url: %q, exchange: %q, routing_key: "bench.{tenant_id}"%s}`, url, exchange, extra)
 }
 
-// node is a started `ankusa serve`. stop removes its data directory.
+// node is a started `ankusa serve` on a data directory of its own.
 type node struct {
-	dir     string
-	listen  string
-	admin   string
-	token   string
-	config  string
-	proc    *benchkit.Proc
-	earlier string // the output of the node's earlier processes (restart)
+	*benchkit.Server
+	listen, admin string
 }
 
-// startNode starts a node on a fresh data directory; segment is extra
-// config (a "segment: {...}" line) or "".
-func startNode(ctx context.Context, o *options, sink sinkSpec, segment string) (*node, error) {
-	dir, addrs, err := benchkit.DataDir(o.tmp, "ankusa-bench-dispatch-", 2)
-	if err != nil {
-		return nil, err
+// startNode starts a node delivering to sink; segment is extra config (a
+// "segment: {...}" line) or "".
+func startNode(ctx context.Context, o *options, sink, segment string) (*node, error) {
+	n := &node{}
+	cmd := func(dir string, addrs []string) (*exec.Cmd, error) {
+		n.listen, n.admin = addrs[0], addrs[1]
+		config := fmt.Sprintf(nodeConfig, filepath.Join(dir, "data"), n.listen, n.admin, sink) + segment
+		return benchkit.AnkusaCmd(o.bin, dir, config)
 	}
-	n := &node{dir: dir, listen: addrs[0], admin: addrs[1]}
-	var tok [16]byte
-	_, _ = rand.Read(tok[:])
-	n.token = "bench-" + hex.EncodeToString(tok[:])
-	if err := n.launch(ctx, o, sink, segment); err != nil {
-		os.RemoveAll(dir)
-		return nil, err
-	}
-	return n, nil
+	ready := func(addrs []string) error { return benchkit.GetOK(client, "http://"+addrs[1]+"/readyz") }
+	var err error
+	n.Server, err = benchkit.StartServer(ctx, "ankusa", o.tmp, 2, cmd, ready)
+	return n, err
 }
 
-// launch writes the config and starts the binary on n's data directory,
-// and waits until it is ready.
-func (n *node) launch(ctx context.Context, o *options, sink sinkSpec, segment string) error {
-	sum := sha256.Sum256([]byte(n.token))
-	n.config = fmt.Sprintf(nodeConfig, filepath.Join(n.dir, "data"), n.listen, n.admin, hex.EncodeToString(sum[:]), sink.yaml) + segment
-	cfg := filepath.Join(n.dir, "ankusa.yaml")
-	if err := os.WriteFile(cfg, []byte(n.config), 0o600); err != nil {
-		return fmt.Errorf("cannot write the node's config: %w", err)
-	}
-	p, err := benchkit.StartProc("ankusa", exec.Command(filepath.Join(o.bin, "ankusa"), "serve", "-config", cfg))
-	if err != nil {
-		return fmt.Errorf("cannot start ankusa (build it with make build): %w", err)
-	}
-	n.proc = p
-	if err := p.WaitReady(ctx, 15*time.Second, func() error { return benchkit.GetOK(client, "http://"+n.admin+"/readyz") }); err != nil {
-		n.halt()
-		return err
-	}
-	return nil
-}
-
-func (n *node) pid() int { return n.proc.Pid() }
-
-func (n *node) alive() bool { return n.proc.Alive() }
-
-// halt sends SIGTERM and waits for the drain (SIGKILL after 30s); it
-// returns an error unless the node exited 0.
-func (n *node) halt() error { return n.proc.Stop(30 * time.Second) }
-
-// restart stops the node and starts it again on the same data with
-// another sink (its in-memory state, circuit breakers included, is gone).
-func (n *node) restart(ctx context.Context, o *options, sink sinkSpec, segment string) error {
-	err := n.halt()
-	n.earlier += n.proc.Output()
-	if err != nil {
-		return err
-	}
-	return n.launch(ctx, o, sink, segment)
-}
-
-// stop halts the node and removes its data directory.
-func (n *node) stop() error {
-	err := n.halt()
-	os.RemoveAll(n.dir)
-	return err
-}
+// stop sends SIGTERM and waits for the drain (SIGKILL after 30s), removes
+// the data directory, and returns an error unless the node exited 0.
+func (n *node) stop() error { return n.Shut(30 * time.Second) }
 
 // loggedErrors counts the node's error log lines by message (the node
 // logs at level error only).
 func (n *node) loggedErrors() map[string]int {
 	out := map[string]int{}
-	for _, line := range strings.Split(n.earlier+n.proc.Output(), "\n") {
+	for _, line := range strings.Split(n.Output(), "\n") {
 		var l struct {
 			Level string `json:"level"`
 			Msg   string `json:"msg"`
@@ -162,136 +97,35 @@ func (n *node) loggedErrors() map[string]int {
 	return out
 }
 
-// gauges are the node's figures the runs read from /metrics.
-type gauges struct {
-	records   float64 // ankusa_wal_records_total: hooks committed
-	pending   float64 // ankusa_dispatch_backlog{state="pending"} (in flight included)
-	inFlight  float64 // ankusa_dispatch_backlog{state="in_flight"}
-	dead      float64 // ankusa_dispatch_backlog{state="dead"}
-	overflow  float64 // ankusa_dispatch_intake_overflow_total: hooks past the in-memory bound
-	delivered float64 // ankusa_dispatch_attempts_total{outcome="delivered"}, every sink
-	retries   float64 // outcome="retry"
-	deadened  float64 // outcome="dead"
-	circuit   float64 // outcome="circuit_open"
-	fetches   float64 // ankusa_segment_fetch_total: hooks read back from the store
-	hits      float64 // ankusa_segment_block_cache_hits_total
-	misses    float64 // ankusa_segment_block_cache_misses_total
-	unsealed  float64 // ankusa_segment_unsealed_hooks: hooks in the open segment
-}
-
 var client = &http.Client{Timeout: 10 * time.Second}
 
-// metrics reads the node's gauges.
-func (n *node) metrics() (gauges, error) {
-	var g gauges
+// metrics reads the node's figures from /metrics into p.
+func (n *node) metrics(p *sample) error {
 	url := "http://" + n.admin + "/metrics"
+	gauges := map[string]*int64{
+		"ankusa_wal_records_total":                   &p.Records,
+		`ankusa_dispatch_backlog{state="pending"}`:   &p.Pending,
+		`ankusa_dispatch_backlog{state="in_flight"}`: &p.InFlight,
+		`ankusa_dispatch_backlog{state="dead"}`:      &p.Dead,
+		"ankusa_dispatch_intake_overflow_total":      &p.Overflow,
+		"ankusa_segment_fetch_total":                 &p.Fetches,
+		"ankusa_segment_block_cache_hits_total":      &p.Hits,
+		"ankusa_segment_block_cache_misses_total":    &p.Misses,
+		"ankusa_segment_unsealed_hooks":              &p.Unsealed,
+	}
 	found := 0
 	err := benchkit.Metrics(client, url, func(name string, v float64) {
-		switch {
-		case name == "ankusa_wal_records_total":
-			g.records = v
-			found++
-		case name == `ankusa_dispatch_backlog{state="pending"}`:
-			g.pending = v
-			found++
-		case name == `ankusa_dispatch_backlog{state="in_flight"}`:
-			g.inFlight = v
-		case name == `ankusa_dispatch_backlog{state="dead"}`:
-			g.dead = v
-		case name == "ankusa_dispatch_intake_overflow_total":
-			g.overflow = v
-		case name == "ankusa_segment_fetch_total":
-			g.fetches = v
-		case name == "ankusa_segment_block_cache_hits_total":
-			g.hits = v
-		case name == "ankusa_segment_block_cache_misses_total":
-			g.misses = v
-		case name == "ankusa_segment_unsealed_hooks":
-			g.unsealed = v
-		case strings.HasPrefix(name, "ankusa_dispatch_attempts_total{"):
-			switch {
-			case strings.Contains(name, `outcome="delivered"`):
-				g.delivered += v
-			case strings.Contains(name, `outcome="retry"`):
-				g.retries += v
-			case strings.Contains(name, `outcome="dead"`):
-				g.deadened += v
-			case strings.Contains(name, `outcome="circuit_open"`):
-				g.circuit += v
+		if g, ok := gauges[name]; ok {
+			*g = int64(v)
+			if g == &p.Records || g == &p.Pending {
+				found++
 			}
+		} else if strings.HasPrefix(name, "ankusa_dispatch_attempts_total{") && strings.Contains(name, `outcome="retry"`) {
+			p.Retries += int64(v)
 		}
 	})
-	if err != nil {
-		return g, err
+	if err == nil && found != 2 {
+		err = fmt.Errorf("GET %s: no ankusa_wal_records_total or ankusa_dispatch_backlog{state=\"pending\"}", url)
 	}
-	if found != 2 {
-		return g, fmt.Errorf("GET %s: no ankusa_wal_records_total or ankusa_dispatch_backlog{state=\"pending\"}", url)
-	}
-	return g, nil
-}
-
-// retryDead asks the admin API to retry every dead letter of each tenant,
-// all tenants at once, and returns how many it revived.
-func (n *node) retryDead(tenants []string) (int, error) {
-	var mu sync.Mutex
-	var total int
-	var errs []string
-	var wg sync.WaitGroup
-	for _, t := range tenants {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			url := "http://" + n.admin + "/v1/tenants/" + t + "/deliveries/retry"
-			req, _ := http.NewRequest(http.MethodPost, url, nil)
-			req.Header.Set("Authorization", "Bearer "+n.token)
-			c := &http.Client{Timeout: 5 * time.Minute}
-			resp, err := c.Do(req)
-			if err != nil {
-				mu.Lock()
-				errs = append(errs, err.Error())
-				mu.Unlock()
-				return
-			}
-			defer resp.Body.Close()
-			body, _ := io.ReadAll(resp.Body)
-			var v struct {
-				Retried int `json:"retried"`
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &v) != nil {
-				errs = append(errs, fmt.Sprintf("POST %s: %s %s", url, resp.Status, body))
-				return
-			}
-			total += v.Retried
-		}()
-	}
-	wg.Wait()
-	if len(errs) > 0 {
-		return total, fmt.Errorf("retrying dead letters: %s", strings.Join(errs, "; "))
-	}
-	return total, nil
-}
-
-// profile fetches a CPU profile of d from the admin listener into path.
-func (n *node) profile(d time.Duration, path string) error {
-	secs := max(1, int(d/time.Second))
-	c := &http.Client{Timeout: d + 30*time.Second}
-	resp, err := c.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", n.admin, secs))
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET /debug/pprof/profile: %s", resp.Status)
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(f, resp.Body); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return err
 }

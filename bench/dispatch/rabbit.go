@@ -17,6 +17,7 @@ import (
 type broker struct {
 	conn     *amqp.Connection
 	ch       *amqp.Channel
+	url      string
 	exchange string
 	queue    string
 	key      string
@@ -24,10 +25,9 @@ type broker struct {
 	done     chan struct{}
 }
 
-// openBroker declares a topic exchange and a durable queue; bound says
-// whether the queue is bound to the exchange yet (unbound, every publish
-// is returned unroutable).
-func openBroker(url string, bound bool) (*broker, error) {
+// openBroker declares a topic exchange and a durable queue bound to every
+// routing key of the sink (bench.<tenant>), and consumes from it.
+func openBroker(url string) (*broker, error) {
 	conn, err := amqp.DialConfig(url, amqp.Config{Dial: amqp.DefaultDial(3 * time.Second)})
 	if err != nil {
 		return nil, fmt.Errorf("RabbitMQ at %s is not reachable (make services starts it; -no-amqp skips these runs): %w", redact(url), err)
@@ -38,7 +38,7 @@ func openBroker(url string, bound bool) (*broker, error) {
 		return nil, err
 	}
 	prefix := fmt.Sprintf("ankusa-bench-dispatch-%d-%08x", os.Getpid(), rand.Uint32())
-	b := &broker{conn: conn, ch: ch, exchange: prefix + "-x", queue: prefix + "-q", key: "bench.#", tally: newTally(), done: make(chan struct{})}
+	b := &broker{conn: conn, ch: ch, url: url, exchange: prefix + "-x", queue: prefix + "-q", key: "bench.#", tally: newTally(), done: make(chan struct{})}
 	if err := ch.ExchangeDeclare(b.exchange, "topic", false, false, false, false, nil); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("cannot declare exchange %s: %w", b.exchange, err)
@@ -47,11 +47,9 @@ func openBroker(url string, bound bool) (*broker, error) {
 		b.close()
 		return nil, fmt.Errorf("cannot declare queue %s: %w", b.queue, err)
 	}
-	if bound {
-		if err := b.bind(); err != nil {
-			b.close()
-			return nil, err
-		}
+	if err := ch.QueueBind(b.queue, b.key, b.exchange, false, nil); err != nil {
+		b.close()
+		return nil, fmt.Errorf("cannot bind %s to %s: %w", b.queue, b.exchange, err)
 	}
 	if err := ch.Qos(4096, 0, false); err != nil {
 		b.close()
@@ -66,13 +64,9 @@ func openBroker(url string, bound bool) (*broker, error) {
 	return b, nil
 }
 
-// bind binds the queue to every routing key of the sink (bench.<tenant>).
-func (b *broker) bind() error {
-	if err := b.ch.QueueBind(b.queue, b.key, b.exchange, false, nil); err != nil {
-		return fmt.Errorf("cannot bind %s to %s: %w", b.queue, b.exchange, err)
-	}
-	return nil
-}
+func (b *broker) sink(extra string) string { return amqpSink(b.url, b.exchange, extra) }
+
+func (b *broker) tallied() *tally { return b.tally }
 
 // consume counts every message by its message id (the event id) and acks
 // them in groups.

@@ -24,9 +24,7 @@ type tally struct {
 	total   int64
 	bad     int64 // deliveries without a parsable event id
 	hist    *hdrhistogram.Histogram
-	last    time.Time // last first delivery
-	target  int64     // watch: record when unique reaches 10%, 90% and 100% of it
-	marks   [3]time.Time
+	last    time.Time    // last first delivery
 	counter atomic.Int64 // unique, readable without the lock
 }
 
@@ -64,13 +62,6 @@ func (t *tally) record(id []byte, now time.Time) {
 	t.last = now
 	lat := now.UnixMicro() - int64(eid.Millis())*1000
 	_ = t.hist.RecordValue(max(1, lat))
-	if t.target > 0 {
-		for i, f := range []int64{t.target / 10, t.target * 9 / 10, t.target} {
-			if t.unique == f && t.marks[i].IsZero() {
-				t.marks[i] = now
-			}
-		}
-	}
 }
 
 // uniqueCount is the number of hooks delivered at least once.
@@ -92,21 +83,6 @@ func (t *tally) swapHist() *hdrhistogram.Histogram {
 	return h
 }
 
-// watch records when the unique count reaches 10%, 90% and all of
-// unique-so-far + n.
-func (t *tally) watch(n int64) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.target = t.unique + n
-	t.marks = [3]time.Time{}
-}
-
-func (t *tally) watched() [3]time.Time {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.marks
-}
-
 func (t *tally) lastDelivery() time.Time {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -114,14 +90,12 @@ func (t *tally) lastDelivery() time.Time {
 }
 
 // receiver is a customer's webhook service: it answers 204 to every
-// delivery (503 while failing) and counts them in its tally.
+// delivery and counts them in its tally.
 type receiver struct {
-	addr    string
-	ln      net.Listener
-	srv     *fasthttp.Server
-	tally   *tally
-	failing atomic.Bool
-	tries   atomic.Int64 // every request, failed ones included
+	addr  string
+	ln    net.Listener
+	srv   *fasthttp.Server
+	tally *tally
 }
 
 func startReceiver() (*receiver, error) {
@@ -138,17 +112,17 @@ func startReceiver() (*receiver, error) {
 var eventIDHeader = []byte("x-ankusa-event-id")
 
 func (r *receiver) handle(ctx *fasthttp.RequestCtx) {
-	r.tries.Add(1)
-	if r.failing.Load() {
-		ctx.SetStatusCode(fasthttp.StatusServiceUnavailable)
-		return
-	}
 	r.tally.record(ctx.Request.Header.PeekBytes(eventIDHeader), time.Now())
 	ctx.SetStatusCode(fasthttp.StatusNoContent)
 }
 
-func (r *receiver) close() {
+func (r *receiver) sink(extra string) string { return httpSink(r.addr, extra) }
+
+func (r *receiver) tallied() *tally { return r.tally }
+
+func (r *receiver) close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	_ = r.srv.ShutdownWithContext(ctx)
+	return nil
 }

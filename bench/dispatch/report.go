@@ -12,21 +12,20 @@ const shared = "loadgen, the node, this process (the HTTP receiver and the Rabbi
 
 // report is everything one run measured; -json writes it whole.
 type report struct {
-	Machine       benchkit.Machine  `json:"machine"`
-	Quick         bool              `json:"quick"`
-	Conns         int               `json:"connections"`
-	Tenants       int               `json:"tenants"`
-	Duration      string            `json:"duration"`
-	Warmup        string            `json:"warmup"`
-	OpenDuration  string            `json:"open_duration"`
-	Gcref         gcrefResult       `json:"gcref"`
-	Live          []*liveResult     `json:"live"`
-	Readback      []*readbackResult `json:"read_back"`
-	Open          []*openResult     `json:"open_loop"`
-	SustainedFrac float64           `json:"sustained_fraction_of_gcref"` // 0: no rate stayed bounded
-	Notes         []string          `json:"notes,omitempty"`
-	Failures      []string          `json:"failures"`
-	WallSeconds   float64           `json:"wall_seconds"`
+	Machine       benchkit.Machine `json:"machine"`
+	Quick         bool             `json:"quick"`
+	Conns         int              `json:"connections"`
+	Tenants       int              `json:"tenants"`
+	Duration      string           `json:"duration"`
+	Warmup        string           `json:"warmup"`
+	OpenDuration  string           `json:"open_duration"`
+	Gcref         gcrefResult      `json:"gcref"`
+	Live          []*liveResult    `json:"live"`
+	Open          []*openResult    `json:"open_loop"`
+	SustainedFrac float64          `json:"sustained_fraction_of_gcref"` // 0: no rate stayed bounded
+	Notes         []string         `json:"notes,omitempty"`
+	Failures      []string         `json:"failures"`
+	WallSeconds   float64          `json:"wall_seconds"`
 }
 
 func newReport(o *options) *report {
@@ -63,95 +62,85 @@ func (rep *report) sustained() *openResult {
 	return best
 }
 
-func (rep *report) markdown(o *options) string {
+// markdown renders the report: how the runs were made, a table per kind
+// of run, what the node got wrong, the notes and the verdict.
+func (rep *report) markdown() string {
 	var b strings.Builder
+	rep.header(&b)
+	if len(rep.Live) > 0 {
+		rep.liveTable(&b)
+	}
+	if len(rep.Open) > 0 {
+		rep.openTable(&b)
+	}
+	rep.anomalies(&b)
+	for _, n := range rep.Notes {
+		fmt.Fprintf(&b, "Note: %s.\n", n)
+	}
+	b.WriteString(benchkit.Footer("every request answered 201, every hook delivered", rep.Failures, rep.WallSeconds))
+	return b.String()
+}
+
+func (rep *report) header(b *strings.Builder) {
 	m := rep.Machine
 	name := "make bench-dispatch"
 	if rep.Quick {
 		name = "bench-dispatch -quick"
 	}
 	b.WriteString(m.Header(name))
-	fmt.Fprintf(&b, "- %s: every figure below is the whole machine's, not the node's alone\n", m.Note)
-	fmt.Fprintf(&b, "- request (every run, gcref's too): `loadgen -url http://127.0.0.1:PORT%s -tenants %d -c %d -size 1KiB -kind stripe`\n", loadPath, rep.Tenants, rep.Conns)
+	fmt.Fprintf(b, "- %s: every figure below is the whole machine's, not the node's alone\n", m.Note)
+	fmt.Fprintf(b, "- request (every run, gcref's too): `loadgen -url http://127.0.0.1:PORT%s -tenants %d -c %d -size 1KiB -kind stripe`\n", loadPath, rep.Tenants, rep.Conns)
 	b.WriteString("- node: `ankusa serve`, wal.type disk, sealing at its defaults, the tenantpath resolver, one source with one sink at its defaults (concurrency 32, tenant_concurrency 8, 64 MiB of hooks held in memory for first attempts). HTTP sink: raw body, Standard Webhooks signature, to a fasthttp receiver in this process answering 204. RabbitMQ sink: persistent messages with publisher confirms to a topic exchange of its own, a durable queue bound to it, consumed here (prefetch 4096)\n")
 	b.WriteString("- delivered: a hook counts once, at its first 2xx (HTTP) or consumed message (RabbitMQ), by event id; latency: from the hook's commit (the event id's millisecond timestamp) to that moment\n")
 	if len(rep.Gcref.Rounds) > 0 {
-		fmt.Fprintf(&b, "- gcref (bench/gcref, group commit only) closed loop, %d round(s) of %s after %s: %s req/s (median; rounds %s)\n",
+		fmt.Fprintf(b, "- gcref (bench/gcref, group commit only) closed loop, %d round(s) of %s after %s: %s req/s (median; rounds %s)\n",
 			len(rep.Gcref.Rounds), rep.Duration, rep.Warmup, thousands(rep.Gcref.Max), joinRates(rep.Gcref.Rounds))
 	}
 	b.WriteString("\n")
+}
 
-	if len(rep.Live) > 0 {
-		fmt.Fprintf(&b, "Live: loadgen closed loop at full speed (-d %s -warmup %s) while the node delivers. A hook's first attempt goes from memory when its sink's queue has room; otherwise the scheduler claims the row later and the hook is read back from the store (read back: segment fetches; cache hits: the store's block cache):\n\n", rep.Duration, rep.Warmup)
-		t := benchkit.Table{Header: []string{"target", "hooks", "ingest req/s", "delivered/s while ingesting", "backlog at ingest end", "max backlog", "drain after ingest", "delivered/s draining", "end to end hooks/s", "read back", "cache hits", "retries", "dups", "latency p50", "p99", "CPU node", "loadgen", "receiver", "rest"}, Left: map[int]bool{0: true}}
-		for _, r := range rep.Live {
-			t.Add(r.Target, thousands(float64(r.Hooks)), thousands(r.IngestRPS), thousands(r.DeliveredRPS), thousands(float64(r.BacklogAtEnd)), thousands(float64(r.BacklogMax)),
-				secs(r.DrainS), thousands(r.DrainRPS), thousands(r.EndToEndRPS), share(r.ReadBack, r.Hooks), pct(100*r.CacheHitRate), fmt.Sprint(r.Retries), fmt.Sprint(r.Duplicates),
-				ms(r.LatencyUS.P50), ms(r.LatencyUS.P99), pct(r.CPU.Node), pct(r.CPU.Client), pct(r.CPU.Target), pct(r.CPU.Rest))
-		}
-		b.WriteString(t.String())
-		b.WriteString("\n")
-	}
-	if len(rep.Readback) > 0 {
-		b.WriteString("Read back: hooks preloaded (`loadgen ... -n N -warmup 0s`) while every first attempt failed (HTTP: the receiver answers 503; RabbitMQ: no queue bound, so unroutable) with max_attempts 1, so each became a dead letter; then the target healed and the admin API retried every tenant's dead letters at once (`POST /v1/tenants/<t>/deliveries/retry`, the 16 calls together): each body is read back from the node's store, the path of every retry. From the open segment: segment.max_age 10m, so nothing is sealed yet; from sealed segments: segment.max_age 1s, and the retry waits until nothing is left unsealed. RabbitMQ: the node restarts after the queue is bound (the circuit breaker the unroutable publishes opened lives in memory) and its sink is back at its defaults. Drain: from the first retry call to the last delivery; 10–90%: 80% of the hooks over the time from the 10% to the 90% delivery:\n\n")
-		t := benchkit.Table{Header: []string{"target", "from", "hooks", "preload req/s", "ready after", "retry calls took", "drain", "delivered/s", "delivered/s 10–90%", "read back", "cache hits", "dups", "CPU node", "receiver", "rest"}, Left: map[int]bool{0: true, 1: true}}
-		for _, r := range rep.Readback {
-			t.Add(r.Target, r.Store, thousands(float64(r.Hooks)), thousands(r.PreloadRPS), secs(r.DeadLetterS), secs(r.RetryCallS), secs(r.DrainS),
-				thousands(r.DeliveredRPS), thousands(r.SteadyRPS), share(r.ReadBack, r.Hooks), pct(100*r.CacheHitRate), fmt.Sprint(r.Duplicates), pct(r.CPU.Node), pct(r.CPU.Target), pct(r.CPU.Rest))
-		}
-		b.WriteString(t.String())
-		b.WriteString("\n")
-	}
-	if len(rep.Open) > 0 {
-		fmt.Fprintf(&b, "Open loop, every stage running (ingest, WAL, sealing, dispatch to the HTTP receiver): `loadgen ... -rate R -d %s -warmup %s`, R a fraction of gcref's %s req/s; the backlog (pending delivery rows) sampled every %s over the window. Bounded: ingest made at least %.0f%% of R with every answer 201, the backlog grew by at most %.0f%% of R per second (least-squares slope), and its final value (median of the last second) is within %d × R × the median delivery latency (at least 1 ms). Read back: hooks fetched from the store in the window instead of attempted from memory (share of R × window):\n\n",
-			rep.OpenDuration, rep.Warmup, thousands(rep.Gcref.Max), sampleEvery, 100*ingestShare, 100*slopeShare, boundFactor)
-		t := benchkit.Table{Header: []string{"of gcref", "rate", "ingest req/s", "ingest p99", "delivered/s", "read back", "backlog max", "final", "slope /s", "bound", "latency p50", "p99", "max", "CPU node", "loadgen", "receiver", "rest", "bounded"}}
-		var why []string
-		for _, r := range rep.Open {
-			verdict := "yes"
-			if !r.Bounded {
-				verdict = "no"
-				why = append(why, fmt.Sprintf("- %.0f%%: %s", 100*r.Frac, r.Why))
-			}
-			t.Add(fmt.Sprintf("%.0f%%", 100*r.Frac), thousands(r.Rate), thousands(r.Load.ThroughputRPS), ms(r.Load.LatencyUS.P99), thousands(r.DeliveredRPS), share(r.ReadBack, int64(r.Rate*r.WindowS)),
-				thousands(float64(r.BacklogMax)), thousands(float64(r.BacklogFinal)), fmt.Sprintf("%.0f", r.Slope), thousands(r.Bound),
-				ms(r.LatencyUS.P50), ms(r.LatencyUS.P99), ms(r.LatencyUS.Max), pct(r.CPU.Node), pct(r.CPU.Client), pct(r.CPU.Target), pct(r.CPU.Rest), verdict)
-		}
-		b.WriteString(t.String())
-		b.WriteString("\n")
-		if len(why) > 0 {
-			b.WriteString("Not bounded:\n\n" + strings.Join(why, "\n") + "\n\n")
-		}
-		if s := rep.sustained(); s != nil {
-			fmt.Fprintf(&b, "**Sustained end-to-end = %.0f%% of gcref**: %s hooks/s ingested durably, sealed and delivered over HTTP with the backlog bounded (max %s rows, final %s), against gcref's %s req/s closed-loop maximum on the same machine and request.\n\n",
-				100*s.Frac, thousands(s.Rate), thousands(float64(s.BacklogMax)), thousands(float64(s.BacklogFinal)), thousands(rep.Gcref.Max))
-		} else {
-			b.WriteString("**Sustained end-to-end: no rate tried kept the backlog bounded.**\n\n")
-		}
-	}
-	var profiles []*profileResult
+func (rep *report) liveTable(b *strings.Builder) {
+	fmt.Fprintf(b, "Live: loadgen closed loop at full speed (-d %s -warmup %s) while the node delivers. A hook's first attempt goes from memory when its sink's queue has room; otherwise the scheduler claims the row later and the hook is read back from the store (read back: segment fetches; cache hits: the store's block cache):\n\n", rep.Duration, rep.Warmup)
+	t := benchkit.Table{Header: []string{"target", "hooks", "ingest req/s", "delivered/s while ingesting", "backlog at ingest end", "max backlog", "drain after ingest", "delivered/s draining", "end to end hooks/s", "read back", "cache hits", "retries", "dups", "latency p50", "p99", "CPU node", "loadgen", "receiver", "rest"}, Left: map[int]bool{0: true}}
 	for _, r := range rep.Live {
-		profiles = append(profiles, r.Profile)
+		t.Add(r.Target, thousands(float64(r.Hooks)), thousands(r.IngestRPS), thousands(r.DeliveredRPS), thousands(float64(r.BacklogAtEnd)), thousands(float64(r.BacklogMax)),
+			secs(r.DrainS), thousands(r.DrainRPS), thousands(r.EndToEndRPS), share(r.ReadBack, r.Hooks), pct(100*r.CacheHitRate), fmt.Sprint(r.Retries), fmt.Sprint(r.Duplicates),
+			ms(r.LatencyUS.P50), ms(r.LatencyUS.P99), pct(r.CPU.Node), pct(r.CPU.Client), pct(r.CPU.Target), pct(r.CPU.Rest))
 	}
-	for _, r := range rep.Readback {
-		profiles = append(profiles, r.Profile)
-	}
-	for _, p := range profiles {
-		switch {
-		case p == nil:
-		case p.Err != "" || len(p.Top) == 0:
-			fmt.Fprintf(&b, "CPU profile of the node during %s: none (%s).\n\n", p.Phase, p.Err)
-		default:
-			fmt.Fprintf(&b, "CPU profile of the node during %s (%.0f s, `go tool pprof -top %s`), top 10 by flat time:\n\n```\n%s\n```\n\nand by cumulative time:\n\n```\n%s\n```\n\n",
-				p.Phase, p.Seconds, p.File, strings.Join(p.Top, "\n"), strings.Join(p.TopCum, "\n"))
+	b.WriteString(t.String() + "\n")
+}
+
+func (rep *report) openTable(b *strings.Builder) {
+	fmt.Fprintf(b, "Open loop, every stage running (ingest, WAL, sealing, dispatch to the HTTP receiver): `loadgen ... -rate R -d %s -warmup %s`, R a fraction of gcref's %s req/s; the backlog (pending delivery rows) sampled every %s over the window. Bounded: ingest made at least %.0f%% of R with every answer 201, the backlog grew by at most %.0f%% of R per second (least-squares slope), and its final value (median of the last second) is within %d × R × the median delivery latency (at least 1 ms). Read back: hooks fetched from the store in the window instead of attempted from memory (share of R × window):\n\n",
+		rep.OpenDuration, rep.Warmup, thousands(rep.Gcref.Max), sampleEvery, 100*ingestShare, 100*slopeShare, boundFactor)
+	t := benchkit.Table{Header: []string{"of gcref", "rate", "ingest req/s", "ingest p99", "delivered/s", "read back", "backlog max", "final", "slope /s", "bound", "latency p50", "p99", "max", "CPU node", "loadgen", "receiver", "rest", "bounded"}}
+	var why []string
+	for _, r := range rep.Open {
+		verdict := "yes"
+		if !r.Bounded {
+			verdict = "no"
+			why = append(why, fmt.Sprintf("- %.0f%%: %s", 100*r.Frac, r.Why))
 		}
+		t.Add(fmt.Sprintf("%.0f%%", 100*r.Frac), thousands(r.Rate), thousands(r.Load.ThroughputRPS), ms(r.Load.LatencyUs.P99), thousands(r.DeliveredRPS), share(r.ReadBack, int64(r.Rate*r.WindowS)),
+			thousands(float64(r.BacklogMax)), thousands(float64(r.BacklogFinal)), fmt.Sprintf("%.0f", r.Slope), thousands(r.Bound),
+			ms(r.LatencyUS.P50), ms(r.LatencyUS.P99), ms(r.LatencyUS.Max), pct(r.CPU.Node), pct(r.CPU.Client), pct(r.CPU.Target), pct(r.CPU.Rest), verdict)
 	}
+	b.WriteString(t.String() + "\n")
+	if len(why) > 0 {
+		b.WriteString("Not bounded:\n\n" + strings.Join(why, "\n") + "\n\n")
+	}
+	if s := rep.sustained(); s != nil {
+		fmt.Fprintf(b, "**Sustained end-to-end = %.0f%% of gcref**: %s hooks/s ingested durably, sealed and delivered over HTTP with the backlog bounded (max %s rows, final %s), against gcref's %s req/s closed-loop maximum on the same machine and request.\n\n",
+			100*s.Frac, thousands(s.Rate), thousands(float64(s.BacklogMax)), thousands(float64(s.BacklogFinal)), thousands(rep.Gcref.Max))
+	} else {
+		b.WriteString("**Sustained end-to-end: no rate tried kept the backlog bounded.**\n\n")
+	}
+}
+
+func (rep *report) anomalies(b *strings.Builder) {
 	var anomalies []string
 	for _, r := range rep.Live {
 		anomalies = append(anomalies, prefixed("live "+r.Target, r.Anomalies)...)
-	}
-	for _, r := range rep.Readback {
-		anomalies = append(anomalies, prefixed("read-back "+r.Target, r.Anomalies)...)
 	}
 	for _, r := range rep.Open {
 		anomalies = append(anomalies, prefixed(fmt.Sprintf("open loop at %.0f%%", 100*r.Frac), r.Anomalies)...)
@@ -159,15 +148,10 @@ func (rep *report) markdown(o *options) string {
 	if len(anomalies) > 0 {
 		b.WriteString("Seen in the node (its error log, and backlog gauges that cannot be right):\n\n")
 		for _, a := range anomalies {
-			fmt.Fprintf(&b, "- %s\n", a)
+			fmt.Fprintf(b, "- %s\n", a)
 		}
 		b.WriteString("\n")
 	}
-	for _, n := range rep.Notes {
-		fmt.Fprintf(&b, "Note: %s.\n", n)
-	}
-	b.WriteString(benchkit.Footer("every request answered 201, every hook delivered", rep.Failures, rep.WallSeconds))
-	return b.String()
 }
 
 func joinRates(v []float64) string {
@@ -178,21 +162,13 @@ func joinRates(v []float64) string {
 	return strings.Join(s, ", ")
 }
 
-// thousands formats f rounded to an integer (halves away from zero) with
-// comma separators.
-func thousands(f float64) string {
-	n := int64(f + 0.5)
-	if f < 0 {
-		n = int64(f - 0.5)
-	}
-	return benchkit.Group(fmt.Sprint(n))
-}
+func thousands(f float64) string { return benchkit.Thousands(f) }
 
-func ms(us float64) string {
+func ms(us int64) string {
 	if us >= 1e6 {
-		return fmt.Sprintf("%.2f s", us/1e6)
+		return fmt.Sprintf("%.2f s", float64(us)/1e6)
 	}
-	return fmt.Sprintf("%.1f ms", us/1000)
+	return fmt.Sprintf("%.1f ms", float64(us)/1000)
 }
 
 func secs(s float64) string {

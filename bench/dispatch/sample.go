@@ -5,7 +5,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/ankusa/ankusa/bench/internal/benchkit"
+	"github.com/ankusa/ankusa/tools/loadgen/result"
 )
 
 // sampleEvery is the backlog sampling period.
@@ -66,18 +68,15 @@ func startSampler(n *node, t *tally, began time.Time) *sampler {
 func (s *sampler) take() sample {
 	p := sample{at: time.Now()}
 	p.T = p.at.Sub(s.began).Seconds()
-	p.nodeCPU = cpuSeconds(s.n.pid())
+	p.nodeCPU = cpuSeconds(s.n.Pid())
 	p.selfCPU = cpuSeconds(os.Getpid())
 	p.busy, _ = benchkit.MachineBusy()
-	g, err := s.n.metrics()
+	err := s.n.metrics(&p)
 	p.Delivered = s.t.uniqueCount()
 	if err != nil {
 		p.err = err
 		return p
 	}
-	p.Records, p.Pending, p.InFlight, p.Dead = int64(g.records), int64(g.pending), int64(g.inFlight), int64(g.dead)
-	p.Overflow, p.Retries = int64(g.overflow), int64(g.retries)
-	p.Fetches, p.Hits, p.Misses, p.Unsealed = int64(g.fetches), int64(g.hits), int64(g.misses), int64(g.unsealed)
 	s.mu.Lock()
 	s.all = append(s.all, p)
 	s.mu.Unlock()
@@ -98,6 +97,13 @@ func (s *sampler) end() []sample {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]sample(nil), s.all...)
+}
+
+// cpuSeconds is a process's user plus system CPU time so far, 0 where
+// /proc does not say.
+func cpuSeconds(pid int) float64 {
+	c, _ := benchkit.CPUSeconds(pid)
+	return c
 }
 
 // between is the samples taken from a to b, both included.
@@ -155,4 +161,26 @@ func slope(ps []sample) float64 {
 		return 0
 	}
 	return (n*sxy - sx*sy) / den
+}
+
+// hitRate is the share of the store's block reads from a to b that the
+// block cache served.
+func hitRate(a, b sample) float64 {
+	hits, misses := b.Hits-a.Hits, b.Misses-a.Misses
+	if hits+misses == 0 {
+		return 0
+	}
+	return float64(hits) / float64(hits+misses)
+}
+
+// histLatency is the distribution of a tally's delivery latencies.
+func histLatency(h *hdrhistogram.Histogram) result.Latency {
+	if h.TotalCount() == 0 {
+		return result.Latency{}
+	}
+	return result.Latency{
+		P50: h.ValueAtQuantile(50), P90: h.ValueAtQuantile(90),
+		P99: h.ValueAtQuantile(99), P999: h.ValueAtQuantile(99.9),
+		Max: h.Max(), Mean: h.Mean(),
+	}
 }

@@ -18,18 +18,21 @@
 //	+----------------+----------------+
 //
 // GET /stats answers {"records":N,"fsyncs":M,"fsync_ns":T}: the records
-// made durable, the fdatasyncs that did it and the time they took. SIGTERM or SIGINT drains and stops it.
+// made durable, the fdatasyncs that did it and the time they took.
+// SIGTERM or SIGINT drains and stops it.
+//
+// Of the product it imports envelope alone, for the ids it answers with,
+// so that it stays the reference: the simplest correct group commit, not
+// the appliance's code. No product package may import it.
 package main
 
 import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 
-	"github.com/valyala/fasthttp"
+	"github.com/ankusa/ankusa/bench/internal/benchkit"
 )
 
 func main() {
@@ -41,25 +44,9 @@ func main() {
 		fmt.Fprintf(os.Stderr, "gcref: %v\n", err)
 		os.Exit(1)
 	}
-	srv := &fasthttp.Server{
-		Handler:               c.handle,
-		NoDefaultServerHeader: true,
-		NoDefaultDate:         true,
-		NoDefaultContentType:  true,
-		CloseOnShutdown:       true,
-	}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.ListenAndServe(*listen) }()
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
-	select {
-	case <-sig:
-		// Shutdown waits for the handlers, and so for their batches.
-		_ = srv.Shutdown()
+	// Shutdown waits for the handlers, and so for their batches.
+	benchkit.Serve("gcref", *listen, c.handle, func() {
 		c.close()
 		fmt.Fprintf(os.Stderr, "gcref: %d records in %d fdatasyncs\n", c.records.Load(), c.fsyncs.Load())
-	case err := <-errc:
-		fmt.Fprintf(os.Stderr, "gcref: cannot serve on %s: %v\n", *listen, err)
-		os.Exit(1)
-	}
+	})
 }

@@ -2,18 +2,11 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"strconv"
 	"time"
 
 	"github.com/ankusa/ankusa/bench/internal/benchkit"
 )
-
-// loadResult is the object `loadgen -json` prints.
-type loadResult struct {
-	benchkit.LoadResult
-	FromSendUS *benchkit.Latency `json:"from_send_us"` // open loop only
-}
 
 // loadArgs is the loadgen command line of one run: the same for every
 // server but the URL. rate 0 is closed loop.
@@ -37,12 +30,4 @@ func loadArgs(o *options, url string, conns int, rate float64) []string {
 // by a minute is stuck, and killed.
 func startLoad(ctx context.Context, o *options, args []string) (*benchkit.Loadgen, error) {
 	return benchkit.StartLoadgen(ctx, o.bin, args, o.warmup+o.duration+time.Minute)
-}
-
-// loadResultOf waits for l to finish and parses its JSON. A non-zero exit
-// with a parsable result comes back as exitErr beside the result: loadgen
-// may exit non-zero on failed requests, which the figures then show.
-func loadResultOf(l *benchkit.Loadgen) (r loadResult, raw json.RawMessage, exitErr, err error) {
-	raw, exitErr, err = l.Wait(&r)
-	return r, raw, exitErr, err
 }

@@ -5,17 +5,15 @@
 // several rounds and connection counts, then an open-loop run at half the
 // appliance's measured maximum, and prints one table of the medians.
 //
-// With -verify (`make bench-verify`) it measures the cost of signature
-// verification instead: the appliance alone, a source without verification
-// and one verifying Stripe signatures in alternation (see verify.go).
-//
 // It writes the table as markdown to -out and every raw figure as JSON to
 // -json. It exits 1 if any server answered anything but 201 or a request
 // failed, or if the appliance's req/s falls below -min-ratio of gcref's
 // (the guard CI runs with -quick), and 2 on a usage error.
 //
 // The binaries (ankusa, loadgen, ceiling, gcref) are expected in -bin; the
-// Makefile builds them first.
+// Makefile builds them first. It drives each of them as a process: it
+// imports no product package (its test loads the appliance's config with
+// package config), and nothing outside bench/ may import it.
 package main
 
 import (
@@ -23,10 +21,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/ankusa/ankusa/bench/internal/benchkit"
@@ -48,38 +44,19 @@ type options struct {
 	tmp       string
 	settle    time.Duration
 	redo      int
-	vsWrk     bool
-	verify    bool
 }
 
 func main() {
-	os.Exit(run())
-}
-
-func run() int {
 	o, err := parseFlags(os.Args[1:])
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "harness:", err)
-		return 2
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	started := time.Now()
-	if o.vsWrk {
-		return runVsWrk(ctx, o, started)
-	}
-	measureMode, judge, render := measureAll, (*results).judge, (*results).markdown
-	if o.verify {
-		measureMode, judge, render = measureVerify, (*results).judgeVerify, (*results).verifyMarkdown
-	}
-	res, err := measureMode(ctx, o)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "harness:", err)
-		return 1
-	}
-	res.WallSeconds = time.Since(started).Seconds()
-	judge(res, o)
-	return benchkit.Publish("harness", render(res, o), o.out, o.jsonOut, res, res.Failures)
+	os.Exit(benchkit.Run("harness", err, func(ctx context.Context, started time.Time) (benchkit.Published, error) {
+		res, err := measureAll(ctx, o)
+		if err != nil {
+			return benchkit.Published{}, err
+		}
+		res.WallSeconds = time.Since(started).Seconds()
+		res.judge(o)
+		return benchkit.Published{Markdown: res.markdown(o), Out: o.out, JSONOut: o.jsonOut, Figures: res, Failures: res.Failures}, nil
+	}))
 }
 
 func parseFlags(args []string) (*options, error) {
@@ -98,8 +75,6 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.jsonOut, "json", "", "write every raw figure as JSON to this file")
 	fs.DurationVar(&o.settle, "settle", time.Minute, "before each run, wait up to this long for the rest of the machine to go quiet (under 20% of one core for half a second)")
 	fs.IntVar(&o.redo, "redo", 2, "run again, up to this many times, a run during which other processes used more than 15% of one core")
-	fs.BoolVar(&o.vsWrk, "vs-wrk", false, "check the instrument instead: wrk and loadgen in turn against the ceiling, closed loop and at a paced rate (-rounds, -d, -warmup apply)")
-	fs.BoolVar(&o.verify, "verify", false, "measure stripe signature verification instead: the appliance alone, a plain source and a verifying one in alternation, -rounds each at -conns (default 256); with -quick 1 round of 3s")
 	fs.StringVar(&o.tmp, "tmp", "", "parent of the servers' data directories (default: the system temp dir; it must be on the disk under test)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -107,24 +82,14 @@ func parseFlags(args []string) (*options, error) {
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	if o.verify {
-		if err := verifyFlags(fs); err != nil {
-			return nil, err
-		}
-		benchkit.Unset(fs, map[string]func(){"conns": func() { *conns = "256" }})
-	}
 	if o.quick {
-		defaults := map[string]func(){
+		benchkit.Unset(fs, map[string]func(){
 			"rounds":    func() { o.rounds = 1 },
 			"conns":     func() { *conns = "256" },
 			"d":         func() { o.duration = 3 * time.Second },
 			"warmup":    func() { o.warmup = time.Second },
 			"min-ratio": func() { o.minRatio = 0.5 },
-		}
-		if o.verify {
-			delete(defaults, "min-ratio") // the guard is the side by side's
-		}
-		benchkit.Unset(fs, defaults)
+		})
 	}
 	for _, s := range strings.Split(*conns, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -144,15 +109,4 @@ func parseFlags(args []string) (*options, error) {
 		return nil, fmt.Errorf("-open-frac %v: want 0 (no open-loop run) to 1", o.openFrac)
 	}
 	return o, nil
-}
-
-// runVsWrk is the -vs-wrk mode: the comparison, its report, its exit code.
-func runVsWrk(ctx context.Context, o *options, started time.Time) int {
-	rep, err := compareWrk(ctx, o)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "harness:", err)
-		return 1
-	}
-	rep.WallSeconds = time.Since(started).Seconds()
-	return benchkit.Publish("harness", rep.markdown(), o.out, o.jsonOut, rep, rep.Failures)
 }

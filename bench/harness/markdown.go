@@ -41,7 +41,7 @@ func (res *results) markdown(o *options) string {
 			res.OpenConns, res.OpenRate, 100*o.openFrac, res.OpenConns, res.Duration, res.Warmup)
 		t = benchkit.Table{Header: []string{"server", "req/s", "p50", "p99", "p99.9", "max", "CPU", "client CPU", "hooks/fsync", "fdatasync"}, Left: map[int]bool{0: true}}
 		for _, s := range res.Open {
-			t.Add(s.Server, thousands(s.RPS), ms(s.P50), ms(s.P99), ms(s.P999), ms(s.Max), fmt.Sprintf("%.0f%%", s.CPU), fmt.Sprintf("%.0f%%", s.ClientCPU), hooks(s), fsyncAvg(s))
+			t.Add(s.Server, benchkit.Thousands(s.RPS), ms(s.P50), ms(s.P99), ms(s.P999), ms(s.Max), fmt.Sprintf("%.0f%%", s.CPU), fmt.Sprintf("%.0f%%", s.ClientCPU), hooks(s), fsyncAvg(s))
 		}
 		b.WriteString(t.String())
 		fmt.Fprintf(&b, "\nankusa p99 / gcref p99 at the same rate: %.2f\n", res.OpenP99)
@@ -68,7 +68,7 @@ func (res *results) closing() string {
 // closedCells are the closed-loop figures of a row: req/s, its range, the
 // latencies, the server's and the client's CPU.
 func closedCells(s summary) []string {
-	return []string{thousands(s.RPS), thousands(s.RPSMin) + "–" + thousands(s.RPSMax),
+	return []string{benchkit.Thousands(s.RPS), benchkit.Thousands(s.RPSMin) + "–" + benchkit.Thousands(s.RPSMax),
 		ms(s.P50), ms(s.P99), ms(s.P999), fmt.Sprintf("%.0f%%", s.CPU), fmt.Sprintf("%.0f%%", s.ClientCPU)}
 }
 

@@ -9,19 +9,19 @@ import (
 	"time"
 
 	"github.com/ankusa/ankusa/bench/internal/benchkit"
+	"github.com/ankusa/ankusa/tools/loadgen/result"
 )
 
 // runResult is one server under one loadgen command.
 type runResult struct {
-	Server  string  `json:"server"`
-	Mode    string  `json:"mode"`              // closed or open
-	Variant string  `json:"variant,omitempty"` // -verify: plain or verified
-	Round   int     `json:"round"`
-	Conns   int     `json:"connections"`
-	Rate    float64 `json:"rate,omitempty"`
+	Server string  `json:"server"`
+	Mode   string  `json:"mode"` // closed or open
+	Round  int     `json:"round"`
+	Conns  int     `json:"connections"`
+	Rate   float64 `json:"rate,omitempty"`
 	// Command is loadgen's command line.
 	Command string          `json:"command"`
-	Load    loadResult      `json:"-"`
+	Load    result.Summary  `json:"-"`
 	LoadRaw json.RawMessage `json:"loadgen"`
 	// The server's figures over the measured window: from the end of the
 	// warm-up to loadgen's exit.
@@ -41,39 +41,22 @@ type runResult struct {
 	Problems      []string `json:"problems,omitempty"`
 }
 
-// runKey is what a run measures: a server, and in the -verify mode the
-// appliance's variant.
-type runKey struct{ server, variant string }
-
-// measureRounds runs o.rounds rounds of closed-loop runs into res: in each
-// round, at every connection count, the runs order(round) lists, in turn.
-func measureRounds(ctx context.Context, o *options, res *results, order func(round int) []runKey) error {
-	for round := 1; round <= o.rounds; round++ {
-		for _, c := range o.conns {
-			for _, k := range order(round) {
-				r, err := measureUndisturbed(ctx, o, k.server, k.variant, round, c, 0)
-				if err != nil {
-					return err
-				}
-				res.Runs = append(res.Runs, r)
-			}
-		}
-	}
-	return nil
-}
-
 // measureAll runs every round of the closed-loop runs, then the open-loop
 // runs at o.openFrac of the appliance's median maximum.
 func measureAll(ctx context.Context, o *options) (*results, error) {
 	res := newResults(o)
 	fmt.Fprintf(os.Stderr, "harness: %d round(s) x %v connections x %s, %v + %v warm-up each\n",
 		o.rounds, o.conns, strings.Join(serverNames, ", "), o.duration, o.warmup)
-	var each []runKey
-	for _, name := range serverNames {
-		each = append(each, runKey{server: name})
-	}
-	if err := measureRounds(ctx, o, res, func(int) []runKey { return each }); err != nil {
-		return nil, err
+	for round := 1; round <= o.rounds; round++ {
+		for _, c := range o.conns {
+			for _, name := range serverNames {
+				r, err := measureUndisturbed(ctx, o, name, round, c, 0)
+				if err != nil {
+					return nil, err
+				}
+				res.Runs = append(res.Runs, r)
+			}
+		}
 	}
 	if o.openFrac == 0 {
 		return res, nil
@@ -89,7 +72,7 @@ func measureAll(ctx context.Context, o *options) (*results, error) {
 	}
 	res.OpenConns, res.OpenRate = conns, rate
 	for _, name := range []string{gcref, ankusa} {
-		r, err := measureUndisturbed(ctx, o, name, "", 1, conns, rate)
+		r, err := measureUndisturbed(ctx, o, name, 1, conns, rate)
 		if err != nil {
 			return nil, err
 		}
@@ -114,9 +97,9 @@ func openConns(o *options) int {
 // measureUndisturbed measures, and measures again up to o.redo times while
 // other processes took more than otherCPUNote of the machine during the
 // run. A run with a problem is kept whatever else ran: it fails the bench.
-func measureUndisturbed(ctx context.Context, o *options, name, variant string, round, conns int, rate float64) (*runResult, error) {
+func measureUndisturbed(ctx context.Context, o *options, name string, round, conns int, rate float64) (*runResult, error) {
 	for attempt := 0; ; attempt++ {
-		r, err := measure(ctx, o, name, variant, round, conns, rate)
+		r, err := measure(ctx, o, name, round, conns, rate)
 		if err != nil {
 			return nil, err
 		}
@@ -129,11 +112,10 @@ func measureUndisturbed(ctx context.Context, o *options, name, variant string, r
 }
 
 // measure starts one server, runs loadgen against it, samples the server
-// over the measured window and stops it. variant is the -verify mode's
-// plain or verified, else empty. An error means the run could not be made;
-// what went wrong inside a made run is in Problems.
-func measure(ctx context.Context, o *options, name, variant string, round, conns int, rate float64) (*runResult, error) {
-	r := &runResult{Server: name, Mode: "closed", Variant: variant, Round: round, Conns: conns, Rate: rate}
+// over the measured window and stops it. An error means the run could not
+// be made; what went wrong inside a made run is in Problems.
+func measure(ctx context.Context, o *options, name string, round, conns int, rate float64) (*runResult, error) {
+	r := &runResult{Server: name, Mode: "closed", Round: round, Conns: conns, Rate: rate}
 	began := time.Now()
 	quiet, err := settle(ctx, o.settle)
 	if err != nil {
@@ -156,21 +138,13 @@ func measure(ctx context.Context, o *options, name, variant string, round, conns
 	}
 	r.check()
 	fmt.Fprintf(os.Stderr, "harness: round %d, %s loop, %d connections, %-7s %9.0f req/s  p99 %s  cpu %3.0f%%  %s\n",
-		round, r.Mode, conns, r.label(), r.Load.ThroughputRPS, ms(r.Load.LatencyUS.P99), r.CPUPercent, strings.Join(r.Problems, "; "))
+		round, r.Mode, conns, r.Server, r.Load.ThroughputRPS, ms(float64(r.Load.LatencyUs.P99)), r.CPUPercent, strings.Join(r.Problems, "; "))
 	return r, nil
 }
 
 // quietCPU is how busy the machine may be, in percent of one core, for
 // settle to call it quiet.
 const quietCPU = 20
-
-// label names the run's server, and its variant if any.
-func (r *runResult) label() string {
-	if r.Variant == "" {
-		return r.Server
-	}
-	return r.Server + " " + r.Variant
-}
 
 // settle waits up to limit for the machine to be quiet over half a second
 // (other work on a shared machine would be measured as the servers'
@@ -183,8 +157,7 @@ func settle(ctx context.Context, limit time.Duration) (bool, error) {
 // drive runs loadgen against s and samples s around the measured window.
 func (r *runResult) drive(ctx context.Context, o *options, s *server) error {
 	pid := s.Pid()
-	url, sign := target(s, r.Variant)
-	args := append(loadArgs(o, url, r.Conns, r.Rate), sign...)
+	args := loadArgs(o, s.url, r.Conns, r.Rate)
 	r.Command = "loadgen " + strings.Join(args, " ")
 	l, err := startLoad(ctx, o, args)
 	if err != nil {
@@ -193,18 +166,18 @@ func (r *runResult) drive(ctx context.Context, o *options, s *server) error {
 	select {
 	case <-time.After(o.warmup):
 	case <-ctx.Done():
-		loadResultOf(l)
+		l.Wait()
 		return ctx.Err()
 	}
 	start, err := r.sample(s, pid)
 	if err != nil {
-		loadResultOf(l)
+		l.Wait()
 		return err
 	}
 	clientStart, _ := benchkit.CPUSeconds(l.Pid())
 	busyStart, _ := benchkit.MachineBusy()
 	r.PeakRSSWindow = benchkit.ResetPeakRSS(pid)
-	load, raw, exitErr, err := loadResultOf(l)
+	load, raw, exitErr, err := l.Wait()
 	if err != nil {
 		return err
 	}
@@ -265,5 +238,5 @@ func (r *runResult) sample(s *server, pid int) (sample, error) {
 // check records every answer but 201, every failed request and an empty
 // run as problems.
 func (r *runResult) check() {
-	r.Problems = append(r.Problems, r.Load.Problems()...)
+	r.Problems = append(r.Problems, benchkit.LoadProblems(&r.Load)...)
 }

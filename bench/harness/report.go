@@ -23,8 +23,6 @@ type results struct {
 	Ratios      []ratio          `json:"ratios"`
 	Open        []summary        `json:"open,omitempty"`
 	OpenP99     float64          `json:"open_p99_ankusa_over_gcref,omitempty"`
-	Variants    []variantSummary `json:"variants,omitempty"` // -verify
-	Verify      []verifyRatio    `json:"verify,omitempty"`   // -verify
 	Notes       []string         `json:"notes,omitempty"`
 	Failures    []string         `json:"failures"`
 	WallSeconds float64          `json:"wall_seconds"`
@@ -132,14 +130,14 @@ func (res *results) judge(o *options) {
 		res.OpenP99 = div(res.Open[1].P99, res.Open[0].P99)
 		for _, s := range res.Open {
 			if s.RPS < 0.95*res.OpenRate {
-				res.Notes = append(res.Notes, fmt.Sprintf("open loop: %s answered %s req/s of the %s scheduled: it could not keep up, and its latencies show the queue", s.Server, thousands(s.RPS), thousands(res.OpenRate)))
+				res.Notes = append(res.Notes, fmt.Sprintf("open loop: %s answered %s req/s of the %s scheduled: it could not keep up, and its latencies show the queue", s.Server, benchkit.Thousands(s.RPS), benchkit.Thousands(res.OpenRate)))
 			}
 		}
 	}
 	res.judgeRuns()
 }
 
-// judgeRuns adds what every mode says of its runs: notes on the runs made
+// judgeRuns adds what the report says of the runs: notes on the runs made
 // again or disturbed by other work, and a failure for each run's problem.
 func (res *results) judgeRuns() {
 	busiest := 0.0
@@ -164,7 +162,7 @@ func (res *results) judgeRuns() {
 	}
 	for _, r := range res.Runs {
 		for _, p := range r.Problems {
-			res.Failures = append(res.Failures, fmt.Sprintf("%s, %s loop, round %d, %d connections: %s", r.label(), r.Mode, r.Round, r.Conns, p))
+			res.Failures = append(res.Failures, fmt.Sprintf("%s, %s loop, round %d, %d connections: %s", r.Server, r.Mode, r.Round, r.Conns, p))
 		}
 	}
 }
@@ -186,10 +184,10 @@ func summarize(runs []*runResult) summary {
 	for _, r := range runs {
 		s.RPSMin, s.RPSMax = min(s.RPSMin, r.Load.ThroughputRPS), max(s.RPSMax, r.Load.ThroughputRPS)
 	}
-	s.P50 = pick(func(r *runResult) float64 { return r.Load.LatencyUS.P50 })
-	s.P99 = pick(func(r *runResult) float64 { return r.Load.LatencyUS.P99 })
-	s.P999 = pick(func(r *runResult) float64 { return r.Load.LatencyUS.P999 })
-	s.Max = pick(func(r *runResult) float64 { return r.Load.LatencyUS.Max })
+	s.P50 = pick(func(r *runResult) float64 { return float64(r.Load.LatencyUs.P50) })
+	s.P99 = pick(func(r *runResult) float64 { return float64(r.Load.LatencyUs.P99) })
+	s.P999 = pick(func(r *runResult) float64 { return float64(r.Load.LatencyUs.P999) })
+	s.Max = pick(func(r *runResult) float64 { return float64(r.Load.LatencyUs.Max) })
 	s.CPU = pick(func(r *runResult) float64 { return r.CPUPercent })
 	s.ClientCPU = pick(func(r *runResult) float64 { return r.ClientCPU })
 	s.RSS = pick(func(r *runResult) float64 { return r.PeakRSSMiB })
@@ -205,24 +203,7 @@ func div(a, b float64) float64 {
 	return a / b
 }
 
-// within reports whether ratio is within tol of 1, either way.
-func within(ratio, tol float64) bool {
-	return ratio >= 1-tol && ratio <= 1+tol
-}
-
-func yesNo(b bool) string {
-	if b {
-		return "yes"
-	}
-	return "no"
-}
-
 // ms formats microseconds as milliseconds.
 func ms(us float64) string {
 	return fmt.Sprintf("%.2f ms", us/1000)
-}
-
-// thousands formats v rounded to an integer with comma separators.
-func thousands(v float64) string {
-	return benchkit.Group(fmt.Sprintf("%.0f", v))
 }

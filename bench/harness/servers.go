@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"time"
@@ -27,29 +26,18 @@ var serverNames = []string{ceiling, gcref, ankusa}
 // two answer any path.
 const loadPath = "/webhooks/demo"
 
-// signedPath is the catch URL of the appliance's signed source, which
-// checks every hook's Stripe signature with benchSecret (the -verify mode).
-const signedPath = "/webhooks/signed"
-
-// benchSecret is the signed source's Stripe signing secret, and loadgen's.
-// A fixed test value: it guards nothing.
-const benchSecret = "whsec_ankusaBenchVerify0123456789abcdef"
-
 // server is one started server process. Its data directory is removed by
 // stop.
 type server struct {
-	*benchkit.Proc
-	dir     string
-	origin  string                   // http://127.0.0.1:PORT
-	url     string                   // what loadgen posts to: origin + loadPath
+	*benchkit.Server
+	url     string                   // what loadgen posts to: http://127.0.0.1:PORT + loadPath
 	statsFn func() (counters, error) // nil for the ceiling
 }
 
 // appConfig is the appliance's config: the path resolver, the demo source
-// without verification, the signed source verifying Stripe signatures (only
-// the -verify mode posts to it), the WAL on disk, and everything else at
-// its default (the durable settings). %[1]s is the data directory, %[2]s
-// the listener, %[3]s the admin listener, %[4]s the signing secret.
+// without verification, the WAL on disk, and everything else at its
+// default (the durable settings). %[1]s is the data directory, %[2]s the
+// listener, %[3]s the admin listener.
 const appConfig = `node: {name: bench, data_dir: %[1]s}
 listen: %[2]s
 admin: {listen: %[3]s}
@@ -59,7 +47,6 @@ wal: {type: disk}
 source_store: {type: static}
 sources:
   demo: {verify: {type: none}}
-  signed: {verify: {type: stripe, secret: %[4]s}}
 `
 
 // startServer starts the named server on free loopback ports with a fresh
@@ -69,63 +56,42 @@ func startServer(ctx context.Context, o *options, name string) (*server, error) 
 	if name == ankusa {
 		ports = 2 // and the admin listener
 	}
-	dir, addrs, err := benchkit.DataDir(o.tmp, "ankusa-bench-"+name+"-", ports)
-	if err != nil {
-		return nil, err
-	}
-	addr := addrs[0]
-	s := &server{dir: dir, origin: "http://" + addr}
-	s.url = s.origin + loadPath
-	var cmd *exec.Cmd
-	var ready func() error
-	switch name {
-	case ceiling:
-		cmd = exec.Command(filepath.Join(o.bin, "ceiling"), "-listen", addr)
-		ready = func() error { _, err := getJSON("http://" + addr + "/stats"); return err }
-	case gcref:
-		cmd = exec.Command(filepath.Join(o.bin, "gcref"), "-listen", addr, "-dir", dir)
-		s.statsFn = func() (counters, error) {
-			m, err := getJSON("http://" + addr + "/stats")
-			return counters{records: m["records"], fsyncs: m["fsyncs"], fsyncSeconds: float64(m["fsync_ns"]) / 1e9}, err
+	s := &server{}
+	var ready func(addrs []string) error
+	cmd := func(dir string, addrs []string) (*exec.Cmd, error) {
+		stats := "http://" + addrs[0] + "/stats"
+		s.url = "http://" + addrs[0] + loadPath
+		switch name {
+		case ceiling:
+			ready = func([]string) error { _, err := getJSON(stats); return err }
+			return exec.Command(filepath.Join(o.bin, "ceiling"), "-listen", addrs[0]), nil
+		case gcref:
+			s.statsFn = func() (counters, error) {
+				m, err := getJSON(stats)
+				return counters{records: m["records"], fsyncs: m["fsyncs"], fsyncSeconds: float64(m["fsync_ns"]) / 1e9}, err
+			}
+			ready = func([]string) error { _, err := s.statsFn(); return err }
+			return exec.Command(filepath.Join(o.bin, "gcref"), "-listen", addrs[0], "-dir", dir), nil
+		case ankusa:
+			s.statsFn = func() (counters, error) { return walCounters("http://" + addrs[1] + "/metrics") }
+			ready = func([]string) error { return benchkit.GetOK(client, "http://"+addrs[1]+"/readyz") }
+			return benchkit.AnkusaCmd(o.bin, dir, appConfigText(filepath.Join(dir, "data"), addrs[0], addrs[1]))
 		}
-		ready = func() error { _, err := s.statsFn(); return err }
-	case ankusa:
-		admin := addrs[1]
-		cfg := filepath.Join(dir, "ankusa.yaml")
-		text := appConfigText(filepath.Join(dir, "data"), addr, admin)
-		if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
-			os.RemoveAll(dir)
-			return nil, fmt.Errorf("cannot write the appliance's config: %w", err)
-		}
-		cmd = exec.Command(filepath.Join(o.bin, "ankusa"), "serve", "-config", cfg)
-		s.statsFn = func() (counters, error) { return walCounters("http://" + admin + "/metrics") }
-		ready = func() error { return benchkit.GetOK(client, "http://"+admin+"/readyz") }
-	default:
 		panic("BUG: unknown server " + name)
 	}
-	if s.Proc, err = benchkit.StartProc(name, cmd); err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("cannot start %s (build it with make bench-build): %w", name, err)
-	}
-	if err := s.WaitReady(ctx, 15*time.Second, ready); err != nil {
-		s.stop()
-		return nil, err
-	}
-	return s, nil
+	var err error
+	s.Server, err = benchkit.StartServer(ctx, name, o.tmp, ports, cmd, func(a []string) error { return ready(a) })
+	return s, err
 }
 
 // appConfigText is appConfig for a data directory and two listeners.
 func appConfigText(dataDir, listen, admin string) string {
-	return fmt.Sprintf(appConfig, dataDir, listen, admin, benchSecret)
+	return fmt.Sprintf(appConfig, dataDir, listen, admin)
 }
 
 // stop sends SIGTERM, waits for the drain (SIGKILL after 20s), removes the
 // data directory, and returns an error if the server did not exit 0.
-func (s *server) stop() error {
-	err := s.Stop(20 * time.Second)
-	os.RemoveAll(s.dir)
-	return err
-}
+func (s *server) stop() error { return s.Shut(20 * time.Second) }
 
 var client = &http.Client{Timeout: 5 * time.Second}
 

@@ -1,19 +1,20 @@
 package main
 
 import (
-	"bytes"
+	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"slices"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/klauspost/compress/zstd"
 	"golang.org/x/sys/unix"
 
 	"github.com/ankusa/ankusa/envelope"
+	"github.com/ankusa/ankusa/meta"
 	"github.com/ankusa/ankusa/segment"
+	"github.com/ankusa/ankusa/wal"
 )
 
 // latency is a distribution of fetch times.
@@ -22,71 +23,101 @@ type latency struct {
 	n        int
 }
 
-func percentiles(d []time.Duration) latency {
-	if len(d) == 0 {
-		return latency{}
-	}
-	slices.Sort(d)
-	at := func(q float64) time.Duration { return d[min(len(d)-1, int(q*float64(len(d))))] }
-	return latency{p50: at(0.50), p99: at(0.99), n: len(d)}
-}
-
-// fetched are the fetch latencies of one layout.
+// fetched are the fetch latencies: cold (no block cache), disk (the
+// file's pages dropped too) and warm (every block cached).
 type fetched struct {
-	cold, warm, disk latency
+	cold, disk, warm latency
 }
 
-// sampleIDs draws n ids of the hooks at random (repeats allowed).
-func sampleIDs(h *hooks, from, n int, seed uint64) []envelope.ID {
-	r := rand.New(rand.NewPCG(seed, 3))
-	ids := make([]envelope.ID, n)
-	for i := range ids {
-		ids[i] = h.envs[from+r.IntN(len(h.envs)-from)].ID
+// emptyLog is a WAL directory with nothing in it, as the store's Log: the
+// store opened for the fetches serves the segments it adopted at Open and
+// has nothing to tail.
+type emptyLog struct{ dir string }
+
+func (l emptyLog) Durable() wal.Position      { return wal.Position{} }
+func (l emptyLog) Committed() <-chan struct{} { return nil }
+func (l emptyLog) Dir() string                { return l.dir }
+func (l emptyLog) FS() vfs.FS                 { return vfs.Default }
+
+// openStore opens a segment store on dir/segments, its catalogue in
+// dir/meta, and a block cache of cacheBytes (0: the default 64 MiB).
+// close closes both.
+func openStore(dir string, cacheBytes int64) (s *segment.Store, close func() error, err error) {
+	logDir := filepath.Join(dir, "wal")
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		return nil, nil, err
 	}
-	return ids
-}
-
-// storeFetch measures Store.Fetch on the node in dir, whose segments
-// directory holds files the store adopts on its first open:
-//   - cold: a store with no block cache (CacheBytes 1, where no block fits),
-//     so that every fetch reads and decompresses its block, the file
-//     pages being in the page cache;
-//   - disk: the same, with the files' pages dropped before each fetch
-//     (posix_fadvise DONTNEED), so the block is read from the disk;
-//   - warm: a store with the default 64 MiB cache, after one pass over
-//     the same ids, so every block is in the cache.
-func storeFetch(dir string, files []string, ids []envelope.ID, diskN int) (fetched, error) {
-	var out fetched
-	n, err := openNode(dir, &segment.Options{CacheBytes: 1})
+	m, err := meta.Open(meta.Options{Dir: filepath.Join(dir, "meta"), FS: vfs.Default})
 	if err != nil {
-		return out, err
+		return nil, nil, err
 	}
-	defer n.close()
-	fetch := func(id envelope.ID) error {
-		e, err := n.store.Fetch(id)
-		if err == nil && e.ID != id {
-			err = fmt.Errorf("fetched %x for %x", e.ID, id)
-		}
+	s, err = segment.Open(segment.Options{
+		FS: vfs.Default, Dir: filepath.Join(dir, "segments"), Log: emptyLog{logDir}, Meta: m, CacheBytes: cacheBytes,
+	})
+	if err != nil {
+		return nil, nil, errors.Join(err, m.Close())
+	}
+	return s, func() error { return errors.Join(s.Close(), m.Close()) }, nil
+}
+
+// adopt hands the segments sealed in dir/sealed to the store of dir the
+// way a boot takes the whole segments a crash left uncatalogued: a store
+// adopts at Open only the segment that follows its catalogue, and lists
+// its directory in no particular order, so they go in one at a time, in
+// seq order, each adopted by an Open of its own.
+func adopt(dir string) error {
+	names, err := filepath.Glob(filepath.Join(dir, sealedDir, "*.seg"))
+	if err != nil {
 		return err
 	}
-	if out.cold, err = timeEach(ids, nil, fetch); err != nil {
+	slices.Sort(names) // zero-padded seqs: name order is seq order
+	if err := os.MkdirAll(filepath.Join(dir, "segments"), 0o755); err != nil {
+		return err
+	}
+	for _, name := range names {
+		if err := os.Rename(name, filepath.Join(dir, "segments", filepath.Base(name))); err != nil {
+			return err
+		}
+		_, closeStore, err := openStore(dir, 0)
+		if err != nil {
+			return fmt.Errorf("cannot adopt %s: %w", filepath.Base(name), err)
+		}
+		if err := closeStore(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// storeFetch measures Store.Fetch of ids from the segments sealed in dir
+// (dir/sealed, which it adopts first):
+//   - cold: a store with no block cache (CacheBytes 1, where no block
+//     fits), so that every fetch reads and decompresses its block, the
+//     file's pages being in the page cache;
+//   - disk: the same, with the files' pages dropped before each fetch
+//     (posix_fadvise DONTNEED), so the block is read from the disk;
+//   - warm: a store with the default cache, after one pass over the same
+//     ids, so every block is in the cache.
+func storeFetch(dir string, ids []envelope.ID, diskN int) (fetched, error) {
+	var out fetched
+	if err := adopt(dir); err != nil {
 		return out, err
 	}
-	drop, closeAll, err := pageDropper(files)
+	s, closeStore, err := openStore(dir, 1)
 	if err != nil {
 		return out, err
 	}
-	out.disk, err = timeEach(ids[:min(diskN, len(ids))], drop, fetch)
-	closeAll()
-	if err != nil {
+	fetch := func(id envelope.ID) error { return fetchOne(s, id) }
+	if out.cold, err = timeEach(ids, nil, fetch); err == nil {
+		out.disk, err = diskFetch(filepath.Join(dir, "segments"), ids[:min(diskN, len(ids))], fetch)
+	}
+	if err = errors.Join(err, closeStore()); err != nil {
 		return out, err
 	}
-	if err := n.closeStore(); err != nil {
+	if s, closeStore, err = openStore(dir, 0); err != nil {
 		return out, err
 	}
-	if err := n.openStore(segment.Options{}); err != nil {
-		return out, err
-	}
+	defer closeStore()
 	if _, err := timeEach(ids, nil, fetch); err != nil {
 		return out, err
 	}
@@ -94,43 +125,43 @@ func storeFetch(dir string, files []string, ids []envelope.ID, diskN int) (fetch
 	return out, err
 }
 
-// fileFetch measures the store's cold path without the store: find the
-// file, its block (index search), read and decompress the block with dec,
-// find the record, decode the envelope. It reads segments written with a
-// dictionary, which the store's decoder cannot.
-func fileFetch(files []string, ids []envelope.ID, dec *zstd.Decoder) (latency, error) {
-	var segs []*segment.File
+func fetchOne(s *segment.Store, id envelope.ID) error {
+	e, err := s.Fetch(id)
+	if err == nil && e.ID != id {
+		err = fmt.Errorf("fetched %x for %x", e.ID, id)
+	}
+	return err
+}
+
+// diskFetch times fetch on each id with the pages of every segment file
+// in dir dropped from the page cache first.
+func diskFetch(dir string, ids []envelope.ID, fetch func(envelope.ID) error) (latency, error) {
+	names, err := filepath.Glob(filepath.Join(dir, "*.seg"))
+	if err != nil {
+		return latency{}, err
+	}
+	var files []*os.File
 	defer func() {
-		for _, f := range segs {
+		for _, f := range files {
 			f.Close()
 		}
 	}()
-	for _, path := range files {
-		f, err := segment.OpenFile(vfs.Default, path)
+	for _, name := range names {
+		f, err := os.Open(name)
 		if err != nil {
 			return latency{}, err
 		}
-		segs = append(segs, f)
+		files = append(files, f)
 	}
-	return timeEach(ids, nil, func(id envelope.ID) error {
-		for _, f := range segs {
-			if bytes.Compare(id[:], f.Footer.FirstID[:]) < 0 || bytes.Compare(id[:], f.Footer.LastID[:]) > 0 {
-				continue
+	drop := func() error {
+		for _, f := range files {
+			if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+				return fmt.Errorf("cannot drop the pages of %q: %w", f.Name(), err)
 			}
-			raw, err := f.ReadBlock(f.BlockForID(id), dec, nil)
-			if err != nil {
-				return err
-			}
-			p, ok, err := segment.FindInBlock(raw, id)
-			if err != nil || !ok {
-				return fmt.Errorf("id %x not in its block: %v", id, err)
-			}
-			var e envelope.Envelope
-			_, err = envelope.Decode(p, &e)
-			return err
 		}
-		return fmt.Errorf("id %x in no segment", id)
-	})
+		return nil
+	}
+	return timeEach(ids, drop, fetch)
 }
 
 // timeEach times fn on every id, calling before (untimed) first.
@@ -148,33 +179,10 @@ func timeEach(ids []envelope.ID, before func() error, fn func(envelope.ID) error
 		}
 		d = append(d, time.Since(start))
 	}
-	return percentiles(d), nil
-}
-
-// pageDropper returns a function that drops the files' pages from the page
-// cache, and one that closes them.
-func pageDropper(paths []string) (drop func() error, closeAll func(), err error) {
-	var fs []*os.File
-	closeAll = func() {
-		for _, f := range fs {
-			f.Close()
-		}
+	if len(d) == 0 {
+		return latency{}, nil
 	}
-	for _, p := range paths {
-		f, err := os.Open(p)
-		if err != nil {
-			closeAll()
-			return nil, nil, err
-		}
-		fs = append(fs, f)
-	}
-	drop = func() error {
-		for _, f := range fs {
-			if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
-				return fmt.Errorf("cannot drop the pages of %q: %w", f.Name(), err)
-			}
-		}
-		return nil
-	}
-	return drop, closeAll, nil
+	slices.Sort(d)
+	at := func(q float64) time.Duration { return d[min(len(d)-1, int(q*float64(len(d))))] }
+	return latency{p50: at(0.50), p99: at(0.99), n: len(d)}, nil
 }

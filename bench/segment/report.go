@@ -16,36 +16,23 @@ const spineMBs = 70.0
 
 // report is everything one run measured.
 type report struct {
-	date, machine, commit, command string
-	corpus                         string
-	rows                           []row
-	ingest                         []ingestRow
-	busy                           int // measurements started on a busy machine
-	notes                          []string
+	machine benchkit.Machine
+	command string
+	hooks   string // what was sealed
+	seal    sealResult
+	fetch   fetched
+	busy    int // measurements started on a busy machine
+	wall    time.Duration
 }
 
-type ingestRow struct {
-	name string
-	res  ingested
-}
-
-func newReport(h *hooks, evs []corpusEvent, corpus string) *report {
-	stripe := 0
-	for _, ev := range evs {
-		if ev.Source == "stripe" {
-			stripe++
-		}
-	}
-	m := benchkit.DescribeMachine("", "")
+func newReport(o *options, h *hooks) *report {
+	n := int64(len(h.envs))
 	return &report{
-		date:    m.Date,
-		machine: fmt.Sprintf("nproc %d, %s, Linux %s", m.NProc, m.CPUModel, m.Kernel),
-		commit:  m.Commit,
+		machine: benchkit.DescribeMachine(o.tmp, ""),
 		command: "make bench-segment (" + strings.Join(os.Args, " ") + ")",
-		corpus: fmt.Sprintf("%s: %d events (%d Stripe-like, %d GitHub-like), bodies %.1f MB (mean %d B); "+
+		hooks: fmt.Sprintf("%d hooks of tools/loadgen's payloads (-kind %s -size %s, each with its own token, signed), over %d tenants: bodies %.1f MB (mean %d B); "+
 			"as envelope records %.1f MB (mean %d B, headers and envelope fields included)",
-			corpus, len(evs), stripe, len(evs)-stripe, float64(h.bodies)/1e6, h.bodies/int64(len(evs)),
-			float64(h.raw)/1e6, h.raw/int64(len(evs))),
+			n, o.kind, o.sizes, hookTenants, float64(h.bodies)/1e6, h.bodies/n, float64(h.raw)/1e6, h.raw/n),
 	}
 }
 
@@ -53,74 +40,23 @@ func newReport(h *hooks, evs []corpusEvent, corpus string) *report {
 // -out.
 func (r *report) markdown() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Date: %s. Machine: %s. Commit: %s.\nCommand: `%s`.\nCorpus: %s.\n", r.date, r.machine, r.commit, r.command, r.corpus)
+	b.WriteString(r.machine.Header(r.command))
+	fmt.Fprintf(&b, "- %s\n", r.hooks)
+	fmt.Fprintf(&b, "- sealing: %d round(s), the median; %s of records in %d blocks, %d segment(s)\n", r.seal.rounds, mb(r.seal.raw), r.seal.blocks, r.seal.segments)
+	fmt.Fprintf(&b, "- fetch: Store.Fetch of %d random ids cold and warm, %d of them page-cache-cold\n", r.fetch.cold.n, r.fetch.disk.n)
 	if r.busy > 0 {
-		fmt.Fprintf(&b, "**%d measurements started while the CPUs stayed busy with other work for %s: their speeds and latencies are not reliable.**\n", r.busy, quietTimeout)
+		fmt.Fprintf(&b, "- **%d measurements started while the machine stayed busy with other work: their speeds and latencies are not reliable**\n", r.busy)
 	}
 	b.WriteString("\n")
-	b.WriteString("| blocks | compressor | hooks | ratio | seal MB/s (fsync) | × 70 MB/s | CPU at 70 MB/s | fetch cold p50 / p99 | page-cache-cold p50 / p99 | warm p50 / p99 |\n")
-	b.WriteString("|---:|:---|:---|---:|---:|---:|---:|---:|---:|---:|\n")
-	for _, x := range r.rows {
-		cold := lat(x.fetch.cold)
-		if x.fileCold.n > 0 {
-			cold = lat(x.fileCold) + " †"
-		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
-			size(x.blocks), x.codec, x.hooks, num(x.ratio(), "%.2f"), num(x.sealMBs, "%.0f"), num(x.sealMBs/spineMBs, "%.1f×"),
-			cpuShare(x.cpuPerMB), cold, lat(x.fetch.disk), lat(x.fetch.warm))
-	}
-	b.WriteString("\n† without the store: index search, block read and decompression, record search and decode " +
-		"(the store cannot read dictionary blocks); the store adds a catalogue lookup.\n")
-	for _, n := range r.notes {
-		b.WriteString("\n" + n + "\n")
-	}
-	if len(r.ingest) > 0 {
-		b.WriteString("\n| full path | hooks | raw MB | commits answered in | hooks/s | raw MB/s | CPU (cores) | hooks per fdatasync | mean fdatasync | fetch of the last hook after the last answer ‡ | segments sealed |\n")
-		b.WriteString("|:---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-		for _, x := range r.ingest {
-			lag := "–"
-			if x.res.catchUp > 0 {
-				lag = dur(x.res.catchUp)
-			}
-			secs := x.res.commit.Seconds()
-			perSync, meanSync := "–", "–"
-			if x.res.syncs > 0 {
-				perSync = fmt.Sprintf("%.1f", float64(x.res.hooks)/x.res.syncs)
-				meanSync = dur(time.Duration(x.res.syncTime / x.res.syncs * 1e9))
-			}
-			fmt.Fprintf(&b, "| %s | %d | %.0f | %s | %.0f | %.1f | %.2f | %s | %s | %s | %d |\n", x.name, x.res.hooks, float64(x.res.raw)/1e6,
-				x.res.commit.Round(time.Millisecond), float64(x.res.hooks)/secs, float64(x.res.raw)/1e6/secs,
-				x.res.cpu.Seconds()/secs, perSync, meanSync, lag, x.res.segments)
-		}
-	}
-	if len(r.ingest) > 0 {
-		b.WriteString("\n‡ Store.Fetch first moves what the sealer has not read yet into the open segment: " +
-			"it takes about the sealer's backlog divided by its rate.\n")
-	}
+	t := benchkit.Table{Header: []string{"blocks", "compressor", "ratio", "seal MB/s (fsync)", "× 70 MB/s", "CPU at 70 MB/s", "fetch cold p50 / p99", "page-cache-cold p50 / p99", "warm p50 / p99"}, Left: map[int]bool{1: true}}
+	t.Add("256 KiB", "klauspost SpeedFastest", fmt.Sprintf("%.2f", r.seal.ratio()), fmt.Sprintf("%.0f", r.seal.mbs), fmt.Sprintf("%.1f×", r.seal.mbs/spineMBs),
+		fmt.Sprintf("%.0f%%", r.seal.cpuPerMB.Seconds()*spineMBs*100), lat(r.fetch.cold), lat(r.fetch.disk), lat(r.fetch.warm))
+	b.WriteString(t.String())
+	b.WriteString("\n" + benchkit.RunTime(r.wall.Seconds()) + "\n")
 	return b.String()
 }
 
-func size(n int) string {
-	if n >= 1<<20 {
-		return fmt.Sprintf("%d MiB", n>>20)
-	}
-	return fmt.Sprintf("%d KiB", n>>10)
-}
-
-func num(v float64, format string) string {
-	if v == 0 {
-		return "–"
-	}
-	return fmt.Sprintf(format, v)
-}
-
-// cpuShare is the share of one core the sealer needs at spineMBs.
-func cpuShare(perMB time.Duration) string {
-	if perMB == 0 {
-		return "–"
-	}
-	return fmt.Sprintf("%.0f%%", perMB.Seconds()*spineMBs*100)
-}
+func mb(n int64) string { return fmt.Sprintf("%.1f MB", float64(n)/1e6) }
 
 func lat(l latency) string {
 	if l.n == 0 {

@@ -1,13 +1,14 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/klauspost/compress/zstd"
 	"golang.org/x/sys/unix"
 
 	"github.com/ankusa/ankusa/internal/vfsutil"
@@ -18,63 +19,80 @@ import (
 // (segment.max_bytes).
 const segmentBytes = 64 << 20
 
-// codec is one way of compressing blocks: a klauspost/compress level and
-// an optional dictionary.
-type codec struct {
-	name  string
-	level zstd.EncoderLevel
-	dict  []byte
-}
+// sealedDir is where a round's segments are sealed, in its directory;
+// adopt moves them into the store's.
+const sealedDir = "sealed"
 
-// encoder returns the encoder of c: the segment package's own for the
-// format's codec, else the same options with c's level and dictionary.
-func (c codec) encoder() (*zstd.Encoder, error) {
-	if c.level == zstd.SpeedFastest && c.dict == nil {
-		return segment.NewEncoder(), nil
-	}
-	opts := []zstd.EOption{zstd.WithEncoderLevel(c.level), zstd.WithEncoderConcurrency(1),
-		zstd.WithEncoderCRC(false), zstd.WithZeroFrames(true)}
-	if c.dict != nil {
-		opts = append(opts, zstd.WithEncoderDict(c.dict))
-	}
-	return zstd.NewWriter(nil, opts...)
-}
-
-// decoder returns a decoder for blocks c wrote.
-func (c codec) decoder() (*zstd.Decoder, error) {
-	if c.dict == nil {
-		return segment.NewDecoder(), nil
-	}
-	return zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(segment.MaxRawBlock),
-		zstd.WithDecoderMaxWindow(segment.MaxRawBlock), zstd.WithDecoderDicts(c.dict))
-}
-
-// sealed is what one pass of sealing payloads into segment files took
+// sealed is what one pass of sealing the hooks into segment files took
 // and made.
 type sealed struct {
 	files     []string
 	wall, cpu time.Duration
 	raw, comp int64 // record bytes in, block bytes out
-	fileBytes int64
 	blocks    int
 }
 
-// seal writes payloads (seqs first.. in order) into segment files in dir
-// as the store's sealer does: cut at segmentBytes, each one written as
-// "<first>.partial", fsynced, renamed to its final name, the directory
-// fsynced. Catalogue writes are not included.
-func seal(dir string, payloads [][]byte, enc *zstd.Encoder, blockSize int) (sealed, error) {
+// sealResult is the median of the sealing rounds.
+type sealResult struct {
+	rounds   int
+	mbs      float64 // MB/s of raw records, fsync included
+	cpuPerMB time.Duration
+	raw      int64
+	comp     int64
+	blocks   int
+	segments int
+}
+
+func (s sealResult) ratio() float64 { return float64(s.raw) / float64(max(1, s.comp)) }
+
+// sealRounds seals the hooks o.rounds times, each into a fresh directory
+// under dir, and keeps the median speed and CPU cost in res. The last
+// round's directory stays, for the fetches: it is returned.
+func sealRounds(ctx context.Context, o *options, h *hooks, dir string, res *sealResult) (string, error) {
+	var speeds []float64
+	var cpus []time.Duration
+	var last string
+	for round := range o.rounds {
+		if err := quiet(ctx, o); err != nil {
+			return "", err
+		}
+		if last != "" {
+			removeAll(last)
+		}
+		last = filepath.Join(dir, fmt.Sprintf("round%d", round))
+		s, err := seal(filepath.Join(last, sealedDir), h.payloads, segmentBytes)
+		if err != nil {
+			return "", err
+		}
+		speeds = append(speeds, float64(s.raw)/1e6/s.wall.Seconds())
+		cpus = append(cpus, s.cpu/time.Duration(max(1, s.raw/1e6)))
+		res.raw, res.comp, res.blocks, res.segments = s.raw, s.comp, s.blocks, len(s.files)
+		fmt.Printf("round %d: sealed %.1f MB at %.0f MB/s\n", round+1, float64(s.raw)/1e6, speeds[round])
+	}
+	slices.Sort(speeds)
+	slices.Sort(cpus)
+	res.rounds, res.mbs, res.cpuPerMB = o.rounds, speeds[len(speeds)/2], cpus[len(cpus)/2]
+	return last, nil
+}
+
+// seal writes payloads (seqs 1.. in order) into segment files in dir as
+// the store's sealer does: cut at cutBytes of records, each one written
+// to a scratch file, fsynced, renamed to its segment name
+// (segment.FileName), the directory fsynced. Catalogue writes are not
+// included.
+func seal(dir string, payloads [][]byte, cutBytes int) (sealed, error) {
 	var s sealed
 	fs := vfs.Default
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return s, fmt.Errorf("cannot create %q: %w", dir, err)
 	}
+	enc := segment.NewEncoder()
 	cpu0, start := cpuTime(), time.Now()
 	var w *segment.Writer
 	for i, p := range payloads {
 		if w == nil {
 			var err error
-			if w, err = segment.Create(fs, filepath.Join(dir, fmt.Sprintf("%020d.partial", i+1)), enc, blockSize); err != nil {
+			if w, err = segment.Create(fs, filepath.Join(dir, "sealing"), enc, segment.DefaultBlockSize); err != nil {
 				return s, err
 			}
 		}
@@ -82,7 +100,7 @@ func seal(dir string, payloads [][]byte, enc *zstd.Encoder, blockSize int) (seal
 			w.Abort()
 			return s, err
 		}
-		if int64(w.RawBytes()) >= segmentBytes || i == len(payloads)-1 {
+		if w.RawBytes() >= uint64(cutBytes) || i == len(payloads)-1 {
 			if err := s.finish(fs, dir, w); err != nil {
 				return s, err
 			}
@@ -111,11 +129,6 @@ func (s *sealed) finish(fs vfs.FS, dir string, w *segment.Writer) error {
 	if err := vfsutil.SyncDir(fs, dir); err != nil {
 		return err
 	}
-	st, err := os.Stat(final)
-	if err != nil {
-		return err
-	}
-	s.fileBytes += st.Size()
 	s.files = append(s.files, final)
 	return nil
 }
@@ -129,24 +142,8 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// rawBlocks reads back every block of the segment files, decompressed: the
-// same raw blocks for every codec at one block size.
-func rawBlocks(files []string, dec *zstd.Decoder) ([][]byte, error) {
-	var out [][]byte
-	for _, path := range files {
-		f, err := segment.OpenFile(vfs.Default, path)
-		if err != nil {
-			return nil, err
-		}
-		for i := range f.Index {
-			raw, err := f.ReadBlock(i, dec, nil)
-			if err != nil {
-				f.Close()
-				return nil, err
-			}
-			out = append(out, raw)
-		}
-		f.Close()
+func removeAll(dir string) {
+	if err := os.RemoveAll(dir); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-segment:", err)
 	}
-	return out, nil
 }

@@ -70,12 +70,13 @@ func runBin(t *testing.T, dir string, args ...string) (code int, stdout, stderr 
 	return cmd.ProcessState.ExitCode(), out.String(), errb.String()
 }
 
-// proc is one running `ankusa serve`.
+// proc is one running process: `ankusa serve`, or another program a test
+// drives (the crash harness's loadgen).
 type proc struct {
 	t      *testing.T
-	args   []string
+	name   string // the program and its arguments, for messages
 	cmd    *exec.Cmd
-	stderr *child.Buffer
+	stderr *child.Buffer // its stderr, and its stdout unless startCmd was given one
 	done   chan struct{} // closed when the process has exited
 	state  *os.ProcessState
 }
@@ -84,13 +85,24 @@ type proc struct {
 // if it is still running.
 func startProc(t *testing.T, dir string, args ...string) *proc {
 	t.Helper()
-	p := &proc{t: t, args: args, stderr: &child.Buffer{}, done: make(chan struct{})}
-	p.cmd = exec.Command(bin, args...)
+	return startCmd(t, dir, nil, bin, args...)
+}
+
+// startCmd starts the program at path in dir with args, its stdout to
+// stdout (nil: into p.stderr, with its stderr); the test's cleanup kills
+// it if it is still running.
+func startCmd(t *testing.T, dir string, stdout io.Writer, path string, args ...string) *proc {
+	t.Helper()
+	p := &proc{t: t, name: strings.Join(append([]string{filepath.Base(path)}, args...), " "), stderr: &child.Buffer{}, done: make(chan struct{})}
+	p.cmd = exec.Command(path, args...)
 	p.cmd.Dir = dir
 	p.cmd.Stdout = p.stderr
+	if stdout != nil {
+		p.cmd.Stdout = stdout
+	}
 	p.cmd.Stderr = p.stderr
 	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("cannot start ankusa %s: %v", strings.Join(args, " "), err)
+		t.Fatalf("cannot start %s: %v", p.name, err)
 	}
 	go func() {
 		_ = p.cmd.Wait()
@@ -124,7 +136,7 @@ func (p *proc) waitReady(adminAddr string) {
 	deadline := time.Now().Add(15 * time.Second)
 	for time.Now().Before(deadline) {
 		if p.exited() {
-			p.t.Fatalf("ankusa %s exited with %d before it was ready:\n%s", strings.Join(p.args, " "), p.state.ExitCode(), p.stderr)
+			p.t.Fatalf("%s exited with %d before it was ready:\n%s", p.name, p.state.ExitCode(), p.stderr)
 		}
 		resp, err := client.Get("http://" + adminAddr + "/readyz")
 		if err == nil {
@@ -136,13 +148,13 @@ func (p *proc) waitReady(adminAddr string) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	p.t.Fatalf("ankusa %s: /readyz on %s did not answer 200 within 15s:\n%s", strings.Join(p.args, " "), adminAddr, p.stderr)
+	p.t.Fatalf("%s: /readyz on %s did not answer 200 within 15s:\n%s", p.name, adminAddr, p.stderr)
 }
 
 func (p *proc) signal(sig os.Signal) {
 	p.t.Helper()
 	if err := p.cmd.Process.Signal(sig); err != nil && !p.exited() {
-		p.t.Fatalf("cannot send %v: %v", sig, err)
+		p.t.Fatalf("cannot send %v to %s: %v", sig, p.name, err)
 	}
 }
 
@@ -153,7 +165,7 @@ func (p *proc) wait(timeout time.Duration) int {
 	select {
 	case <-p.done:
 	case <-time.After(timeout):
-		p.t.Fatalf("ankusa %s did not exit within %s:\n%s", strings.Join(p.args, " "), timeout, p.stderr)
+		p.t.Fatalf("%s did not exit within %s:\n%s", p.name, timeout, p.stderr)
 	}
 	return p.state.ExitCode()
 }
@@ -163,7 +175,7 @@ func (p *proc) kill9() {
 	p.t.Helper()
 	p.signal(syscall.SIGKILL)
 	if code := p.wait(10 * time.Second); code != -1 {
-		p.t.Fatalf("ankusa exited with %d before SIGKILL reached it:\n%s", code, p.stderr)
+		p.t.Fatalf("%s exited with %d before SIGKILL reached it:\n%s", p.name, code, p.stderr)
 	}
 }
 
@@ -172,7 +184,7 @@ func (p *proc) stop() {
 	p.t.Helper()
 	p.signal(syscall.SIGTERM)
 	if code := p.wait(30 * time.Second); code != 0 {
-		p.t.Fatalf("ankusa exited with %d after SIGTERM, want 0:\n%s", code, p.stderr)
+		p.t.Fatalf("%s exited with %d after SIGTERM, want 0:\n%s", p.name, code, p.stderr)
 	}
 }
 
@@ -219,22 +231,33 @@ sources:
 // newNode writes a config into a fresh temporary directory.
 func newNode(t *testing.T) *testNode {
 	t.Helper()
+	n := newTestNode(t)
+	writeConfig(t, n, fmt.Sprintf(nodeYAML, n.dataDir, n.listen, n.admin))
+	return n
+}
+
+// newTestNode is a testNode on a fresh temporary directory and two free
+// loopback addresses; its config is not written yet.
+func newTestNode(t *testing.T) *testNode {
 	dir := t.TempDir()
-	n := &testNode{
+	return &testNode{
 		dir:     dir,
 		config:  filepath.Join(dir, "ankusa.yaml"),
 		dataDir: filepath.Join(dir, "data"),
 		listen:  freeAddr(t),
 		admin:   freeAddr(t),
 	}
-	yaml := fmt.Sprintf(nodeYAML, n.dataDir, n.listen, n.admin)
+}
+
+// writeConfig writes yaml as n's config and has the binary check it.
+func writeConfig(t *testing.T, n *testNode, yaml string) {
+	t.Helper()
 	if err := os.WriteFile(n.config, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if code, _, stderr := runBin(t, dir, "check-config", "-config", n.config); code != 0 {
+	if code, _, stderr := runBin(t, n.dir, "check-config", "-config", n.config); code != 0 {
 		t.Fatalf("the test's own config does not check (exit %d):\n%s", code, stderr)
 	}
-	return n
 }
 
 func (n *testNode) walDir() string { return filepath.Join(n.dataDir, "wal") }

@@ -10,35 +10,37 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/ankusa/ankusa/tools/loadgen/payload"
 )
 
 // Config is one load run as the flags describe it. parseFlags fills and
 // validates it; Run only reads it.
 type Config struct {
-	URL          string        // -url, with {tenant} and {source} placeholders
-	Conns        int           // -c
-	Rate         float64       // -rate; 0 = closed loop
-	Duration     time.Duration // -d; ignored when Requests > 0
-	Requests     int64         // -n; 0 = run for Duration
-	Warmup       time.Duration // -warmup
-	Sizes        sizeMix       // -size
-	Kind         string        // -kind: stripe, github or mixed
-	Sign         string        // -sign: none, stripe, github or standardwebhooks
-	Secret       string        // -secret
-	Tenants      int           // -tenants
-	TenantDist   string        // -tenant-dist: uniform or zipf
-	TenantPrefix string        // -tenant-prefix
-	Sources      []string      // -sources
-	Timeout      time.Duration // -timeout, per request
-	JSON         bool          // -json
-	AckedPath    string        // -acked
-	MaxErrors    int64         // -max-errors; 0 = never stop on errors
-	CPUProfile   string        // -cpuprofile
-	Spin         time.Duration // -spin
-	Engine       string        // -engine: go or epoll
+	URL          string          // -url, with {tenant} and {source} placeholders
+	Conns        int             // -c
+	Rate         float64         // -rate; 0 = closed loop
+	Duration     time.Duration   // -d; ignored when Requests > 0
+	Requests     int64           // -n; 0 = run for Duration
+	Warmup       time.Duration   // -warmup
+	Sizes        payload.SizeMix // -size
+	Kind         string          // -kind: stripe, github or mixed
+	Sign         string          // -sign: none, stripe, github or standardwebhooks
+	Secret       string          // -secret
+	Tenants      int             // -tenants
+	TenantDist   string          // -tenant-dist: uniform or zipf
+	TenantPrefix string          // -tenant-prefix
+	Sources      []string        // -sources
+	Timeout      time.Duration   // -timeout, per request
+	JSON         bool            // -json
+	AckedPath    string          // -acked
+	MaxErrors    int64           // -max-errors; 0 = never stop on errors
+	CPUProfile   string          // -cpuprofile
+	Spin         time.Duration   // -spin
+	Engine       string          // -engine: go or epoll
 
-	// PoolPerClass caps the bodies generated per size class (0: the default,
-	// up to defaultPoolPerClass and poolBytesPerClass). Tests lower it.
+	// PoolPerClass caps the bodies generated per size class (0: the
+	// default of payload.NewPool). Tests lower it.
 	PoolPerClass int
 
 	tmpl *urlTemplate // compiled URL
@@ -59,8 +61,8 @@ var errHelp = flag.ErrHelp
 
 // Accepted values of the enumerated flags.
 var (
-	kinds       = []string{"stripe", "github", "mixed"}
-	signModes   = []string{"none", "stripe", "github", "standardwebhooks"}
+	kinds       = payload.Kinds
+	signModes   = payload.SignModes
 	tenantDists = []string{"uniform", "zipf"}
 	engines     = []string{"go", "epoll"}
 )
@@ -104,7 +106,7 @@ func parseFlags(args []string, stderr io.Writer) (*Config, error) {
 	if set["d"] && set["n"] {
 		return nil, errors.New("-d and -n both given: the window is a duration or a request count, not both")
 	}
-	mix, err := parseSizeMix(size)
+	mix, err := payload.ParseSizeMix(size)
 	if err != nil {
 		return nil, fmt.Errorf("-size %q: %w", size, err)
 	}

@@ -92,14 +92,14 @@
 //
 // # Payloads
 //
-// At start loadgen generates a pool of provider-like JSON bodies per size
-// class (Stripe-like events, GitHub-like events, or both alternately), each
-// exactly the class's size: varied event types, ids, timestamps, nested
-// objects, and a list that grows with the size. Each request copies one and
-// writes a 16-character token unique to the request into a fixed slot of it
-// (the Stripe event id, the GitHub node_id), so no two requests send the
-// same body. -sign adds the provider's signature headers (see signer),
-// computed at send time.
+// At start loadgen generates (package payload) a pool of provider-like
+// JSON bodies per size class (Stripe-like events, GitHub-like events, or
+// both alternately), each exactly the class's size: varied event types,
+// ids, timestamps, nested objects, and a list that grows with the size.
+// Each request copies one and writes a 16-character token unique to the
+// request into a fixed slot of it (the Stripe event id, the GitHub
+// node_id), so no two requests send the same body. -sign adds the
+// provider's signature headers (payload.Signer), computed at send time.
 //
 // # Acked log
 //
@@ -114,7 +114,7 @@
 //
 // # Output and exit codes
 //
-// A human table on stdout, or with -json one JSON object:
+// A human table on stdout, or with -json one JSON object (result.Summary):
 //
 //	{"mode":"open","connections":64,"rate":20000,"duration_s":10.001,
 //	 "requests":200000,"throughput_rps":19998.1,

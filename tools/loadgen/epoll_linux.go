@@ -236,7 +236,7 @@ func newEpollEngine(rn *runner) (*epollEngine, error) {
 	}
 	maxBody := 0
 	for _, c := range cfg.Sizes {
-		maxBody = max(maxBody, c.size)
+		maxBody = max(maxBody, c.Size)
 	}
 	outCap := min(maxBody+4<<10, epollPreallocMax)
 	for i := range e.conns {
@@ -473,7 +473,7 @@ func (e *epollEngine) build(i int64, due time.Time) {
 	if at.Before(due) {
 		at = due
 	}
-	w.signer.sign(w.hdr, w.body, at, w.token[:], pb)
+	w.signer.Sign(w.hdr, w.body, at, w.token[:], pb)
 	e.stage = w.hdr.AppendBytes(e.stage[:0])
 	e.stageHdr = len(e.stage)
 	e.stage = append(e.stage, w.body...)

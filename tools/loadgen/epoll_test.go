@@ -479,7 +479,7 @@ func TestEpollSameBytes(t *testing.T) {
 		for i := range int64(50) {
 			e.build(i, at)
 			pb := w.prepare()
-			w.signer.sign(w.hdr, w.body, at, w.token[:], pb)
+			w.signer.Sign(w.hdr, w.body, at, w.token[:], pb)
 			want := append(append([]byte(nil), w.hdr.Header()...), w.body...)
 			if !bytes.Equal(e.stage, want) || e.stageHdr != len(w.hdr.Header()) {
 				t.Fatalf("-sign %s, request %d:\nepoll %.300q\ngo    %.300q", sign, i, e.stage, want)

@@ -12,40 +12,14 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/ankusa/ankusa/tools/loadgen/result"
 )
 
-// Summary is the result of a run. Its JSON form is the -json output; the
-// unexported fields feed only the human table.
-type Summary struct {
-	Mode          string           `json:"mode"`
-	Connections   int              `json:"connections"`
-	Rate          float64          `json:"rate"`
-	DurationS     float64          `json:"duration_s"`
-	Requests      int64            `json:"requests"`
-	ThroughputRPS float64          `json:"throughput_rps"`
-	LatencyUs     Latency          `json:"latency_us"`
-	Status        map[string]int64 `json:"status"`
-	Errors        int64            `json:"errors"`
-	ErrorKinds    map[string]int64 `json:"error_kinds"`
-	// Open loop only: how late requests went out (actual send minus due
-	// time), and the latency from the actual send (what a closed-loop
-	// client such as wrk measures).
-	SendLagUs  *Latency `json:"send_lag_us,omitempty"`
-	FromSendUs *Latency `json:"from_send_us,omitempty"`
-
-	answered int64
-	noID     int64
-}
+// Summary is the result of a run; its JSON form is the -json output.
+type Summary = result.Summary
 
 // Latency is a latency distribution in microseconds.
-type Latency struct {
-	P50  int64   `json:"p50"`
-	P90  int64   `json:"p90"`
-	P99  int64   `json:"p99"`
-	P999 int64   `json:"p999"`
-	Max  int64   `json:"max"`
-	Mean float64 `json:"mean"`
-}
+type Latency = result.Latency
 
 func latencyOf(h *hdrhistogram.Histogram, exactMax int64) Latency {
 	if h.TotalCount() == 0 {
@@ -58,9 +32,9 @@ func latencyOf(h *hdrhistogram.Histogram, exactMax int64) Latency {
 	}
 }
 
-// summary merges the recorders into the run's summary; end is when the
-// last worker stopped.
-func (rn *runner) summary(end time.Time) *Summary {
+// summary merges the recorders into the run's summary, and counts the 201
+// answers without a usable id; end is when the last worker stopped.
+func (rn *runner) summary(end time.Time) (s *Summary, noID int64) {
 	all := newRecorder()
 	for _, r := range rn.shards {
 		all.merge(r)
@@ -72,13 +46,13 @@ func (rn *runner) summary(end time.Time) *Summary {
 		last = end
 	}
 	dur := max(last.Sub(rn.windowStart), 0).Seconds()
-	s := &Summary{
+	s = &Summary{
 		Mode: rn.cfg.Mode(), Connections: rn.cfg.Conns, Rate: rn.cfg.Rate,
 		DurationS: round(dur, 3),
 		Requests:  all.answered + all.errors,
 		LatencyUs: latencyOf(all.latency, all.maxUs),
 		Status:    map[string]int64{}, ErrorKinds: map[string]int64{},
-		Errors: all.errors, answered: all.answered, noID: all.noID,
+		Errors: all.errors,
 	}
 	if dur > 0 {
 		s.ThroughputRPS = round(float64(all.answered)/dur, 1)
@@ -95,7 +69,7 @@ func (rn *runner) summary(end time.Time) *Summary {
 		lag, service := latencyOf(all.lag, all.lag.Max()), latencyOf(all.service, all.service.Max())
 		s.SendLagUs, s.FromSendUs = &lag, &service
 	}
-	return s
+	return s, all.noID
 }
 
 func round(v float64, digits int) float64 {

@@ -10,6 +10,8 @@ import (
 	"io"
 	"sync/atomic"
 	"time"
+
+	"github.com/ankusa/ankusa/tools/loadgen/payload"
 )
 
 // maxShards bounds the recorders workers share.
@@ -19,7 +21,7 @@ const maxShards = 16
 // and the recorders. Workers read it; only counters and recorders change.
 type runner struct {
 	cfg     *Config
-	pool    *payloadPool
+	pool    *payload.Pool
 	targets *targets
 	tmpl    *urlTemplate
 	shards  []*recorder
@@ -76,9 +78,9 @@ func Run(ctx context.Context, cfg *Config, logw io.Writer) (*Summary, error) {
 			cause = err
 		}
 	}
-	sum := rn.summary(end)
-	if sum.noID > 0 {
-		fmt.Fprintf(logw, "loadgen: %d 201 answers carried no usable {\"id\"}; they are not in -acked\n", sum.noID)
+	sum, noID := rn.summary(end)
+	if noID > 0 {
+		fmt.Fprintf(logw, "loadgen: %d 201 answers carried no usable {\"id\"}; they are not in -acked\n", noID)
 	}
 	return sum, cause
 }
@@ -93,8 +95,8 @@ func newRunner(cfg *Config) (*runner, error) {
 		targets: newTargets(cfg),
 		seed:    binary.LittleEndian.Uint64(seedBytes[:8]),
 	}
-	putBase62(rn.nonce[:], uint64(binary.LittleEndian.Uint32(seedBytes[8:])))
-	pool, err := newPayloadPool(cfg.Kind, cfg.Sizes, cfg.PoolPerClass, rn.seed, time.Now())
+	payload.PutBase62(rn.nonce[:], uint64(binary.LittleEndian.Uint32(seedBytes[8:])))
+	pool, err := payload.NewPool(cfg.Kind, cfg.Sizes, cfg.PoolPerClass, rn.seed, time.Now())
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/ankusa/ankusa/tools/loadgen/payload"
 	"github.com/valyala/fasthttp"
 )
 
@@ -16,13 +17,13 @@ type worker struct {
 	rec    *recorder
 	r      *rand.Rand
 	picker *targetPicker
-	signer *signer
+	signer *payload.Signer
 	conn   *httpConn
 	hdr    *fasthttp.RequestHeader
 	resp   *fasthttp.Response
 	body   []byte // the body being sent: a pool body with this request's token
 	url    []byte
-	token  [tokenLen]byte
+	token  [payload.TokenLen]byte
 	seq    uint64
 }
 
@@ -34,14 +35,14 @@ func (rn *runner) newWorker(id int) *worker {
 		rec:    rn.shards[id%len(rn.shards)],
 		r:      r,
 		picker: rn.targets.picker(r),
-		signer: newSigner(rn.cfg.Sign, rn.cfg.Secret),
+		signer: payload.NewSigner(rn.cfg.Sign, rn.cfg.Secret),
 		conn:   newHTTPConn(rn.tmpl, rn.cfg.Timeout, rn.cfg.Spin),
 		hdr:    &fasthttp.RequestHeader{},
 		resp:   &fasthttp.Response{},
 	}
 	// Token layout: 4 characters of run nonce, 3 of worker id, 9 of sequence.
 	copy(w.token[:4], rn.nonce[:])
-	putBase62(w.token[4:7], uint64(id))
+	payload.PutBase62(w.token[4:7], uint64(id))
 	return w
 }
 
@@ -49,15 +50,7 @@ func (rn *runner) newWorker(id int) *worker {
 // nonce, very likely across runs.
 func (w *worker) nextToken() {
 	w.seq++
-	putBase62(w.token[7:], w.seq)
-}
-
-// putBase62 writes v into dst as fixed-width base62, most significant first.
-func putBase62(dst []byte, v uint64) {
-	for i := len(dst) - 1; i >= 0; i-- {
-		dst[i] = base62[v%62]
-		v /= 62
-	}
+	payload.PutBase62(w.token[7:], w.seq)
 }
 
 // send signs (at now, a recent clock reading) and sends the request
@@ -66,8 +59,8 @@ func putBase62(dst []byte, v uint64) {
 // loop) or the request goes out early, from the actual send. It returns
 // when the exchange ended, and the transport error kind unless ok (an HTTP
 // answer arrived).
-func (w *worker) send(pb *poolBody, measured bool, due, now time.Time) (done time.Time, kind errKind, ok bool) {
-	w.signer.sign(w.hdr, w.body, now, w.token[:], pb)
+func (w *worker) send(pb *payload.Body, measured bool, due, now time.Time) (done time.Time, kind errKind, ok bool) {
+	w.signer.Sign(w.hdr, w.body, now, w.token[:], pb)
 	sent := time.Now() // just before the request goes out
 	origin, lag := sent, time.Duration(-1)
 	if !due.IsZero() {
@@ -99,11 +92,11 @@ func (w *worker) send(pb *poolBody, measured bool, due, now time.Time) (done tim
 
 // prepare fills the request: a pool body with a fresh token, a URL for a
 // drawn tenant and source, the headers.
-func (w *worker) prepare() *poolBody {
-	pb := w.run.pool.pick(w.r)
+func (w *worker) prepare() *payload.Body {
+	pb := w.run.pool.Pick(w.r)
 	w.nextToken()
-	w.body = append(w.body[:0], pb.data...)
-	copy(w.body[pb.slot:pb.slot+tokenLen], w.token[:])
+	w.body = append(w.body[:0], pb.Data...)
+	copy(w.body[pb.Slot:pb.Slot+payload.TokenLen], w.token[:])
 	tenant, source := w.picker.pick()
 	w.url = w.run.tmpl.appendTo(w.url[:0], tenant, source)
 

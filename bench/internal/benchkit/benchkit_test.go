@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -91,6 +92,14 @@ func TestGroup(t *testing.T) {
 	for in, want := range map[string]string{"0": "0", "999": "999", "1000": "1,000", "123457": "123,457", "1234567": "1,234,567", "-4200": "-4,200", "-0": "-0"} {
 		if got := Group(in); got != want {
 			t.Errorf("Group(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestThousands(t *testing.T) {
+	for in, want := range map[float64]string{0: "0", 999.4: "999", 1000: "1,000", 123456.7: "123,457", 1234567: "1,234,567", -4200: "-4,200"} {
+		if got := Thousands(in); got != want {
+			t.Errorf("Thousands(%v) = %q, want %q", in, got, want)
 		}
 	}
 }
@@ -179,18 +188,17 @@ func TestLoadgen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var r LoadResult
-	raw, exitErr, err := l.Wait(&r)
+	r, raw, exitErr, err := l.Wait()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Requests != 10 || r.LatencyUS.P99 != 120 || !strings.HasPrefix(string(raw), "{") {
+	if r.Requests != 10 || r.LatencyUs.P99 != 120 || !strings.HasPrefix(string(raw), "{") {
 		t.Errorf("result %+v, raw %s", r, raw)
 	}
 	if exitErr == nil || !strings.Contains(exitErr.Error(), "oops") {
 		t.Errorf("exitErr %v, want the exit and stderr", exitErr)
 	}
-	if got := fmt.Sprint(r.Problems()); got != "[1 answers 503]" {
+	if got := fmt.Sprint(LoadProblems(&r)); got != "[1 answers 503]" {
 		t.Errorf("problems %s", got)
 	}
 
@@ -200,7 +208,7 @@ func TestLoadgen(t *testing.T) {
 	if l, err = StartLoadgen(context.Background(), bin, nil, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := l.Wait(&r); err == nil || !strings.Contains(err.Error(), "no JSON result") {
+	if _, _, _, err := l.Wait(); err == nil || !strings.Contains(err.Error(), "no JSON result") {
 		t.Errorf("no JSON: %v", err)
 	}
 	if _, err := StartLoadgen(context.Background(), t.TempDir(), nil, time.Minute); err == nil {
@@ -306,5 +314,40 @@ func TestDataDir(t *testing.T) {
 	}
 	if _, _, err := DataDir(filepath.Join(parent, "missing"), "x-", 1); err == nil || !strings.Contains(err.Error(), "set -tmp") {
 		t.Errorf("DataDir under a missing parent: %v", err)
+	}
+}
+
+// TestOthers: this process, its parent, its children and searches for the
+// pattern are not other work; Watch keeps the first other work it sees.
+func TestOthers(t *testing.T) {
+	child := exec.Command("sleep", "31.4159")
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = child.Process.Kill(); _ = child.Wait() }()
+	if got := Others(`sleep 31\.4159`)(); len(got) != 0 {
+		t.Errorf("Others lists this process's child: %q", got)
+	}
+	parent, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", os.Getppid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pattern := regexp.QuoteMeta(strings.TrimSpace(strings.ReplaceAll(string(parent), "\x00", " ")))
+	if got := Others(pattern + `|benchkit\.test`)(); len(got) != 0 {
+		t.Errorf("Others lists this process or its parent (%s): %q", pattern, got)
+	}
+	if !searching("/usr/bin/pgrep -af loadgen") || searching("loadgen -url x") {
+		t.Error("searching: want pgrep and not loadgen")
+	}
+	calls := 0
+	w := Watch(func() []string {
+		if calls++; calls < 2 {
+			return nil
+		}
+		return []string{fmt.Sprintf("%d go test", calls)}
+	})
+	time.Sleep(1600 * time.Millisecond)
+	if got := w.End(); got != "2 go test" {
+		t.Errorf("Watch = %q, want the first other work seen", got)
 	}
 }

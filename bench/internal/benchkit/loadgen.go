@@ -5,49 +5,21 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/ankusa/ankusa/tools/loadgen/result"
 )
 
-// LoadResult is the object `loadgen -json` prints, but for the open-loop
-// latencies, which a command that reads them adds beside it (embedding
-// LoadResult in its own type).
-type LoadResult struct {
-	Mode          string           `json:"mode"`
-	Connections   int              `json:"connections"`
-	Rate          float64          `json:"rate"`
-	DurationS     float64          `json:"duration_s"`
-	Requests      int64            `json:"requests"`
-	ThroughputRPS float64          `json:"throughput_rps"`
-	LatencyUS     Latency          `json:"latency_us"`
-	Status        map[string]int64 `json:"status"`
-	Errors        int64            `json:"errors"`
-	ErrorKinds    map[string]int64 `json:"error_kinds"`
-}
-
-// Latency is a latency distribution in microseconds.
-type Latency struct {
-	P50  float64 `json:"p50"`
-	P90  float64 `json:"p90"`
-	P99  float64 `json:"p99"`
-	P999 float64 `json:"p999"`
-	Max  float64 `json:"max"`
-	Mean float64 `json:"mean"`
-}
-
-// Problems lists every answer but 201 (by status code), the failed
+// LoadProblems lists every answer but 201 (by status code), the failed
 // requests, and a run without a 201 answer.
-func (r LoadResult) Problems() []string {
+func LoadProblems(r *result.Summary) []string {
 	var out []string
-	codes := make([]string, 0, len(r.Status))
-	for code := range r.Status {
-		codes = append(codes, code)
-	}
-	sort.Strings(codes)
-	for _, code := range codes {
+	for _, code := range slices.Sorted(maps.Keys(r.Status)) {
 		if n := r.Status[code]; code != "201" && n > 0 {
 			out = append(out, fmt.Sprintf("%d answers %s", n, code))
 		}
@@ -91,11 +63,11 @@ func StartLoadgen(ctx context.Context, bin string, args []string, limit time.Dur
 // Pid is loadgen's process id.
 func (l *Loadgen) Pid() int { return l.Cmd.Process.Pid }
 
-// Wait waits for loadgen to finish and parses its JSON result into v,
+// Wait waits for loadgen to finish and parses its JSON result into r,
 // which it also returns as raw. A non-zero exit with a parsable result
 // comes back as exitErr beside the result: loadgen may exit non-zero on
 // failed requests, which the figures then show.
-func (l *Loadgen) Wait(v any) (raw json.RawMessage, exitErr, err error) {
+func (l *Loadgen) Wait() (r result.Summary, raw json.RawMessage, exitErr, err error) {
 	werr := <-l.done
 	out := bytes.TrimSpace(l.stdout.Bytes())
 	// The object is the last line that starts with '{', or the whole output.
@@ -103,14 +75,14 @@ func (l *Loadgen) Wait(v any) (raw json.RawMessage, exitErr, err error) {
 	if i := bytes.LastIndex(out, []byte("\n{")); i >= 0 {
 		raw = out[i+1:]
 	}
-	if err := json.Unmarshal(raw, v); err != nil {
-		return nil, nil, fmt.Errorf("loadgen %s: no JSON result (exit: %v): %v\nstdout: %s\nstderr: %s",
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return r, nil, nil, fmt.Errorf("loadgen %s: no JSON result (exit: %v): %v\nstdout: %s\nstderr: %s",
 			strings.Join(l.Cmd.Args[1:], " "), werr, err, Tail(string(out)), Tail(l.stderr.String()))
 	}
 	if werr != nil {
 		exitErr = fmt.Errorf("loadgen exited with %v: %s", werr, Tail(l.stderr.String()))
 	}
-	return raw, exitErr, nil
+	return r, raw, exitErr, nil
 }
 
 // CPU is loadgen's CPU time in seconds over its whole run, once it has

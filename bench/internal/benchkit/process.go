@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -173,4 +174,57 @@ func Metrics(c *http.Client, url string, each func(name string, value float64)) 
 		return fmt.Errorf("GET %s: %w", url, err)
 	}
 	return nil
+}
+
+// Server is a server process started on a data directory of its own and
+// on loopback addresses that were free a moment before.
+type Server struct {
+	*Proc
+	Dir   string
+	Addrs []string
+}
+
+// StartServer creates a data directory under tmp ("": the system temp
+// dir) and finds ports addresses, starts the command cmd makes for them,
+// and waits up to 15 s until ready answers. On an error nothing is left
+// running or on disk.
+func StartServer(ctx context.Context, name, tmp string, ports int, cmd func(dir string, addrs []string) (*exec.Cmd, error), ready func(addrs []string) error) (*Server, error) {
+	dir, addrs, err := DataDir(tmp, "ankusa-bench-"+name+"-", ports)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{Dir: dir, Addrs: addrs}
+	c, err := cmd(dir, addrs)
+	if err == nil {
+		if s.Proc, err = StartProc(name, c); err != nil {
+			err = fmt.Errorf("cannot start %s (build it with make bench-build): %w", name, err)
+		}
+	}
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	if err := s.WaitReady(ctx, 15*time.Second, func() error { return ready(addrs) }); err != nil {
+		s.Shut(10 * time.Second)
+		return nil, err
+	}
+	return s, nil
+}
+
+// Shut stops the server (SIGTERM, SIGKILL after grace), removes its data
+// directory, and returns an error unless it exited 0.
+func (s *Server) Shut(grace time.Duration) error {
+	err := s.Stop(grace)
+	os.RemoveAll(s.Dir)
+	return err
+}
+
+// AnkusaCmd writes config to dir/ankusa.yaml and returns `ankusa serve`
+// of the binary in bin on it.
+func AnkusaCmd(bin, dir, config string) (*exec.Cmd, error) {
+	path := filepath.Join(dir, "ankusa.yaml")
+	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
+		return nil, fmt.Errorf("cannot write the appliance's config: %w", err)
+	}
+	return exec.Command(filepath.Join(bin, "ankusa"), "serve", "-config", path), nil
 }

@@ -2,6 +2,12 @@ package benchkit
 
 import (
 	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -62,4 +68,91 @@ func (q Quiet) Settle(ctx context.Context, limit time.Duration) (bool, time.Dura
 			}
 		}
 	}
+}
+
+// Benchmarks is what counts as another benchmark or a test run (pgrep -f
+// patterns): while one runs, the figures would measure it.
+const Benchmarks = `go test|\.test |bench-harness|bench-segment|bench-dispatch|loadgen`
+
+// Others lists the processes whose command line matches pattern that are
+// not this process, its ancestors (the make that started it) or its
+// children (its own loadgen), nor a search for the pattern (grep, pgrep,
+// rg): "PID command", the command cut at 80 bytes. It is Quiet.Others of
+// a command that must run alone.
+func Others(pattern string) func() []string {
+	self := os.Getpid()
+	ours := map[int]bool{}
+	for pid := self; pid > 1 && !ours[pid]; pid = ParentPID(pid) {
+		ours[pid] = true
+	}
+	return func() []string {
+		out, _ := exec.Command("pgrep", "-af", pattern).Output()
+		var found []string
+		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			pidText, cmd, ok := strings.Cut(line, " ")
+			if !ok {
+				continue
+			}
+			pid, err := strconv.Atoi(pidText)
+			if err != nil || ours[pid] || ParentPID(pid) == self || searching(cmd) {
+				continue
+			}
+			if len(cmd) > 80 {
+				cmd = cmd[:80] + "..."
+			}
+			found = append(found, pidText+" "+cmd)
+		}
+		return found
+	}
+}
+
+// searching reports whether cmd only looks for processes or text (a grep
+// or pgrep whose pattern names a benchmark).
+func searching(cmd string) bool {
+	name, _, _ := strings.Cut(cmd, " ")
+	switch filepath.Base(name) {
+	case "grep", "egrep", "pgrep", "rg":
+		return true
+	}
+	return false
+}
+
+// Watcher notes the first other work seen during a run.
+type Watcher struct {
+	seen atomic.Pointer[string]
+	stop chan struct{}
+	done chan struct{}
+}
+
+// Watch looks every half second, until End, whether others lists
+// anything.
+func Watch(others func() []string) *Watcher {
+	w := &Watcher{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		t := time.NewTicker(500 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-w.stop:
+				return
+			case <-t.C:
+			}
+			if busy := others(); len(busy) > 0 && w.seen.Load() == nil {
+				s := strings.Join(busy, "; ")
+				w.seen.Store(&s)
+			}
+		}
+	}()
+	return w
+}
+
+// End stops watching and returns what ran meanwhile ("" for nothing).
+func (w *Watcher) End() string {
+	close(w.stop)
+	<-w.done
+	if s := w.seen.Load(); s != nil {
+		return *s
+	}
+	return ""
 }

@@ -1,16 +1,26 @@
 // Package benchkit holds what the benchmark commands under bench/ share:
-// the markdown table and report lines, the machine a run was made on,
-// loadgen runs and their -json result, server processes, and the CPU and
-// memory figures Linux keeps in /proc.
+// their main (Run), the markdown table and report lines, the machine a
+// run was made on, loadgen runs and their -json result
+// (tools/loadgen/result), server processes, the wait for a quiet machine,
+// and the CPU and memory figures Linux keeps in /proc. It measures
+// nothing itself.
+//
+// It imports of this module only internal/child, internal/hostinfo and
+// tools/loadgen/result, and only bench/ may import it (it is internal to
+// bench/): no product package depends on the benchmarks.
 package benchkit
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
 	"sort"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -79,6 +89,12 @@ func Group(s string) string {
 	return b.String()
 }
 
+// Thousands formats v rounded to an integer with a comma between each
+// group of three digits.
+func Thousands(v float64) string {
+	return Group(strconv.FormatFloat(v, 'f', 0, 64))
+}
+
 // Result is a report's verdict: "Result: ok (ok)" when nothing failed,
 // else "Result: FAILED" and a line for each failure, ending in a newline.
 func Result(ok string, failures []string) string {
@@ -140,16 +156,37 @@ func WriteReport(out, jsonOut, md string, v any) error {
 	return nil
 }
 
-// Publish prints a report's markdown and writes it and its figures (see
-// WriteReport). It returns the command's exit code: 1 when they cannot be
-// written or the report has failures, else 0.
-func Publish(prog, md, out, jsonOut string, v any, failures []string) int {
-	fmt.Print(md)
-	if err := WriteReport(out, jsonOut, md, v); err != nil {
+// Published is what a bench command's measurement made: the report's
+// markdown, its figures, its failures, and the files to write them to.
+type Published struct {
+	Markdown, Out, JSONOut string
+	Figures                any
+	Failures               []string
+}
+
+// Run is a bench command's main: usage is its flags' error, if any (exit
+// 2). It measures under a context that SIGINT and SIGTERM cancel (exit 1
+// when it could not), prints the report, writes it to Out and its figures
+// as JSON to JSONOut (see WriteReport), and returns the exit code: 1 when
+// they cannot be written or the report has failures, else 0.
+func Run(prog string, usage error, measure func(ctx context.Context, started time.Time) (Published, error)) int {
+	if usage != nil {
+		fmt.Fprintln(os.Stderr, prog+":", usage)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	p, err := measure(ctx, time.Now())
+	if err != nil {
 		fmt.Fprintln(os.Stderr, prog+":", err)
 		return 1
 	}
-	if len(failures) > 0 {
+	fmt.Print(p.Markdown)
+	if err := WriteReport(p.Out, p.JSONOut, p.Markdown, p.Figures); err != nil {
+		fmt.Fprintln(os.Stderr, prog+":", err)
+		return 1
+	}
+	if len(p.Failures) > 0 {
 		return 1
 	}
 	return 0

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/ankusa/ankusa/bench/internal/benchkit"
+	"github.com/ankusa/ankusa/tools/loadgen/result"
+)
+
+// Targets.
+const (
+	targetHTTP = "http"
+	targetAMQP = "rabbitmq"
+)
+
+// measureAll runs gcref, the live runs, then the open-loop search.
+func measureAll(ctx context.Context, o *options) (*report, error) {
+	rep := newReport(o)
+	fmt.Fprintf(os.Stderr, "bench-dispatch: gcref (%d round(s)), live runs, then the open loop\n", o.gcrefRounds)
+	if o.only["open"] {
+		if err := rep.measureGcref(ctx, o); err != nil {
+			return nil, err
+		}
+	}
+	targets := []string{targetHTTP}
+	if !o.skipAMQP {
+		targets = append(targets, targetAMQP)
+	}
+	for _, t := range targets {
+		if !o.only["live"] {
+			break
+		}
+		var r *liveResult
+		if err := rep.undisturbed(ctx, o, "live "+t, func() (err error) { r, err = liveRun(ctx, o, t); return err }); err != nil {
+			return nil, err
+		}
+		rep.Live = append(rep.Live, r)
+		rep.fail(r.Problems...)
+	}
+	if o.only["open"] {
+		if err := rep.openSearch(ctx, o); err != nil {
+			return nil, err
+		}
+	}
+	return rep, nil
+}
+
+// quietCPU is how busy the machine may be, in percent of one core over
+// half a second, to count as quiet (an idle RabbitMQ uses a few per cent).
+const quietCPU = 25
+
+// undisturbed runs f once the machine is quiet (nothing of
+// benchkit.Benchmarks running, under quietCPU in use), and again (up to
+// o.redo times) while a test or another benchmark started during it.
+func (rep *report) undisturbed(ctx context.Context, o *options, what string, f func() error) error {
+	others := benchkit.Others(benchkit.Benchmarks)
+	q := benchkit.Quiet{CPU: quietCPU, Others: others, Waiting: func(cpu float64, busy []string) {
+		fmt.Fprintf(os.Stderr, "bench-dispatch: waiting for a quiet machine (CPU %.0f%% of a core; running: %s)\n", cpu, strings.Join(busy, "; "))
+	}}
+	for attempt := 0; ; attempt++ {
+		quiet, waited, err := q.Settle(ctx, o.settle)
+		if err != nil {
+			return err
+		}
+		if !quiet {
+			rep.note("%s started on a busy machine, after waiting %s for it to go quiet", what, waited.Round(time.Second))
+		}
+		fmt.Fprintf(os.Stderr, "bench-dispatch: %s...\n", what)
+		w := benchkit.Watch(others)
+		err = f()
+		seen := w.End()
+		if err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		if seen == "" {
+			return nil
+		}
+		if attempt == o.redo {
+			rep.note("%s ran while %s ran too (kept after %d runs)", what, seen, attempt+1)
+			return nil
+		}
+		fmt.Fprintf(os.Stderr, "bench-dispatch: %s ran while %s ran; running it again\n", what, seen)
+	}
+}
+
+// gcrefResult is gcref's closed-loop maximum.
+type gcrefResult struct {
+	Command string    `json:"command"`
+	Rounds  []float64 `json:"rounds_rps"`
+	P99     []float64 `json:"rounds_p99_us"`
+	Max     float64   `json:"max_rps"` // the median of the rounds
+}
+
+func (rep *report) measureGcref(ctx context.Context, o *options) error {
+	for round := 1; round <= o.gcrefRounds; round++ {
+		var res result.Summary
+		err := rep.undisturbed(ctx, o, fmt.Sprintf("gcref round %d", round), func() error {
+			g, err := startGcref(ctx, o)
+			if err != nil {
+				return err
+			}
+			defer g.Shut(10 * time.Second)
+			args := closedArgs(o, g.Addrs[0], o.duration, o.warmup)
+			rep.Gcref.Command = commandLine(args, g.Addrs[0])
+			l, err := startLoad(ctx, o, args, o.duration+o.warmup+time.Minute)
+			if err != nil {
+				return err
+			}
+			r, problem, err := loadResultOf(l)
+			if err != nil {
+				return err
+			}
+			if problem != "" {
+				rep.fail("gcref: " + problem)
+			}
+			rep.fail(prefixed("gcref", benchkit.LoadProblems(&r))...)
+			res = r
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		rep.Gcref.Rounds = append(rep.Gcref.Rounds, res.ThroughputRPS)
+		rep.Gcref.P99 = append(rep.Gcref.P99, float64(res.LatencyUs.P99))
+		fmt.Fprintf(os.Stderr, "bench-dispatch: gcref %.0f req/s, p99 %.2f ms\n", res.ThroughputRPS, float64(res.LatencyUs.P99)/1000)
+	}
+	rep.Gcref.Max = benchkit.Median(rep.Gcref.Rounds)
+	if rep.Gcref.Max < 100 {
+		return fmt.Errorf("gcref made %.0f req/s: no rate to run the open loop at", rep.Gcref.Max)
+	}
+	return nil
+}

@@ -1,0 +1,185 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/ankusa/ankusa/bench/internal/benchkit"
+	"github.com/ankusa/ankusa/tools/loadgen/result"
+)
+
+// target is where the node delivers, the receiver (HTTP) or the broker
+// (RabbitMQ), and the tally of what arrived.
+type target interface {
+	sink(extra string) string // the node's sink to it; extra is more sink keys
+	tallied() *tally
+	close() error
+}
+
+// startTarget starts a healthy target of kind.
+func startTarget(o *options, kind string) (target, error) {
+	if kind == targetAMQP {
+		return openBroker(o.amqpURL)
+	}
+	return startReceiver()
+}
+
+// nodeRun is one node with its target, sampler and the bookkeeping every
+// run shares.
+type nodeRun struct {
+	o      *options
+	t      target
+	n      *node
+	s      *sampler
+	began  time.Time
+	series []sample
+	errors map[string]int // the node's error log lines by message
+}
+
+// startRun starts a node delivering to t (which it closes on an error);
+// extra is more sink keys, segment more config.
+func startRun(ctx context.Context, o *options, t target, extra, segment string) (*nodeRun, error) {
+	n, err := startNode(ctx, o, t.sink(extra), segment)
+	if err != nil {
+		t.close()
+		return nil, err
+	}
+	r := &nodeRun{o: o, t: t, n: n, began: time.Now()}
+	r.s = startSampler(n, t.tallied(), r.began)
+	return r, nil
+}
+
+// endSampling stops the sampler and returns every sample of the run.
+func (r *nodeRun) endSampling() []sample {
+	if r.series == nil {
+		r.series = r.s.end()
+	}
+	return r.series
+}
+
+// finish stops sampling, the node and the target; what went wrong is
+// returned as problems.
+func (r *nodeRun) finish() []string {
+	var problems []string
+	r.endSampling()
+	if err := r.n.stop(); err != nil {
+		problems = append(problems, err.Error())
+	}
+	r.errors = r.n.loggedErrors()
+	if err := r.t.close(); err != nil {
+		problems = append(problems, err.Error())
+	}
+	return problems
+}
+
+// waitDelivered waits until the target has received want hooks and the
+// node's backlog is empty, at most limit; it returns the time of the last
+// first delivery and whether everything arrived.
+func (r *nodeRun) waitDelivered(ctx context.Context, want int64, limit time.Duration) (time.Time, bool) {
+	deadline := time.Now().Add(limit)
+	for r.t.tallied().uniqueCount() < want {
+		if time.Now().After(deadline) || !r.n.Alive() || ctx.Err() != nil {
+			return r.t.tallied().lastDelivery(), false
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	last := r.t.tallied().lastDelivery()
+	for time.Now().Before(deadline) {
+		if p := (sample{}); r.n.metrics(&p) == nil && p.Pending <= 0 {
+			return last, true
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return last, false
+}
+
+// anomalies are what the node's own figures got wrong during the run:
+// its error log, and backlog gauges that cannot be (pending below zero,
+// more dead letters than hooks).
+func (r *nodeRun) anomalies() []string {
+	var out []string
+	for msg, n := range r.errors {
+		out = append(out, fmt.Sprintf("the node logged %d× error %q", n, msg))
+	}
+	slices.Sort(out)
+	var minPending, maxDead, records int64
+	for _, p := range r.series {
+		minPending, maxDead, records = min(minPending, p.Pending), max(maxDead, p.Dead), max(records, p.Records)
+	}
+	if minPending < 0 {
+		out = append(out, fmt.Sprintf("the pending backlog gauge went down to %d", minPending))
+	}
+	if maxDead > records {
+		out = append(out, fmt.Sprintf("the dead-letter gauge reached %d for %d hooks", maxDead, records))
+	}
+	return out
+}
+
+// sleep waits d or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) error {
+	select {
+	case <-time.After(d):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// startWindow starts loadgen with args (a run of d after the warm-up)
+// against the run's node and waits out the warm-up: it returns loadgen
+// with the sample and loadgen's CPU seconds at the start of the measured
+// window. On an error the run is finished.
+func (r *nodeRun) startWindow(ctx context.Context, args []string, d time.Duration) (*benchkit.Loadgen, sample, float64, error) {
+	l, err := startLoad(ctx, r.o, args, d+r.o.warmup+time.Minute)
+	if err != nil {
+		r.finish()
+		return nil, sample{}, 0, err
+	}
+	if err := sleep(ctx, r.o.warmup); err != nil {
+		loadResultOf(l)
+		r.finish()
+		return nil, sample{}, 0, err
+	}
+	a := r.s.take()
+	return l, a, cpuSeconds(l.Pid()), nil
+}
+
+// outcome is what every kind of run reports beside its figures.
+type outcome struct {
+	Samples   []sample `json:"samples"`
+	Anomalies []string `json:"anomalies,omitempty"`
+	Problems  []string `json:"problems,omitempty"`
+}
+
+func (out *outcome) problem(p ...string) { out.Problems = append(out.Problems, p...) }
+
+// wait waits for loadgen l and returns its result; a non-zero exit beside
+// it is a problem of out. On an error the run is finished.
+func (r *nodeRun) wait(l *benchkit.Loadgen, out *outcome) (result.Summary, error) {
+	lr, problem, err := loadResultOf(l)
+	if err != nil {
+		r.finish()
+		return lr, err
+	}
+	if problem != "" {
+		out.problem(problem)
+	}
+	return lr, nil
+}
+
+// close finishes the run (see finish) into out, with its samples and
+// anomalies.
+func (r *nodeRun) close(out *outcome) {
+	out.problem(r.finish()...)
+	out.Samples, out.Anomalies = r.series, r.anomalies()
+}
+
+func prefixed(p string, ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = p + ": " + s
+	}
+	return out
+}
