@@ -13,7 +13,6 @@ import (
 	"github.com/ankusa/ankusa/dispatch"
 	"github.com/ankusa/ankusa/dispatch/sink/amqpsink"
 	"github.com/ankusa/ankusa/dispatch/sink/httpsink"
-	"github.com/ankusa/ankusa/edge"
 	"github.com/ankusa/ankusa/envelope"
 	"github.com/ankusa/ankusa/segment"
 )
@@ -129,21 +128,6 @@ func (n *node) openAdmin() error {
 	n.admin = s
 	return nil
 }
-
-// penAdapter is the dispatcher's quarantine pen as the edge asks for it.
-type penAdapter struct{ d *dispatch.Dispatcher }
-
-func (p penAdapter) Reserve(tenant string, size int64) edge.PenAnswer {
-	switch ok, closed := p.d.ReservePen(tenant, size); {
-	case ok:
-		return edge.PenOK
-	case closed:
-		return edge.PenClosed
-	}
-	return edge.PenFull
-}
-
-func (p penAdapter) Unreserve(size int64) { p.d.UnreservePen(size) }
 
 // hookFetcher serves the admin API's hook fetch from the segment store.
 type hookFetcher struct{ s *segment.Store }

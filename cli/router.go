@@ -35,9 +35,9 @@ func (n *node) openRouter(commit edge.Committer) error {
 	if err != nil {
 		return err
 	}
-	var pen edge.Pen
+	var pen edge.Pen // nil with wal.type: none: a quarantined hook is refused
 	if n.dispatch != nil {
-		pen = penAdapter{n.dispatch}
+		pen = n.dispatch
 	}
 	var ids interface {
 		Ordinal(string) (uint32, bool)

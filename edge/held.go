@@ -62,7 +62,7 @@ func (r *Router) release(ctx *fasthttp.RequestCtx, h *held, panicked bool) {
 		r.o.Dedupe.Aborted(context.WithoutCancel(ctx), h.ticket)
 	}
 	if h.pen > 0 {
-		r.o.Pen.Unreserve(h.pen)
+		r.o.Pen.UnreservePen(h.pen)
 	}
 	if h.req != nil && !panicked {
 		wal.ReleaseRequest(h.req)

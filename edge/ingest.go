@@ -204,12 +204,12 @@ func (r *Router) onFailure(a *admitted, hold *held, reason uint8, size int64) (v
 	if r.o.Pen == nil {
 		return vUnavailable, 0
 	}
-	switch r.o.Pen.Reserve(a.tenant, size) {
-	case PenFull:
+	switch ok, closed := r.o.Pen.ReservePen(a.tenant, size); {
+	case closed:
+		return vTenantErasing, 0
+	case !ok:
 		penFull.Inc()
 		return vPenFull, penRetry
-	case PenClosed:
-		return vTenantErasing, 0
 	}
 	hold.pen = size
 	hold.flag(envelope.FlagQuarantined)

@@ -66,14 +66,14 @@ type countingPen struct {
 	held int64
 }
 
-func (p *countingPen) Reserve(_ string, n int64) edge.PenAnswer {
+func (p *countingPen) ReservePen(_ string, n int64) (ok, closed bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.held += n
-	return edge.PenOK
+	return true, false
 }
 
-func (p *countingPen) Unreserve(n int64) {
+func (p *countingPen) UnreservePen(n int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.held -= n

@@ -66,23 +66,16 @@ type RateLimiter interface {
 	Take(tenant string) (ok bool, wait time.Duration)
 }
 
-// Pen is what the edge asks of the quarantine pen.
+// Pen is what the edge asks of the quarantine pen (*dispatch.Dispatcher
+// is the production one).
 type Pen interface {
-	// Reserve takes n bytes of the pen's cap for a hook of tenant.
-	Reserve(tenant string, n int64) PenAnswer
-	// Unreserve gives back a reservation whose hook was not committed.
-	Unreserve(n int64)
+	// ReservePen takes n bytes of the pen's cap for a hook of tenant
+	// (ok); closed: the pen refuses the tenant, which is being erased;
+	// neither: the pen holds limits.max_quarantine_bytes.
+	ReservePen(tenant string, n int64) (ok, closed bool)
+	// UnreservePen gives back a reservation whose hook was not committed.
+	UnreservePen(n int64)
 }
-
-// PenAnswer is the pen's answer to a reservation.
-type PenAnswer uint8
-
-// Pen answers.
-const (
-	PenOK     PenAnswer = iota
-	PenFull             // past limits.max_quarantine_bytes
-	PenClosed           // the tenant is being erased
-)
 
 // Router is the catch-all POST handler of the public listener. It runs the
 // router order of DESIGN.md §2.1; every check that needs no body runs in
