@@ -311,7 +311,7 @@ func (n *node) openDisk(cfg *config.Config, recovery string, ordinal uint16, sou
 			if d == nil {
 				return false
 			}
-			live, err := d.HoldsLive(e.FirstSeq, e.LastSeq)
+			live, err := ms.HoldsLive(e.FirstSeq, e.LastSeq)
 			if err != nil {
 				log.Error("cannot tell whether a segment still holds undelivered hooks; keeping it", zap.String("segment", e.Name), zap.Error(err))
 			}
@@ -404,7 +404,7 @@ func (n *node) dedupeStage(cfg *config.Config, log *zap.Logger) (*dedupe.Stage, 
 	if d == nil {
 		return nil, errors.New("dedupe.scope: node needs the node's log (wal.type: disk)")
 	}
-	return dedupe.NewNodeStage(dedupe.NewNode(n.meta.DB(), n.wal.Ordinal), d.Written, log), nil
+	return dedupe.NewNodeStage(dedupe.NewNode(n.meta, n.wal.Ordinal), d.Written, log), nil
 }
 
 // monotonic is a monotonic clock in nanoseconds.

@@ -51,8 +51,8 @@ func TestDedupeKeyPinned(t *testing.T) {
 	if got := DedupeKey([]byte("x"), 1, 2, "s", hash); !bytes.Equal(got, append([]byte("x"), DedupeKey(nil, 1, 2, "s", hash)...)) {
 		t.Fatalf("DedupeKey(dst) = %x", got)
 	}
-	if got := hex.EncodeToString(DedupeDayPrefix(20421)); got != "64642f00004fc5" {
-		t.Fatalf("DedupeDayPrefix = %s", got)
+	if got := hex.EncodeToString(dedupeDayPrefix(20421)); got != "64642f00004fc5" {
+		t.Fatalf("dedupeDayPrefix = %s", got)
 	}
 }
 
@@ -77,7 +77,7 @@ func TestDedupeKeyOrder(t *testing.T) {
 	}
 	for i, k := range keys {
 		onDay5 := i < 5
-		if bytes.HasPrefix(k, DedupeDayPrefix(5)) != onDay5 || !bytes.HasPrefix(k, []byte(PrefixDedupe)) {
+		if bytes.HasPrefix(k, dedupeDayPrefix(5)) != onDay5 || !bytes.HasPrefix(k, []byte(prefixDedupe)) {
 			t.Fatalf("key %d (%x): under day 5's prefix is %v", i, k, !onDay5)
 		}
 	}
@@ -87,12 +87,12 @@ func TestDedupeKeyOrder(t *testing.T) {
 	}
 }
 
-// The sweep: DeleteRange [PrefixDedupe, DedupeDayPrefix(d)) removes the
+// The sweep: DeleteRange [prefixDedupe, dedupeDayPrefix(d)) removes the
 // keys of earlier days, and nothing of day d, later days or other prefixes.
 func TestDedupeSweepRange(t *testing.T) {
 	s := openMem(t, vfs.NewMem())
 	defer s.Close()
-	db := s.DB()
+	db := s.db
 	hi := bytes.Repeat([]byte{0xff}, 16)
 	lo := make([]byte, 16)
 	var old, kept [][]byte
@@ -104,7 +104,7 @@ func TestDedupeSweepRange(t *testing.T) {
 	}
 	// Neighbours of the dd/ prefix: the due index (d/), the audit log (au/)
 	// and keys just outside dd/.
-	kept = append(kept, DueKey(nil, 1, 5, 9, "s"), AuditKey(1, 1), []byte("dd"), []byte("dd."), PrefixEnd([]byte(PrefixDedupe)), []byte("dc/\xff"))
+	kept = append(kept, DueKey(nil, RowID{1, 9, "s"}, 5), AuditKey(1, 1), []byte("dd"), []byte("dd."), prefixEnd([]byte(prefixDedupe)), []byte("dc/\xff"))
 	b := db.NewBatch()
 	for _, k := range append(append([][]byte(nil), old...), kept...) {
 		if err := b.Set(k, []byte("v"), nil); err != nil {
@@ -114,7 +114,7 @@ func TestDedupeSweepRange(t *testing.T) {
 	if err := b.Commit(pebble.Sync); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.DeleteRange([]byte(PrefixDedupe), DedupeDayPrefix(20421), pebble.Sync); err != nil {
+	if err := db.DeleteRange([]byte(prefixDedupe), dedupeDayPrefix(20421), pebble.Sync); err != nil {
 		t.Fatal(err)
 	}
 	for _, k := range old {

@@ -82,9 +82,9 @@ func TestPenKeys(t *testing.T) {
 			t.Fatalf("pen key %d (%x) does not sort before %d (%x)", i-1, keys[i-1], i, keys[i])
 		}
 	}
-	lo, hi := TenantPrefix(PrefixPen, 1), PrefixEnd(TenantPrefix(PrefixPen, 1))
+	lo, hi := tenantPrefix(prefixPen, 1), prefixEnd(tenantPrefix(prefixPen, 1))
 	for i, k := range keys {
-		ord, _, _ := ParsePenKey(k)
+		ord, _, _ := parsePenKey(k)
 		in := bytes.Compare(lo, k) <= 0 && bytes.Compare(k, hi) < 0
 		if in != (ord == 1) {
 			t.Fatalf("key %d (%x) in tenant 1's range: %v", i, k, in)
@@ -94,14 +94,14 @@ func TestPenKeys(t *testing.T) {
 		ord uint32
 		seq uint64
 	}{{0, 0}, {1, 42}, {1<<32 - 1, 1<<64 - 1}} {
-		if ord, seq, ok := ParsePenKey(PenKey(nil, c.ord, c.seq)); !ok || ord != c.ord || seq != c.seq {
-			t.Fatalf("ParsePenKey(PenKey(%d, %d)) = %d %d %v", c.ord, c.seq, ord, seq, ok)
+		if ord, seq, ok := parsePenKey(PenKey(nil, c.ord, c.seq)); !ok || ord != c.ord || seq != c.seq {
+			t.Fatalf("parsePenKey(PenKey(%d, %d)) = %d %d %v", c.ord, c.seq, ord, seq, ok)
 		}
 	}
 	k := PenKey(nil, 1, 2)
-	for _, bad := range [][]byte{nil, []byte(PrefixPen), k[:len(k)-1], append(append([]byte(nil), k...), 0)} {
-		if _, _, ok := ParsePenKey(bad); ok {
-			t.Fatalf("ParsePenKey accepted %x", bad)
+	for _, bad := range [][]byte{nil, []byte(prefixPen), k[:len(k)-1], append(append([]byte(nil), k...), 0)} {
+		if _, _, ok := parsePenKey(bad); ok {
+			t.Fatalf("parsePenKey accepted %x", bad)
 		}
 	}
 }
