@@ -162,3 +162,61 @@ func TestDedupeValuePinned(t *testing.T) {
 		}
 	}
 }
+
+// LookupDedupe finds a key in the days it may be filed under, not once it
+// has expired, and a value that does not decode is no match (dedupe never
+// drops a hook), counted as damaged.
+func TestLookupDedupe(t *testing.T) {
+	s := openMem(t, vfs.NewMem())
+	defer s.Close()
+	now := 20000*dayNs + dayNs/2
+	ttl := 72 * time.Hour
+	hash := bytes.Repeat([]byte{7}, 16)
+	id := envelope.MakeID(1, 2, 3)
+	b := s.NewBatch()
+	b.AddDedupe(1, "stripe", hash, &DedupeValue{EventID: id, Expiry: now + int64(ttl), Seq: 3})
+	if err := b.Commit(Sync); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	look := func(ord uint32, source string, at int64) (bool, int) {
+		t.Helper()
+		v, ok, damaged, err := s.LookupDedupe(ord, source, hash, ttl, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok && (v.EventID != id || v.Seq != 3) {
+			t.Fatalf("value %+v", v)
+		}
+		return ok, damaged
+	}
+	if ok, _ := look(1, "stripe", now); !ok {
+		t.Fatal("a key just added is not found")
+	}
+	if ok, _ := look(2, "stripe", now); ok {
+		t.Fatal("another tenant's key matched")
+	}
+	if ok, _ := look(1, "github", now); ok {
+		t.Fatal("another source's key matched")
+	}
+	if ok, _ := look(1, "stripe", now+int64(ttl)); ok {
+		t.Fatal("a key matched at its expiry")
+	}
+	if ok, _ := look(1, "stripe", now+int64(ttl)-1); !ok {
+		t.Fatal("a key did not match 1ns before its expiry")
+	}
+	// A damaged value is not a match (and not an error).
+	if err := s.db.Set(DedupeKey(nil, DedupeDay(now+int64(ttl)), 1, "stripe", hash), []byte("junk"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if ok, damaged := look(1, "stripe", now); ok || damaged != 1 {
+		t.Fatalf("a damaged value: match %v, damaged %d", ok, damaged)
+	}
+	// SweepDedupe takes the days before now's.
+	if err := s.SweepDedupe(now + int64(ttl) + dayNs); err != nil {
+		t.Fatal(err)
+	}
+	if keys, _ := s.Census(); keys["dedupe"] != 0 {
+		t.Fatalf("%d dedupe keys after the sweep", keys["dedupe"])
+	}
+}

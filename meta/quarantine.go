@@ -71,34 +71,15 @@ func (b *Batch) DeletePen(ord uint32, seq uint64) {
 // PenRow reads the pen row of hook (ord, seq); found is false when it is
 // absent, and a row that does not decode is an ErrBadRecord.
 func (s *Store) PenRow(ord uint32, seq uint64) (p PenRow, found bool, err error) {
-	kb := keyBufs.Get().(*keyBuf)
-	defer keyBufs.Put(kb)
-	kb.b = PenKey(kb.b[:0], ord, seq)
-	v, c, found, err := s.get(kb.b)
-	if err != nil || !found {
-		if err != nil {
-			err = fmt.Errorf("cannot read a quarantine row: %w", err)
-		}
-		return p, false, err
-	}
-	defer c.Close()
-	if err := DecodePenRow(v, &p); err != nil {
-		return p, false, err
-	}
-	return p, true, nil
+	found, err = s.getKey("a quarantine row", func(dst []byte) []byte { return PenKey(dst, ord, seq) },
+		func(v []byte) error { return DecodePenRow(v, &p) })
+	return p, found, err
 }
 
 // PenExists reports whether the pen holds a row for hook (ord, seq),
 // whatever it holds.
 func (s *Store) PenExists(ord uint32, seq uint64) (bool, error) {
-	kb := keyBufs.Get().(*keyBuf)
-	defer keyBufs.Put(kb)
-	kb.b = PenKey(kb.b[:0], ord, seq)
-	ok, err := s.exists(kb.b)
-	if err != nil {
-		return false, fmt.Errorf("cannot read a quarantine row: %w", err)
-	}
-	return ok, nil
+	return s.existsKey("a quarantine row", func(dst []byte) []byte { return PenKey(dst, ord, seq) })
 }
 
 // PenRows calls fn with tenant ord's pen rows in seq order, from seq from

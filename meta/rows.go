@@ -2,7 +2,6 @@ package meta
 
 import (
 	"encoding/binary"
-	"fmt"
 )
 
 // RowID names one delivery row: a hook (its tenant ordinal and seq) and
@@ -82,46 +81,20 @@ func (b *Batch) putRow(id RowID, row *Delivery) {
 // Row reads the row id. found is false when it is absent; a row that does
 // not decode is an ErrBadRecord.
 func (s *Store) Row(id RowID) (row Delivery, found bool, err error) {
-	kb := keyBufs.Get().(*keyBuf)
-	defer keyBufs.Put(kb)
-	kb.b = RowKey(kb.b[:0], id)
-	v, c, found, err := s.get(kb.b)
-	if err != nil || !found {
-		if err != nil {
-			err = fmt.Errorf("cannot read a delivery row: %w", err)
-		}
-		return row, false, err
-	}
-	defer c.Close()
-	if err := DecodeDelivery(v, &row); err != nil {
-		return row, false, err
-	}
-	return row, true, nil
+	found, err = s.getKey("a delivery row", func(dst []byte) []byte { return RowKey(dst, id) },
+		func(v []byte) error { return DecodeDelivery(v, &row) })
+	return row, found, err
 }
 
 // RowExists reports whether the row id is in the store, whatever it holds.
 func (s *Store) RowExists(id RowID) (bool, error) {
-	kb := keyBufs.Get().(*keyBuf)
-	defer keyBufs.Put(kb)
-	kb.b = RowKey(kb.b[:0], id)
-	ok, err := s.exists(kb.b)
-	if err != nil {
-		return false, fmt.Errorf("cannot read delivery row: %w", err)
-	}
-	return ok, nil
+	return s.existsKey("a delivery row", func(dst []byte) []byte { return RowKey(dst, id) })
 }
 
 // DueExists reports whether the due entry of row id at due is in the
 // store.
 func (s *Store) DueExists(id RowID, due int64) (bool, error) {
-	kb := keyBufs.Get().(*keyBuf)
-	defer keyBufs.Put(kb)
-	kb.b = DueKey(kb.b[:0], id, due)
-	ok, err := s.exists(kb.b)
-	if err != nil {
-		return false, fmt.Errorf("cannot read the due index: %w", err)
-	}
-	return ok, nil
+	return s.existsKey("the due index", func(dst []byte) []byte { return DueKey(dst, id, due) })
 }
 
 // DueRows calls fn with every entry of tenant ord's due index, earliest

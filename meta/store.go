@@ -125,6 +125,41 @@ func (s *Store) get(key []byte) (v []byte, c io.Closer, found bool, err error) {
 	return v, c, true, nil
 }
 
+// getKey reads the key that spell appends to its argument (a pooled
+// buffer) and hands its value to decode; found is false when the key is
+// absent or its value does not decode. A read error is "cannot read
+// what"; decode's error is returned as it is.
+func (s *Store) getKey(what string, spell func(dst []byte) []byte, decode func(v []byte) error) (found bool, err error) {
+	kb := keyBufs.Get().(*keyBuf)
+	defer keyBufs.Put(kb)
+	kb.b = spell(kb.b[:0])
+	v, c, found, err := s.get(kb.b)
+	if err != nil {
+		return false, fmt.Errorf("cannot read %s: %w", what, err)
+	}
+	if !found {
+		return false, nil
+	}
+	defer c.Close()
+	if err := decode(v); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// existsKey reports whether the key that spell appends to its argument (a
+// pooled buffer) is in the store, whatever it holds.
+func (s *Store) existsKey(what string, spell func(dst []byte) []byte) (bool, error) {
+	kb := keyBufs.Get().(*keyBuf)
+	defer keyBufs.Put(kb)
+	kb.b = spell(kb.b[:0])
+	ok, err := s.exists(kb.b)
+	if err != nil {
+		return false, fmt.Errorf("cannot read %s: %w", what, err)
+	}
+	return ok, nil
+}
+
 // exists reports whether key is in the store.
 func (s *Store) exists(key []byte) (bool, error) {
 	_, c, found, err := s.get(key)
