@@ -13,6 +13,7 @@
 //	                is kept in memory (DurableCheckpoint)
 //	counters.go     per-tenant counters, written with the checkpoint
 //	catalogue.go    the segment catalogue and the seqs the log lost
+//	deliveries.go   a delivery row's value (Delivery)
 //	rows.go         delivery rows with their due and dead-letter indexes
 //	attempts.go     the attempt log of each row
 //	quarantine.go   the quarantine pen's rows
@@ -20,7 +21,10 @@
 //	audit.go        audit rows
 //	ratelimit.go    runtime rate-limit overrides
 //	holds.go        HoldsLive: whether a seq range still has live hooks
-//	tenant_ranges.go TenantRanges: every key range of one tenant (erase)
+//	tenant_ranges.go  TenantRanges: every key range of one tenant (erase)
+//
+// store.go opens the store and holds the read helpers every family uses;
+// Census (families.go) counts the keys of each family.
 //
 // Writes of several keys that must land together go through a Batch
 // (batch.go), with methods typed by family. Whether a write is synced is

@@ -153,20 +153,14 @@ func (s *Store) existsKey(what string, spell func(dst []byte) []byte) (bool, err
 	kb := keyBufs.Get().(*keyBuf)
 	defer keyBufs.Put(kb)
 	kb.b = spell(kb.b[:0])
-	ok, err := s.exists(kb.b)
+	_, c, found, err := s.get(kb.b)
 	if err != nil {
 		return false, fmt.Errorf("cannot read %s: %w", what, err)
 	}
-	return ok, nil
-}
-
-// exists reports whether key is in the store.
-func (s *Store) exists(key []byte) (bool, error) {
-	_, c, found, err := s.get(key)
 	if found {
 		c.Close()
 	}
-	return found, err
+	return found, nil
 }
 
 // scan calls fn with every key in [lo, hi) in order (nil bounds: the
