@@ -150,17 +150,7 @@ func (s *Store) getKey(what string, spell func(dst []byte) []byte, decode func(v
 // existsKey reports whether the key that spell appends to its argument (a
 // pooled buffer) is in the store, whatever it holds.
 func (s *Store) existsKey(what string, spell func(dst []byte) []byte) (bool, error) {
-	kb := keyBufs.Get().(*keyBuf)
-	defer keyBufs.Put(kb)
-	kb.b = spell(kb.b[:0])
-	_, c, found, err := s.get(kb.b)
-	if err != nil {
-		return false, fmt.Errorf("cannot read %s: %w", what, err)
-	}
-	if found {
-		c.Close()
-	}
-	return found, nil
+	return s.getKey(what, spell, func([]byte) error { return nil })
 }
 
 // scan calls fn with every key in [lo, hi) in order (nil bounds: the
