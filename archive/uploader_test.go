@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -16,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/ankusa/ankusa/envelope"
@@ -426,9 +424,9 @@ func TestMultipartPut(t *testing.T) {
 	})
 }
 
-// vanishing deletes a segment's catalogue entry (key c:s:<last seq>, the
-// schema of meta/keys.go) just before that segment's catalogue object is
-// written, so the uploader's archived mark finds no entry to mark.
+// vanishing deletes a segment's catalogue entry just before that
+// segment's catalogue object is written, so the uploader's archived mark
+// finds no entry to mark.
 type vanishing struct {
 	Backend
 	meta   *meta.Store
@@ -438,8 +436,7 @@ type vanishing struct {
 
 func (v *vanishing) Put(ctx context.Context, key string, r io.Reader, size int64, sum string) error {
 	if key == v.catKey {
-		k := binary.BigEndian.AppendUint64([]byte("c:s:"), v.seq)
-		if err := v.meta.DB().Delete(k, pebble.Sync); err != nil {
+		if _, err := v.meta.DeleteSegment(v.seq); err != nil {
 			return err
 		}
 	}

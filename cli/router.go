@@ -108,7 +108,7 @@ func (n *node) dedupeStage() (*dedupe.Stage, error) {
 	if n.dispatch == nil {
 		return nil, errors.New("dedupe.scope: node needs the node's log (wal.type: disk)")
 	}
-	return dedupe.NewNodeStage(dedupe.NewNode(n.meta.DB(), n.wal.Ordinal), n.dispatch.Written, n.log), nil
+	return dedupe.NewNodeStage(dedupe.NewNode(n.meta, n.wal.Ordinal), n.dispatch.Written, n.log), nil
 }
 
 func (n *node) fleetDedupe() (*dedupe.Stage, error) {

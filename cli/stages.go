@@ -99,7 +99,7 @@ func (n *node) openSegments(backend archive.Backend, layout archive.Layout) erro
 		MaxBytes:    int64(n.cfg.Segment.MaxBytes),
 		MaxAge:      time.Duration(n.cfg.Segment.MaxAge),
 		RetainLocal: time.Duration(n.cfg.Segment.RetainLocal),
-		Keeper:      tmpKeeper{n},
+		Keeper:      n.meta,
 		Archiving:   backend != nil,
 		Remote:      remote,
 		Logger:      n.log,

@@ -5,49 +5,47 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/ankusa/ankusa/meta"
 )
 
-func openDB(t *testing.T) *pebble.DB {
+func openStore(t *testing.T) *meta.Store {
 	t.Helper()
-	db, err := pebble.Open("db", &pebble.Options{FS: vfs.NewMem(), Logger: quiet{t}})
+	s, err := meta.Open(meta.Options{Dir: "db", FS: vfs.NewMem(),
+		Errorf: func(f string, a ...any) { t.Errorf("pebble: "+f, a...) }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { db.Close() })
-	return db
+	t.Cleanup(func() { s.Close() })
+	return s
 }
 
-// quiet keeps pebble's informational lines out of the test output.
-type quiet struct{ t *testing.T }
-
-func (quiet) Infof(string, ...any)        {}
-func (q quiet) Errorf(f string, a ...any) { q.t.Errorf("pebble: "+f, a...) }
-func (q quiet) Fatalf(f string, a ...any) { q.t.Fatalf("pebble: "+f, a...) }
+// addKeys commits keys added with AddKey in one synced batch.
+func addKeys(t *testing.T, s *meta.Store, add func(b *meta.Batch)) {
+	t.Helper()
+	b := s.NewBatch()
+	defer b.Close()
+	add(b)
+	if err := b.Commit(meta.Sync); err != nil {
+		t.Fatal(err)
+	}
+}
 
 func ordinals(m map[string]uint32) func(string) (uint32, bool) {
 	return func(t string) (uint32, bool) { o, ok := m[t]; return o, ok }
 }
 
 func TestNodeLookupAndSweep(t *testing.T) {
-	db := openDB(t)
-	n := NewNode(db, ordinals(map[string]uint32{"acme": 1, "globex": 2}))
+	store := openStore(t)
+	n := NewNode(store, ordinals(map[string]uint32{"acme": 1, "globex": 2}))
 	day := int64(24 * time.Hour)
 	now := 20000*day + day/2 // noon of some day
 	ttl := 72 * time.Hour
-	b := db.NewBatch()
-	if err := AddKey(b, 1, "acme", "stripe", []byte("evt_1"), testID(1), 5, now, ttl); err != nil {
-		t.Fatal(err)
-	}
-	if err := AddKey(b, 1, "acme", "stripe", []byte("evt_old"), testID(2), 6, now-70*int64(time.Hour), ttl); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Commit(pebble.Sync); err != nil {
-		t.Fatal(err)
-	}
+	addKeys(t, store, func(b *meta.Batch) {
+		AddKey(b, 1, "acme", "stripe", []byte("evt_1"), testID(1), 5, now, ttl)
+		AddKey(b, 1, "acme", "stripe", []byte("evt_old"), testID(2), 6, now-70*int64(time.Hour), ttl)
+	})
 	look := func(tenant, source, key string, at int64) (bool, string) {
 		id, ok, err := n.Lookup(MakeKey(tenant, source, []byte(key)), ttl, at)
 		if err != nil {
@@ -76,38 +74,30 @@ func TestNodeLookupAndSweep(t *testing.T) {
 	if ok, _ := look("acme", "stripe", "evt_old", now); !ok {
 		t.Fatal("a key received 70h ago with a 72h ttl is not found")
 	}
-	// Sweep 3 days later: evt_old (expired 2h after now) goes, evt_1 stays.
-	if err := Sweep(db, now+3*day); err != nil {
+	// Sweep 3 days later (the dispatcher's sweep): evt_old (expired 2h
+	// after now) goes, evt_1 stays.
+	if err := store.SweepDedupe(now + 3*day); err != nil {
 		t.Fatal(err)
 	}
-	it, _ := db.NewIter(&pebble.IterOptions{LowerBound: []byte(meta.PrefixDedupe), UpperBound: meta.PrefixEnd([]byte(meta.PrefixDedupe))})
-	count := 0
-	for ok := it.First(); ok; ok = it.Next() {
-		count++
+	keys, err := store.Census()
+	if err != nil {
+		t.Fatal(err)
 	}
-	it.Close()
-	if count != 1 {
+	if count := keys["dedupe"]; count != 1 {
 		t.Fatalf("%d keys after the sweep, want 1", count)
 	}
 	if ok, _ := look("acme", "stripe", "evt_1", now); !ok {
 		t.Fatal("the sweep removed a live key")
 	}
-	// A damaged value is not a match (and not an error: never drop a hook).
-	k := MakeKey("acme", "stripe", []byte("evt_1"))
-	exp := now + int64(ttl)
-	if err := db.Set(meta.DedupeKey(nil, meta.DedupeDay(exp), 1, "stripe", k.Hash[:]), []byte("junk"), pebble.Sync); err != nil {
-		t.Fatal(err)
-	}
-	if ok, _ := look("acme", "stripe", "evt_1", now); ok {
-		t.Fatal("a damaged value matched")
-	}
+	// A damaged value is not a match (and not an error: never drop a
+	// hook): meta's TestLookupDedupeDamaged writes one and looks it up.
 }
 
 // TestNodeStage runs Begin/Committed/Aborted over the node scope.
 func TestNodeStage(t *testing.T) {
-	db := openDB(t)
+	store := openStore(t)
 	var written uint64
-	s := NewNodeStage(NewNode(db, ordinals(map[string]uint32{"acme": 1})), func() uint64 { return written }, nil)
+	s := NewNodeStage(NewNode(store, ordinals(map[string]uint32{"acme": 1})), func() uint64 { return written }, nil)
 	ctx := context.Background()
 	k := MakeKey("acme", "src", []byte("k"))
 	now := time.Now().UnixNano()
@@ -125,9 +115,7 @@ func TestNodeStage(t *testing.T) {
 		t.Fatal("committed key (in the guard) not a duplicate")
 	}
 	// The writer stores it, then the guard lets go: the store answers.
-	b := db.NewBatch()
-	_ = AddKey(b, 1, "acme", "src", []byte("k"), testID(3), 1, now, time.Hour)
-	_ = b.Commit(pebble.NoSync)
+	addKeys(t, store, func(b *meta.Batch) { AddKey(b, 1, "acme", "src", []byte("k"), testID(3), 1, now, time.Hour) })
 	written = 1
 	if s.Guard().Len() != 0 {
 		t.Fatal("the guard kept a key the store has")

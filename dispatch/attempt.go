@@ -6,12 +6,10 @@ import (
 	"fmt"
 	"time"
 
-	backoffpkg "github.com/ankusa/ankusa/internal/backoff"
-
-	"github.com/cockroachdb/pebble/v2"
 	"go.uber.org/zap"
 
 	"github.com/ankusa/ankusa/envelope"
+	backoffpkg "github.com/ankusa/ankusa/internal/backoff"
 	"github.com/ankusa/ankusa/meta"
 	"github.com/ankusa/ankusa/segment"
 )
@@ -65,7 +63,7 @@ func (d *Dispatcher) attempt(r *runner, t *task) {
 	// The sinks bound an attempt by the spec's timeout themselves; a
 	// context that is never cancelled lets the HTTP sink run the request
 	// on this goroutine instead of a watcher's.
-	dl := Delivery{Envelope: env, Attempt: int(t.row.Attempts) + 1, SinkID: t.sink}
+	dl := Delivery{Envelope: env, Attempt: int(t.row.Attempts) + 1, SinkID: t.id.Sink}
 	err := r.sink.Deliver(context.Background(), &dl)
 	end := d.o.Now()
 	latency := end.Sub(now)
@@ -99,32 +97,26 @@ func (d *Dispatcher) record(r *runner, t *task, env *envelope.Envelope, now time
 	n := row.Attempts + 1
 	row.Attempts, row.LastAt, row.LastStatus = n, now.UnixNano(), uint16(status)
 	outcome := outDelivered
-	b := d.db.NewBatch()
+	b := d.meta.NewBatch()
 	defer b.Close()
-	oldDue := meta.DueKey(nil, t.ord, row.Due, t.seq, t.sink)
+	oldDue := row.Due
 	switch {
 	case e == nil:
 		row.LastError = ""
-		_ = b.Delete(t.key, nil)
-		_ = b.Delete(oldDue, nil)
+		b.DeletePending(t.id, oldDue)
 	case e.Permanent || int(n) >= r.spec.MaxAttempts || now.Sub(time.Unix(0, row.StartedAt)) >= time.Duration(r.spec.MaxAge):
 		outcome = outDead
 		row.LastError = deadReason(e, int(n), r)
-		row.State = meta.RowDead
-		_ = b.Set(t.key, row.AppendTo(nil), nil)
-		_ = b.Delete(oldDue, nil)
-		_ = b.Set(meta.DeadKey(nil, t.ord, t.seq, t.sink), nil, nil)
+		b.PutDead(t.id, oldDue, &row)
 	default:
 		outcome = outRetry
 		row.LastError = e.Error()
 		row.Due = now.Add(backoff(r, int(n), e.RetryAfter)).UnixNano()
-		_ = b.Set(t.key, row.AppendTo(nil), nil)
-		_ = b.Delete(oldDue, nil)
-		_ = b.Set(meta.DueKey(nil, t.ord, row.Due, t.seq, t.sink), nil, nil)
+		b.MovePending(t.id, oldDue, &row)
 	}
 	a := meta.AttemptRecord{At: now.Add(-latency).UnixNano(), Latency: int64(latency), Status: uint16(status), Outcome: outcome, Error: row.LastError}
-	_ = b.Set(meta.AttemptKey(nil, t.ord, t.seq, t.sink, n), a.AppendTo(nil), nil)
-	if err := b.Commit(pebble.NoSync); err != nil {
+	b.PutAttempt(t.id, n, &a)
+	if err := b.Commit(meta.NoSync); err != nil {
 		d.fatal(fmt.Errorf("cannot record a delivery attempt: %w", err))
 		return
 	}
@@ -135,7 +127,7 @@ func (d *Dispatcher) record(r *runner, t *task, env *envelope.Envelope, now time
 		deliverySeconds.Update(now.Sub(time.Unix(0, env.ReceivedAt)).Seconds())
 	case outRetry:
 		r.retried.Inc()
-		d.markActive(t.ord)
+		d.markActive(t.id.Ord)
 	case outDead:
 		r.deadened.Inc()
 		deadTotal.Inc()
@@ -167,7 +159,7 @@ func (d *Dispatcher) unreadable(r *runner, t *task, now time.Time, err error) {
 	if errors.Is(err, segment.ErrNotFound) || errors.Is(err, segment.ErrRemoved) || errors.As(err, &ce) {
 		e.Permanent = true
 	}
-	d.o.Logger.Error("cannot read a hook for delivery", zap.String("sink", r.name), zap.Uint64("seq", t.seq), zap.Error(err))
+	d.o.Logger.Error("cannot read a hook for delivery", zap.String("sink", r.name), zap.Uint64("seq", t.id.Seq), zap.Error(err))
 	d.record(r, t, &envelope.Envelope{ID: t.row.EventID, ReceivedAt: t.row.ReceivedAt}, now, 0, 0, e)
 }
 
@@ -175,16 +167,15 @@ func (d *Dispatcher) unreadable(r *runner, t *task, now time.Time, err error) {
 // circuit is open).
 func (d *Dispatcher) reschedule(t *task, due time.Time, why string) {
 	row := t.row
-	b := d.db.NewBatch()
+	b := d.meta.NewBatch()
 	defer b.Close()
-	_ = b.Delete(meta.DueKey(nil, t.ord, row.Due, t.seq, t.sink), nil)
+	oldDue := row.Due
 	row.Due, row.LastError = due.UnixNano(), why
-	_ = b.Set(t.key, row.AppendTo(nil), nil)
-	_ = b.Set(meta.DueKey(nil, t.ord, row.Due, t.seq, t.sink), nil, nil)
-	if err := b.Commit(pebble.NoSync); err != nil {
+	b.MovePending(t.id, oldDue, &row)
+	if err := b.Commit(meta.NoSync); err != nil {
 		d.fatal(fmt.Errorf("cannot reschedule a delivery: %w", err))
 	}
-	d.markActive(t.ord)
+	d.markActive(t.id.Ord)
 }
 
 // backoff is the wait before attempt n+1: full jitter over an exponential

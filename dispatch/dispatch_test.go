@@ -31,7 +31,7 @@ func TestDeliversEveryHookToEverySink(t *testing.T) {
 	}
 	d := n.disp.Load()
 	waitFor(t, 5*time.Second, "the checkpoint", func() bool { return d.Checkpoint() == n.wal.LastSeq() })
-	live, err := d.HoldsLive(1, n.wal.LastSeq())
+	live, err := n.meta.HoldsLive(1, n.wal.LastSeq())
 	if err != nil || live {
 		t.Fatalf("HoldsLive after every delivery = %v, %v; want false (rows are deleted once delivered)", live, err)
 	}

@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2"
 	"go.uber.org/zap"
 
 	"github.com/ankusa/ankusa/config"
@@ -77,17 +76,18 @@ func (o *Options) EnsureDefaults() {
 
 // Dispatcher is the dispatch stage. It is safe for concurrent use.
 type Dispatcher struct {
-	o  Options
-	db *pebble.DB
+	o    Options
+	meta *meta.Store // o.Meta
 
-	in       *Intake
-	written  uint64        // last seq with rows written (writer goroutine)
-	flushed  atomic.Uint64 // last seq whose rows are readable (not yet durable)
-	ckpt     atomic.Uint64 // last seq whose rows are durable
+	in      *Intake
+	written uint64        // last seq with rows written (writer goroutine)
+	flushed atomic.Uint64 // last seq whose rows are readable (not yet durable)
+	// The last seq whose rows are durable is the store's
+	// DurableCheckpoint: the writer moves it with a synced write.
 	lastCkpt time.Time
 
 	hmu  sync.Mutex
-	held map[string]struct{} // row keys an attempt holds (the in-memory lease)
+	held map[meta.RowID]struct{} // rows an attempt holds (the in-memory lease)
 
 	rmu     sync.Mutex
 	runners map[string]*runner // by source + "/" + sink id
@@ -128,8 +128,8 @@ func Open(o Options) (*Dispatcher, error) {
 	d := &Dispatcher{
 		o:         o,
 		in:        o.Intake,
-		db:        o.Meta.DB(),
-		held:      map[string]struct{}{},
+		meta:      o.Meta,
+		held:      map[meta.RowID]struct{}{},
 		runners:   map[string]*runner{},
 		active:    map[uint32]bool{},
 		inflight:  map[uint32]int{},
@@ -162,7 +162,6 @@ func Open(o Options) (*Dispatcher, error) {
 			return nil, err
 		}
 	}
-	d.ckpt.Store(d.written)
 	checkpointSeq.Set(float64(d.written))
 	d.lastCkpt = o.Now()
 	if ckpt < o.LastSeq {
@@ -177,8 +176,9 @@ func Open(o Options) (*Dispatcher, error) {
 }
 
 // Checkpoint is the seq up to which every hook's rows are durable: the
-// WAL and segments below it are not needed to rebuild anything.
-func (d *Dispatcher) Checkpoint() uint64 { return d.ckpt.Load() }
+// WAL and segments below it are not needed to rebuild anything. It is the
+// meta store's DurableCheckpoint, which only the row writer moves.
+func (d *Dispatcher) Checkpoint() uint64 { return d.meta.DurableCheckpoint() }
 
 // count adds committed hooks to a tenant's counters (writer goroutine).
 func (d *Dispatcher) count(ord uint32, hooks, bytes uint64) {
@@ -267,27 +267,27 @@ func (d *Dispatcher) stopping() bool {
 	}
 }
 
-func (d *Dispatcher) hold(key []byte) bool {
+func (d *Dispatcher) hold(id meta.RowID) bool {
 	d.hmu.Lock()
 	defer d.hmu.Unlock()
-	if _, ok := d.held[string(key)]; ok {
+	if _, ok := d.held[id]; ok {
 		return false
 	}
-	d.held[string(key)] = struct{}{}
+	d.held[id] = struct{}{}
 	inFlightRows.Set(float64(len(d.held)))
 	return true
 }
 
-func (d *Dispatcher) isHeld(key []byte) bool {
+func (d *Dispatcher) isHeld(id meta.RowID) bool {
 	d.hmu.Lock()
 	defer d.hmu.Unlock()
-	_, ok := d.held[string(key)]
+	_, ok := d.held[id]
 	return ok
 }
 
-func (d *Dispatcher) unhold(key []byte) {
+func (d *Dispatcher) unhold(id meta.RowID) {
 	d.hmu.Lock()
-	delete(d.held, string(key))
+	delete(d.held, id)
 	inFlightRows.Set(float64(len(d.held)))
 	d.hmu.Unlock()
 }
@@ -337,28 +337,18 @@ func (d *Dispatcher) runnerFor(src *source.Source, sourceName, sinkID string) (*
 	return nil, nil
 }
 
-// countRows sets the backlog gauges from the store.
+// countRows sets the backlog gauges from the store, and marks every
+// tenant with rows active.
 func (d *Dispatcher) countRows() error {
-	var rows, dead int64
-	for p, n := range map[string]*int64{meta.PrefixRow: &rows, meta.PrefixDead: &dead} {
-		it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: []byte(p), UpperBound: meta.PrefixEnd([]byte(p))})
-		if err != nil {
-			return fmt.Errorf("cannot count delivery rows: %w", err)
-		}
-		for ok := it.First(); ok; ok = it.Next() {
-			*n++
-			if p == meta.PrefixRow {
-				if ord, _, _, ok := meta.ParseRowKey(it.Key()); ok {
-					d.active[ord] = true
-				}
-			}
-		}
-		if err := it.Close(); err != nil {
-			return fmt.Errorf("cannot count delivery rows: %w", err)
-		}
+	c, err := d.meta.CountRows()
+	if err != nil {
+		return err
 	}
-	d.pending.Store(rows - dead)
-	d.dead.Store(dead)
+	for _, ord := range c.Tenants {
+		d.active[ord] = true
+	}
+	d.pending.Store(c.Rows - c.Dead)
+	d.dead.Store(c.Dead)
 	backlogGauges(d)
 	return nil
 }

@@ -14,7 +14,9 @@
 //	runner per sink: per-tenant queues served round-robin, bounded
 //	  concurrency per sink and per tenant, a circuit breaker per target
 //
-// Rows are keyed under the tenant's ordinal (package meta: r/, d/, x/, a/).
+// Rows are keyed under the tenant's ordinal (package meta: r/, d/, x/, a/),
+// and every read and write of them goes through meta's typed API: a row,
+// its index entries and its attempt entry are written in one meta.Batch.
 // A row is pending (with a due time), in flight (an attempt holds it: a
 // lease kept in memory, which a crash ends for every row at once, so the
 // stored state stays pending), or dead. A delivered row is deleted; its
@@ -25,5 +27,6 @@
 // is scanned again from the WAL and segments, creating only rows that are
 // absent (DESIGN.md §6 item 4). No WAL file or local segment holding a
 // hook past the checkpoint is deleted (item 3): the segment store asks
-// Checkpoint and HoldsLive.
+// the meta store (DurableCheckpoint, which Checkpoint also reports, and
+// HoldsLive over the rows and pen rows written here).
 package dispatch

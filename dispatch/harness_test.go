@@ -106,7 +106,7 @@ func openNode(t testing.TB, fs vfs.FS, fk *fakeSinks, o nodeOptions) *node {
 	n.wal = w
 	s, err := segment.Open(segment.Options{
 		FS: fs, Dir: "data/segments", Log: w, Meta: m, MaxBytes: 256 << 10, MaxAge: 50 * time.Millisecond,
-		Keeper:  dispKeeper{n},
+		Keeper:  m,
 		OnFatal: onFatal,
 	})
 	if err != nil {
@@ -307,22 +307,4 @@ func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-}
-
-// dispKeeper answers the segment store's questions from the node's
-// dispatcher; nothing is deleted before it has opened.
-type dispKeeper struct{ n *node }
-
-func (k dispKeeper) DurableCheckpoint() uint64 {
-	if d := k.n.disp.Load(); d != nil {
-		return d.Checkpoint()
-	}
-	return 0
-}
-
-func (k dispKeeper) HoldsLive(first, last uint64) (bool, error) {
-	if d := k.n.disp.Load(); d != nil {
-		return d.HoldsLive(first, last)
-	}
-	return true, nil
 }

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
-	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/ankusa/ankusa/envelope"
 	"github.com/ankusa/ankusa/meta"
@@ -66,26 +65,15 @@ func (d *Dispatcher) penGauges() {
 
 // loadPen counts the pen's rows and bytes (at Open, after the rebuild).
 func (d *Dispatcher) loadPen() error {
-	lo := []byte(meta.PrefixPen)
-	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: meta.PrefixEnd(lo)})
+	rows, bytes, damaged, err := d.meta.PenSize()
+	damagedRows.Add(damaged)
 	if err != nil {
 		return err
-	}
-	defer it.Close()
-	var rows, bytes int64
-	for ok := it.First(); ok; ok = it.Next() {
-		var p meta.PenRow
-		if err := meta.DecodePenRow(it.Value(), &p); err != nil {
-			damagedRows.Inc()
-			continue
-		}
-		rows++
-		bytes += int64(p.Bytes)
 	}
 	d.pen.rows.Store(rows)
 	d.pen.bytes.Store(bytes)
 	d.penGauges()
-	return it.Error()
+	return nil
 }
 
 // ReservePen takes n bytes of the pen's cap for a quarantined hook of
@@ -146,18 +134,17 @@ func (d *Dispatcher) Quarantined(_ context.Context, tenant string, f Filter, cur
 	if !ok {
 		return []PenItem{}, "", nil
 	}
-	prefix := meta.TenantPrefix(meta.PrefixPen, ord)
-	lo := prefix
+	from := uint64(0)
 	if cursor != "" {
 		c, err := hex.DecodeString(cursor)
 		if err != nil || len(c) != 8 {
 			return nil, "", ErrBadCursor
 		}
-		lo = meta.PenKey(nil, ord, binary.BigEndian.Uint64(c)+1)
+		from = binary.BigEndian.Uint64(c) + 1
 	}
 	items := []PenItem{}
 	next := ""
-	err := d.scanPen(ord, lo, f, func(seq uint64, p *meta.PenRow) bool {
+	err := d.scanPen(ord, from, f, func(seq uint64, p *meta.PenRow) bool {
 		if len(items) == limit {
 			next = hex.EncodeToString(binary.BigEndian.AppendUint64(nil, items[len(items)-1].Seq))
 			return true
@@ -169,25 +156,13 @@ func (d *Dispatcher) Quarantined(_ context.Context, tenant string, f Filter, cur
 }
 
 // scanPen calls fn with every pen row of the tenant passing the filter,
-// from key lo on, until fn says stop.
-func (d *Dispatcher) scanPen(ord uint32, lo []byte, f Filter, fn func(seq uint64, p *meta.PenRow) (stop bool)) error {
-	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: meta.PrefixEnd(meta.TenantPrefix(meta.PrefixPen, ord))})
-	if err != nil {
-		return err
-	}
-	defer it.Close()
-	for ok := it.First(); ok; ok = it.Next() {
-		_, seq, kok := meta.ParsePenKey(it.Key())
-		var p meta.PenRow
-		if !kok || meta.DecodePenRow(it.Value(), &p) != nil {
-			damagedRows.Inc()
-			continue
-		}
-		if f.matchPen(&p) && fn(seq, &p) {
-			break
-		}
-	}
-	return it.Error()
+// from seq from on, until fn says stop.
+func (d *Dispatcher) scanPen(ord uint32, from uint64, f Filter, fn func(seq uint64, p *meta.PenRow) (stop bool)) error {
+	damaged, err := d.meta.PenRows(ord, from, func(seq uint64, p *meta.PenRow) bool {
+		return f.matchPen(p) && fn(seq, p)
+	})
+	damagedRows.Add(damaged)
+	return err
 }
 
 // findPen finds a tenant's pen row by event id.
@@ -205,7 +180,7 @@ func (d *Dispatcher) findPen(tenant string, id envelope.ID) (uint32, uint64, met
 		seq = e.Seq
 	} else {
 		// The hook may be gone from local disk: its pen row still names it.
-		err := d.scanPen(ord, meta.TenantPrefix(meta.PrefixPen, ord), Filter{}, func(s uint64, r *meta.PenRow) bool {
+		err := d.scanPen(ord, 0, Filter{}, func(s uint64, r *meta.PenRow) bool {
 			if r.EventID == id {
 				seq = s
 				return true
@@ -219,19 +194,15 @@ func (d *Dispatcher) findPen(tenant string, id envelope.ID) (uint32, uint64, met
 			return 0, 0, p, ErrNotQuarantined
 		}
 	}
-	v, closer, err := d.db.Get(meta.PenKey(nil, ord, seq))
-	if errors.Is(err, pebble.ErrNotFound) {
+	p, found, err := d.meta.PenRow(ord, seq)
+	if err != nil {
+		return 0, 0, p, err
+	}
+	if !found {
 		if seq > d.flushed.Load() {
 			return 0, 0, p, ErrBusy // committed; its row is on its way
 		}
 		return 0, 0, p, ErrNotQuarantined
-	}
-	if err != nil {
-		return 0, 0, p, fmt.Errorf("cannot read a quarantine row: %w", err)
-	}
-	defer closer.Close()
-	if err := meta.DecodePenRow(v, &p); err != nil {
-		return 0, 0, p, err
 	}
 	if p.EventID != id {
 		return 0, 0, p, ErrNotQuarantined
@@ -245,7 +216,7 @@ func (d *Dispatcher) findPen(tenant string, id envelope.ID) (uint32, uint64, met
 // by it.
 func (d *Dispatcher) waitCheckpoint(ctx context.Context, seq uint64) error {
 	deadline := time.Now().Add(5 * time.Second)
-	for d.ckpt.Load() < seq {
+	for d.meta.DurableCheckpoint() < seq {
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			return ErrBusy
 		}
@@ -295,25 +266,24 @@ func (d *Dispatcher) Release(ctx context.Context, tenant string, id envelope.ID,
 	if err := d.waitCheckpoint(ctx, seq); err != nil {
 		return out, err
 	}
-	b := d.db.NewBatch()
+	b := d.meta.NewBatch()
 	defer b.Close()
-	_ = b.Delete(meta.PenKey(nil, ord, seq), nil)
+	b.DeletePen(ord, seq)
 	now := d.o.Now().UnixNano()
 	for _, spec := range src.Spec.Sinks {
-		row := meta.Delivery{State: meta.RowPending, ReceivedAt: p.ReceivedAt, StartedAt: now, Due: now, EventID: id, Source: p.Source, Release: mark}
-		_ = b.Set(meta.RowKey(nil, ord, seq, spec.ID), row.AppendTo(nil), nil)
-		_ = b.Set(meta.DueKey(nil, ord, now, seq, spec.ID), nil, nil)
+		row := meta.Delivery{ReceivedAt: p.ReceivedAt, StartedAt: now, Due: now, EventID: id, Source: p.Source, Release: mark}
+		b.PutPending(meta.RowID{Ord: ord, Seq: seq, Sink: spec.ID}, &row)
 		out.Rows++
 	}
 	action := "quarantine.release"
 	if force {
 		action = "quarantine.release_forced"
 	}
-	if err := meta.AddAudit(b, meta.AuditRow{At: d.o.Now().UTC(), Principal: principal, Action: action, Tenant: tenant,
+	if err := b.AddAudit(meta.AuditRow{At: d.o.Now().UTC(), Principal: principal, Action: action, Tenant: tenant,
 		Entity: id.String(), Detail: "source " + p.Source}); err != nil {
 		return out, err
 	}
-	if err := b.Commit(pebble.Sync); err != nil {
+	if err := b.Commit(meta.Sync); err != nil {
 		return out, fmt.Errorf("cannot release a quarantined hook: %w", err)
 	}
 	d.pen.rows.Add(-1)
@@ -342,14 +312,14 @@ func (d *Dispatcher) DropQuarantined(ctx context.Context, tenant string, id enve
 	if err := d.waitCheckpoint(ctx, seq); err != nil {
 		return err
 	}
-	b := d.db.NewBatch()
+	b := d.meta.NewBatch()
 	defer b.Close()
-	_ = b.Delete(meta.PenKey(nil, ord, seq), nil)
-	if err := meta.AddAudit(b, meta.AuditRow{At: d.o.Now().UTC(), Principal: principal, Action: "quarantine.drop", Tenant: tenant,
+	b.DeletePen(ord, seq)
+	if err := b.AddAudit(meta.AuditRow{At: d.o.Now().UTC(), Principal: principal, Action: "quarantine.drop", Tenant: tenant,
 		Entity: id.String(), Detail: "source " + p.Source}); err != nil {
 		return err
 	}
-	if err := b.Commit(pebble.Sync); err != nil {
+	if err := b.Commit(meta.Sync); err != nil {
 		return fmt.Errorf("cannot drop a quarantined hook: %w", err)
 	}
 	d.pen.rows.Add(-1)
@@ -381,21 +351,21 @@ func (d *Dispatcher) DropAllQuarantined(ctx context.Context, tenant string, f Fi
 		if err := d.waitCheckpoint(ctx, batch[len(batch)-1].seq); err != nil {
 			return err
 		}
-		b := d.db.NewBatch()
+		b := d.meta.NewBatch()
 		defer b.Close()
 		var bytes int64
 		for _, v := range batch {
-			_ = b.Delete(meta.PenKey(nil, ord, v.seq), nil)
+			b.DeletePen(ord, v.seq)
 			bytes += v.bytes
 		}
 		detail := fmt.Sprintf("%d hooks", len(batch))
 		if f.Source != "" {
 			detail += ", source " + f.Source
 		}
-		if err := meta.AddAudit(b, meta.AuditRow{At: d.o.Now().UTC(), Principal: principal, Action: "quarantine.drop_all", Tenant: tenant, Detail: detail}); err != nil {
+		if err := b.AddAudit(meta.AuditRow{At: d.o.Now().UTC(), Principal: principal, Action: "quarantine.drop_all", Tenant: tenant, Detail: detail}); err != nil {
 			return err
 		}
-		if err := b.Commit(pebble.Sync); err != nil {
+		if err := b.Commit(meta.Sync); err != nil {
 			return fmt.Errorf("cannot drop quarantined hooks: %w", err)
 		}
 		d.pen.rows.Add(-int64(len(batch)))
@@ -407,7 +377,7 @@ func (d *Dispatcher) DropAllQuarantined(ctx context.Context, tenant string, f Fi
 		return nil
 	}
 	var ferr error
-	err := d.scanPen(ord, meta.TenantPrefix(meta.PrefixPen, ord), f, func(seq uint64, p *meta.PenRow) bool {
+	err := d.scanPen(ord, 0, f, func(seq uint64, p *meta.PenRow) bool {
 		batch = append(batch, victim{seq, int64(p.Bytes)})
 		if len(batch) >= 1000 {
 			ferr = flush()

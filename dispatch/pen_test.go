@@ -281,7 +281,7 @@ func TestDedupeKeysWrittenWithRows(t *testing.T) {
 	for round := range 3 {
 		n := openNode(t, mem, newFakeSinks(nil), nodeOptions{source: withDedupe, dedupeNode: true}) // no sinks
 		d := n.disp.Load()
-		node := dedupe.NewNode(n.meta.DB(), n.wal.Ordinal)
+		node := dedupe.NewNode(n.meta, n.wal.Ordinal)
 		check := func(phase string) {
 			for k, id := range keys {
 				got, ok, err := node.Lookup(dedupe.MakeKey("acme", "src", []byte(k)), time.Hour, time.Now().UnixNano())
@@ -334,10 +334,10 @@ func TestPenKeepsSegmentsAndSerialises(t *testing.T) {
 	d := n.disp.Load()
 	e := n.commitQuarantined("acme", 1, "x")
 	waitFor(t, 5*time.Second, "the pen row", func() bool { return len(penList(t, d, "acme")) == 1 })
-	if live, err := d.HoldsLive(e.Seq, e.Seq); err != nil || !live {
+	if live, err := n.meta.HoldsLive(e.Seq, e.Seq); err != nil || !live {
 		t.Fatalf("HoldsLive over a quarantined hook: %v %v, want true: its segment must stay", live, err)
 	}
-	if live, _ := d.HoldsLive(e.Seq+1, e.Seq+100); live {
+	if live, _ := n.meta.HoldsLive(e.Seq+1, e.Seq+100); live {
 		t.Fatal("HoldsLive past the quarantined hook is true")
 	}
 	var wg sync.WaitGroup

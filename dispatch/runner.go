@@ -13,10 +13,7 @@ import (
 
 // task is one claimed row on its way to an attempt.
 type task struct {
-	key   []byte // row key
-	ord   uint32
-	seq   uint64
-	sink  string
+	id    meta.RowID
 	row   meta.Delivery
 	env   *envelope.Envelope // nil: read back from the store first
 	sh    *shared            // the hook in memory (first attempts)
@@ -92,14 +89,14 @@ func (r *runner) hasRoom(ord uint32) bool {
 // offer queues t; false when the runner or the tenant's queue is full.
 func (r *runner) offer(t *task) bool {
 	r.mu.Lock()
-	q := r.tenants[t.ord]
+	q := r.tenants[t.id.Ord]
 	if r.queued >= r.queueCap || (q != nil && len(q.tasks) >= r.tenantCap) || r.d.stopping() {
 		r.mu.Unlock()
 		return false
 	}
 	if q == nil {
-		q = &tenantQueue{ord: t.ord}
-		r.tenants[t.ord] = q
+		q = &tenantQueue{ord: t.id.Ord}
+		r.tenants[t.id.Ord] = q
 	}
 	q.tasks = append(q.tasks, t)
 	if !q.inRing {
@@ -127,7 +124,7 @@ func (r *runner) loop() {
 			}
 			r.inflight++
 			q.inflight++
-			r.d.tenantInFlight(t.ord, 1)
+			r.d.tenantInFlight(t.id.Ord, 1)
 			go r.run(t, q)
 		}
 		r.mu.Unlock()
@@ -168,7 +165,7 @@ func (r *runner) pickLocked() (*task, *tenantQueue) {
 
 func (r *runner) run(t *task, q *tenantQueue) {
 	r.d.attempt(r, t)
-	r.d.tenantInFlight(t.ord, -1)
+	r.d.tenantInFlight(t.id.Ord, -1)
 	r.mu.Lock()
 	r.inflight--
 	q.inflight--
@@ -224,7 +221,7 @@ func (d *Dispatcher) tenantInFlight(ord uint32, delta int) {
 // finish ends a task's hold: the row is free for the scheduler again and
 // the hook's memory is returned.
 func (d *Dispatcher) finish(t *task) {
-	d.unhold(t.key)
+	d.unhold(t.id)
 	if t.sh != nil {
 		d.doneWith(t.sh)
 		t.sh = nil

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2"
 	"go.uber.org/zap"
 
 	"github.com/ankusa/ankusa/meta"
@@ -97,123 +96,118 @@ func (d *Dispatcher) claimPass(turn *int) (time.Time, error) {
 // sinks. nextDue is the first due time after now (0: none seen); empty
 // means the tenant has no pending row at all.
 func (d *Dispatcher) claimTenant(ord uint32) (nextDue int64, empty bool, err error) {
-	lo := meta.TenantPrefix(meta.PrefixDue, ord)
-	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: meta.PrefixEnd(lo)})
-	if err != nil {
-		return 0, false, fmt.Errorf("cannot read the due index: %w", err)
-	}
-	defer it.Close()
 	now := d.o.Now().UnixNano()
 	claimed := 0
-	var key []byte
 	empty = true
-	for ok := it.First(); ok && claimed < claimPerTenant && !d.stopping(); ok = it.Next() {
+	err = d.meta.DueRows(ord, func(id meta.RowID, due int64) (bool, error) {
+		if claimed >= claimPerTenant || d.stopping() {
+			return true, nil
+		}
 		empty = false
-		_, due, seq, sink, ok := meta.ParseDueKey(it.Key())
-		if !ok {
-			d.o.Logger.Error("skipping a malformed due index key", zap.Binary("key", it.Key()))
-			continue
-		}
 		if due > now {
-			return due, false, it.Error()
+			nextDue = due
+			return true, nil
 		}
-		key = meta.RowKey(key[:0], ord, seq, sink)
-		if d.isHeld(key) {
-			continue
+		if d.isHeld(id) {
+			return false, nil
 		}
-		full, err := d.claim(ord, seq, sink, key, due, it.Key())
-		if err != nil {
-			return 0, false, err
-		}
-		if full {
-			break
+		full, err := d.claim(id, due)
+		if err != nil || full {
+			return true, err
 		}
 		claimed++
+		return false, nil
+	}, func(key []byte) {
+		empty = false
+		d.o.Logger.Error("skipping a malformed due index key", zap.Binary("key", key))
+	})
+	if err != nil {
+		return 0, false, err
 	}
-	return 0, empty, it.Error()
+	return nextDue, empty, nil
 }
 
 // claim offers one due row to its sink; full means the sink takes no more
-// of this tenant now. due and dueKey are the index entry as the pass's
-// iterator saw it: its snapshot may be older than an attempt that has
-// since finished, so the row is read again and must agree.
-func (d *Dispatcher) claim(ord uint32, seq uint64, sink string, key []byte, due int64, dueKey []byte) (full bool, err error) {
-	v, closer, err := d.db.Get(key)
-	if errors.Is(err, pebble.ErrNotFound) {
-		return false, d.dropOrphanDue(dueKey, ord, seq, sink)
-	}
-	if err != nil {
-		return false, fmt.Errorf("cannot read a delivery row: %w", err)
-	}
-	var row meta.Delivery
-	derr := meta.DecodeDelivery(v, &row)
-	closer.Close()
-	if derr != nil {
+// of this tenant now. due is the index entry as the pass saw it: the
+// pass's view may be older than an attempt that has since finished, so the
+// row is read again and must agree.
+func (d *Dispatcher) claim(id meta.RowID, due int64) (full bool, err error) {
+	row, found, err := d.meta.Row(id)
+	switch {
+	case errors.Is(err, meta.ErrBadRecord):
 		// Take it out of the due index (logged once, not every pass); the
 		// row stays for an operator, and keeps its segment on disk.
 		d.o.Logger.Error("a delivery row does not decode; it is no longer scheduled and is left in the store for an operator",
-			zap.Uint32("tenant_ordinal", ord), zap.Uint64("seq", seq), zap.String("sink", sink), zap.Binary("key", key), zap.Error(derr))
+			zap.Uint32("tenant_ordinal", id.Ord), zap.Uint64("seq", id.Seq), zap.String("sink", id.Sink), zap.Binary("key", meta.RowKey(nil, id)), zap.Error(err))
 		damagedRows.Inc()
-		return false, d.db.Delete(dueKey, pebble.NoSync)
+		return false, d.deleteDue(id, due)
+	case err != nil:
+		return false, err
+	case !found:
+		return false, d.dropOrphanDue(id, due)
 	}
 	if row.State != meta.RowPending || row.Due != due {
 		return false, nil // moved or finished since the pass began
 	}
-	r, err := d.runnerFor(nil, row.Source, sink)
+	r, err := d.runnerFor(nil, row.Source, id.Sink)
 	if err != nil || r == nil {
-		reason := fmt.Sprintf("sink %q is no longer a sink of source %q", sink, row.Source)
+		reason := fmt.Sprintf("sink %q is no longer a sink of source %q", id.Sink, row.Source)
 		if err != nil {
 			reason = err.Error()
 		}
-		return false, d.deadLetter(ord, seq, sink, key, row, reason)
+		return false, d.deadLetter(id, row, reason)
 	}
-	if !r.hasRoom(ord) {
+	if !r.hasRoom(id.Ord) {
 		return true, nil
 	}
-	if !d.hold(key) {
+	if !d.hold(id) {
 		return false, nil
 	}
-	t := &task{key: append([]byte(nil), key...), ord: ord, seq: seq, sink: sink, row: row}
+	t := &task{id: id, row: row}
 	if !r.offer(t) {
-		d.unhold(t.key)
+		d.unhold(t.id)
 		return true, nil
 	}
 	return false, nil
 }
 
 // dropOrphanDue removes a due entry whose row is gone. Usually the entry
-// went with it (the pass's snapshot is older than the delivery); one that
-// is still there is an orphan, which no write of this package leaves.
-func (d *Dispatcher) dropOrphanDue(dueKey []byte, ord uint32, seq uint64, sink string) error {
-	_, closer, err := d.db.Get(dueKey)
-	if errors.Is(err, pebble.ErrNotFound) {
-		return nil
+// went with it (the pass's view is older than the delivery); one that is
+// still there is an orphan, which no write of this package leaves.
+func (d *Dispatcher) dropOrphanDue(id meta.RowID, due int64) error {
+	exists, err := d.meta.DueExists(id, due)
+	if err != nil || !exists {
+		return err
 	}
-	if err != nil {
-		return fmt.Errorf("cannot read the due index: %w", err)
-	}
-	closer.Close()
-	d.o.Logger.Error("a due index entry has no delivery row; dropping the entry", zap.Uint32("tenant_ordinal", ord), zap.Uint64("seq", seq), zap.String("sink", sink))
+	d.o.Logger.Error("a due index entry has no delivery row; dropping the entry", zap.Uint32("tenant_ordinal", id.Ord), zap.Uint64("seq", id.Seq), zap.String("sink", id.Sink))
 	damagedRows.Inc()
-	return d.db.Delete(dueKey, pebble.NoSync)
+	return d.deleteDue(id, due)
+}
+
+// deleteDue deletes one due entry (unsynced: one that comes back after a
+// crash is dropped again).
+func (d *Dispatcher) deleteDue(id meta.RowID, due int64) error {
+	b := d.meta.NewBatch()
+	defer b.Close()
+	b.DeleteDue(id, due)
+	return b.Commit(meta.NoSync)
 }
 
 // deadLetter turns a pending row that cannot be attempted into a dead
 // letter.
-func (d *Dispatcher) deadLetter(ord uint32, seq uint64, sink string, key []byte, row meta.Delivery, reason string) error {
-	b := d.db.NewBatch()
+func (d *Dispatcher) deadLetter(id meta.RowID, row meta.Delivery, reason string) error {
+	b := d.meta.NewBatch()
 	defer b.Close()
-	_ = b.Delete(meta.DueKey(nil, ord, row.Due, seq, sink), nil)
-	row.State, row.LastError = meta.RowDead, reason
-	_ = b.Set(key, row.AppendTo(nil), nil)
-	_ = b.Set(meta.DeadKey(nil, ord, seq, sink), nil, nil)
-	if err := b.Commit(pebble.NoSync); err != nil {
+	oldDue := row.Due
+	row.LastError = reason
+	b.PutDead(id, oldDue, &row)
+	if err := b.Commit(meta.NoSync); err != nil {
 		return fmt.Errorf("cannot dead-letter a delivery: %w", err)
 	}
 	d.pending.Add(-1)
 	d.dead.Add(1)
 	deadTotal.Inc()
 	backlogGauges(d)
-	d.o.Logger.Warn("dead letter", zap.Uint32("tenant_ordinal", ord), zap.Uint64("seq", seq), zap.String("sink", sink), zap.String("error", reason))
+	d.o.Logger.Warn("dead letter", zap.Uint32("tenant_ordinal", id.Ord), zap.Uint64("seq", id.Seq), zap.String("sink", id.Sink), zap.String("error", reason))
 	return nil
 }

@@ -1,12 +1,10 @@
 package dispatch
 
 import (
-	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2"
 	"go.uber.org/zap"
 
 	"github.com/ankusa/ankusa/dedupe"
@@ -30,19 +28,20 @@ type shared struct {
 // it.
 type rowWriter struct {
 	d       *Dispatcher
-	b       *pebble.Batch
+	b       *meta.Batch
 	tasks   []*task
 	hooks   int
 	rebuild bool                // only create absent rows
 	ords    map[uint32]struct{} // tenants with rows in the batch
 	created int
-	key     []byte
-	val     []byte
 }
 
 func (d *Dispatcher) newRowWriter(rebuild bool) *rowWriter {
-	return &rowWriter{d: d, b: d.db.NewBatch(), rebuild: rebuild, ords: map[uint32]struct{}{}}
+	return &rowWriter{d: d, b: d.meta.NewBatch(), rebuild: rebuild, ords: map[uint32]struct{}{}}
 }
+
+// close releases the writer's batch (flushed or not).
+func (w *rowWriter) close() { w.b.Close() }
 
 // writeLoop is the row writer: it turns the intake into rows, starts first
 // attempts and moves the checkpoint.
@@ -72,6 +71,7 @@ func (d *Dispatcher) writeIntake() error {
 	items := d.in.take()
 	defer d.in.giveBack(items)
 	w := d.newRowWriter(false)
+	defer w.close()
 	for i, it := range items {
 		if it.skip {
 			// Nothing to deliver: the seqs only move the checkpoint (and
@@ -142,9 +142,7 @@ func (w *rowWriter) addHook(e *envelope.Envelope, sh *shared) error {
 	}
 	src := d.o.Sources.Snapshot().Lookup([]byte(e.SourceID))
 	if src != nil && d.in.o.DedupeNode && src.Dedupe != nil && e.DedupeKey != "" && !e.Verification.Flagged {
-		if err := dedupe.AddKey(w.b, e.TenantOrdinal, e.TenantID, e.SourceID, []byte(e.DedupeKey), e.ID, e.Seq, e.ReceivedAt, src.DedupeTTL); err != nil {
-			return err
-		}
+		dedupe.AddKey(w.b, e.TenantOrdinal, e.TenantID, e.SourceID, []byte(e.DedupeKey), e.ID, e.Seq, e.ReceivedAt, src.DedupeTTL)
 	}
 	if src == nil || len(src.Spec.Sinks) == 0 {
 		release()
@@ -158,9 +156,9 @@ func (w *rowWriter) addHook(e *envelope.Envelope, sh *shared) error {
 		sh.refs.Store(1) // the writer's own reference, dropped below
 	}
 	for _, spec := range src.Spec.Sinks {
-		w.key = meta.RowKey(w.key[:0], e.TenantOrdinal, e.Seq, spec.ID)
+		id := meta.RowID{Ord: e.TenantOrdinal, Seq: e.Seq, Sink: spec.ID}
 		if w.rebuild {
-			exists, err := w.exists(w.key)
+			exists, err := d.meta.RowExists(id)
 			if err != nil {
 				return err
 			}
@@ -168,23 +166,16 @@ func (w *rowWriter) addHook(e *envelope.Envelope, sh *shared) error {
 				continue
 			}
 		}
-		row := meta.Delivery{State: meta.RowPending, ReceivedAt: e.ReceivedAt, StartedAt: e.ReceivedAt, Due: now, EventID: e.ID, Source: e.SourceID}
-		w.val = row.AppendTo(w.val[:0])
-		if err := w.b.Set(w.key, w.val, nil); err != nil {
-			return err
-		}
-		due := meta.DueKey(nil, e.TenantOrdinal, now, e.Seq, spec.ID)
-		if err := w.b.Set(due, nil, nil); err != nil {
-			return err
-		}
+		row := meta.Delivery{ReceivedAt: e.ReceivedAt, StartedAt: e.ReceivedAt, Due: now, EventID: e.ID, Source: e.SourceID}
+		w.b.PutPending(id, &row)
 		w.created++
 		d.pending.Add(1)
 		w.ords[e.TenantOrdinal] = struct{}{}
-		if sh == nil || !d.hold(w.key) {
+		if sh == nil || !d.hold(id) {
 			continue
 		}
 		sh.refs.Add(1)
-		w.tasks = append(w.tasks, &task{key: append([]byte(nil), w.key...), ord: e.TenantOrdinal, seq: e.Seq, sink: spec.ID, row: row, env: e, sh: sh, src: src, first: true})
+		w.tasks = append(w.tasks, &task{id: id, row: row, env: e, sh: sh, src: src, first: true})
 	}
 	if sh != nil {
 		d.doneWith(sh)
@@ -199,20 +190,16 @@ func (w *rowWriter) addHook(e *envelope.Envelope, sh *shared) error {
 // addPenRow holds a quarantined hook in the pen. Its bytes were reserved
 // by the edge; a row the rebuild adds is counted when the pen is loaded.
 func (w *rowWriter) addPenRow(e *envelope.Envelope) error {
-	w.key = meta.PenKey(w.key[:0], e.TenantOrdinal, e.Seq)
 	if w.rebuild {
 		// Only absent rows: one an operator released or dropped after
 		// the checkpoint moved past it stays gone (see waitCheckpoint).
-		exists, err := w.exists(w.key)
+		exists, err := w.d.meta.PenExists(e.TenantOrdinal, e.Seq)
 		if err != nil || exists {
 			return err
 		}
 	}
 	row := meta.PenRow{ReceivedAt: e.ReceivedAt, EventID: e.ID, Bytes: uint32(len(e.Body)), Failure: e.Verification.Failure, Source: e.SourceID}
-	w.val = row.AppendTo(w.val[:0])
-	if err := w.b.Set(w.key, w.val, nil); err != nil {
-		return err
-	}
+	w.b.PutPen(e.TenantOrdinal, e.Seq, &row)
 	w.d.pen.rows.Add(1)
 	w.d.penGauges()
 	w.hooks++
@@ -222,23 +209,11 @@ func (w *rowWriter) addPenRow(e *envelope.Envelope) error {
 	return nil
 }
 
-func (w *rowWriter) exists(key []byte) (bool, error) {
-	_, closer, err := w.d.db.Get(key)
-	if errors.Is(err, pebble.ErrNotFound) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("cannot read delivery row: %w", err)
-	}
-	closer.Close()
-	return true, nil
-}
-
 // flush commits the batch (unsynced: the checkpoint's sync covers it),
 // then offers the first attempts to their sinks.
 func (w *rowWriter) flush() error {
 	if !w.b.Empty() {
-		if err := w.b.Commit(pebble.NoSync); err != nil {
+		if err := w.b.Commit(meta.NoSync); err != nil {
 			return fmt.Errorf("cannot write delivery rows: %w", err)
 		}
 		w.b.Reset()
@@ -260,7 +235,7 @@ func (w *rowWriter) flush() error {
 // offerFirst hands a first attempt to its sink; when the sink's queue is
 // full the row stays pending and the scheduler claims it later.
 func (d *Dispatcher) offerFirst(t *task) {
-	r, err := d.runnerFor(t.src, t.row.Source, t.sink)
+	r, err := d.runnerFor(t.src, t.row.Source, t.id.Sink)
 	if err != nil || r == nil || !r.offer(t) {
 		if err != nil {
 			d.o.Logger.Error("cannot start deliveries to a sink", zap.Error(err))
@@ -280,7 +255,7 @@ func (d *Dispatcher) doneWith(sh *shared) {
 // checkpoint moves the checkpoint to the last seq with rows written, with
 // a synced write, at most every CheckpointEvery unless now.
 func (d *Dispatcher) checkpoint(now bool) {
-	if d.written <= d.ckpt.Load() {
+	if d.written <= d.meta.DurableCheckpoint() {
 		return
 	}
 	if !now && d.o.Now().Sub(d.lastCkpt) < d.o.CheckpointEvery {
@@ -291,7 +266,6 @@ func (d *Dispatcher) checkpoint(now bool) {
 		return
 	}
 	d.lastCkpt = d.o.Now()
-	d.ckpt.Store(d.written)
 	checkpointSeq.Set(float64(d.written))
 }
 
@@ -302,6 +276,7 @@ func (d *Dispatcher) rebuild(from, to uint64) (int, error) {
 		return 0, nil
 	}
 	w := d.newRowWriter(true)
+	defer w.close()
 	err := d.o.Hooks.Scan(from+1, to, func(e *envelope.Envelope) error { return w.addHook(e, nil) })
 	if err != nil {
 		return 0, fmt.Errorf("cannot rebuild delivery rows of seqs %d..%d: %w", from+1, to, err)

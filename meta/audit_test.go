@@ -37,23 +37,23 @@ func TestAuditKey(t *testing.T) {
 		}
 	}
 	for _, k := range keys {
-		if !bytes.HasPrefix(k, []byte(PrefixAudit)) || len(k) != len(PrefixAudit)+12 {
+		if !bytes.HasPrefix(k, []byte(prefixAudit)) || len(k) != len(prefixAudit)+12 {
 			t.Fatalf("audit key %x", k)
 		}
 	}
 }
 
 // addAudits commits rows, each with AddAudit, in one synced batch.
-func addAudits(t *testing.T, db *pebble.DB, rows ...AuditRow) {
+func addAudits(t *testing.T, s *Store, rows ...AuditRow) {
 	t.Helper()
-	b := db.NewBatch()
+	b := s.NewBatch()
 	defer b.Close()
 	for _, r := range rows {
-		if err := AddAudit(b, r); err != nil {
+		if err := b.AddAudit(r); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := b.Commit(pebble.Sync); err != nil {
+	if err := b.Commit(Sync); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -75,17 +75,17 @@ func TestAuditRoundTrip(t *testing.T) {
 	id := envelope.MakeID(1_764_445_200_000, 7, 42)
 	first := AuditRow{At: t0, Principal: "ops", Action: "quarantine.release_forced", Tenant: "acme", Entity: id.String(), Detail: "source stripe"}
 	// Added out of time order; two rows share a nanosecond.
-	addAudits(t, s.DB(),
+	addAudits(t, s,
 		AuditRow{At: t0.Add(2 * time.Second), Principal: "ops", Action: "c"},
 		first,
 		AuditRow{At: t0.Add(time.Second), Principal: "ci", Action: "b1", Tenant: "globex"},
 		AuditRow{At: t0.Add(time.Second), Principal: "ci", Action: "b2", Tenant: "globex"},
 	)
 	// Keys that are not audit rows stay out of the listing.
-	if err := s.DB().Set(AttemptKey(nil, 1, 1, "s", 1), []byte("x"), pebble.Sync); err != nil {
+	if err := s.db.Set(AttemptKey(nil, RowID{1, 1, "s"}, 1), []byte("x"), pebble.Sync); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.DB().Set(PrefixEnd([]byte(PrefixAudit)), []byte("x"), pebble.Sync); err != nil {
+	if err := s.db.Set(prefixEnd([]byte(prefixAudit)), []byte("x"), pebble.Sync); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
@@ -126,17 +126,17 @@ func TestAuditValue(t *testing.T) {
 	s := openMem(t, vfs.NewMem())
 	defer s.Close()
 	at := time.Date(2025, 11, 29, 19, 40, 0, 5, time.UTC)
-	addAudits(t, s.DB(),
+	addAudits(t, s,
 		AuditRow{At: at, Principal: "ops", Action: "quarantine.drop_all", Tenant: "acme", Detail: "3 hooks, source gh"},
 		AuditRow{At: at.Add(1), Principal: "root", Action: "tenant.erase"})
-	it, err := s.DB().NewIter(&pebble.IterOptions{LowerBound: []byte(PrefixAudit), UpperBound: PrefixEnd([]byte(PrefixAudit))})
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte(prefixAudit), UpperBound: prefixEnd([]byte(prefixAudit))})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer it.Close()
 	var vals []string
 	for ok := it.First(); ok; ok = it.Next() {
-		if k := it.Key(); len(k) != len(PrefixAudit)+12 || !bytes.HasPrefix(k, AuditKey(at.UnixNano()+int64(len(vals)), 0)[:len(PrefixAudit)+8]) {
+		if k := it.Key(); len(k) != len(prefixAudit)+12 || !bytes.HasPrefix(k, AuditKey(at.UnixNano()+int64(len(vals)), 0)[:len(prefixAudit)+8]) {
 			t.Errorf("key %x is not the row's time", k)
 		}
 		vals = append(vals, string(it.Value()))
@@ -159,7 +159,7 @@ func TestAuditSameInstant(t *testing.T) {
 	var want []string
 	for i := 0; i < 5; i++ {
 		name := string(rune('a' + i))
-		addAudits(t, s.DB(), AuditRow{At: at, Principal: "ops", Action: name})
+		addAudits(t, s, AuditRow{At: at, Principal: "ops", Action: name})
 		want = append(want, name)
 	}
 	rows, err := s.Audit(at, 100)
@@ -174,8 +174,8 @@ func TestAuditDamagedRow(t *testing.T) {
 	s := openMem(t, vfs.NewMem())
 	defer s.Close()
 	at := time.Date(2025, 11, 29, 19, 40, 0, 0, time.UTC)
-	addAudits(t, s.DB(), AuditRow{At: at, Principal: "ops", Action: "ok"})
-	if err := s.DB().Set(AuditKey(at.Add(time.Second).UnixNano(), 0), []byte("{not json"), pebble.Sync); err != nil {
+	addAudits(t, s, AuditRow{At: at, Principal: "ops", Action: "ok"})
+	if err := s.db.Set(AuditKey(at.Add(time.Second).UnixNano(), 0), []byte("{not json"), pebble.Sync); err != nil {
 		t.Fatal(err)
 	}
 	rows, err := s.Audit(at, 10)
@@ -191,7 +191,7 @@ func TestAuditSinceBeforeEpoch(t *testing.T) {
 	s := openMem(t, vfs.NewMem())
 	defer s.Close()
 	at := time.Date(2025, 11, 29, 19, 40, 0, 0, time.UTC)
-	addAudits(t, s.DB(), AuditRow{At: at, Principal: "ops", Action: "a"}, AuditRow{At: at.Add(time.Hour), Principal: "ops", Action: "b"})
+	addAudits(t, s, AuditRow{At: at, Principal: "ops", Action: "a"}, AuditRow{At: at.Add(time.Hour), Principal: "ops", Action: "b"})
 	for _, since := range []time.Time{{}, time.Unix(-1, 0), time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(1600, 1, 1, 0, 0, 0, 0, time.UTC)} {
 		rows, err := s.Audit(since, 10)
 		if err != nil || auditActions(rows) != "a,b" {

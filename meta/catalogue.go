@@ -2,7 +2,6 @@ package meta
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -104,6 +103,27 @@ func (s *Store) PutSegment(e SegmentEntry) error {
 	return nil
 }
 
+// DeleteSegment removes the catalogue entry whose last seq is lastSeq,
+// both keys, synced; ok is false when there is none. Nothing in the node
+// removes entries (a removed or archived segment keeps its entry, for the
+// archive and for fetch); tests use it to make an entry vanish.
+func (s *Store) DeleteSegment(lastSeq uint64) (ok bool, err error) {
+	s.catMu.Lock()
+	defer s.catMu.Unlock()
+	e, ok, err := s.SegmentBySeq(lastSeq)
+	if err != nil || !ok || e.LastSeq != lastSeq {
+		return false, err
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	_ = b.Delete(segSeqKey(e.LastSeq), nil)
+	_ = b.Delete(segIDKey(e.LastID[:]), nil)
+	if err := b.Commit(pebble.Sync); err != nil {
+		return false, fmt.Errorf("cannot remove catalogue entry %s: %w", e.Name, err)
+	}
+	return true, nil
+}
+
 // UpdateSegment changes the catalogue entry whose last seq is lastSeq
 // with fn and writes it back synced, serialised with every other update:
 // two stages marking one entry (removed, archived) never undo each other.
@@ -131,7 +151,7 @@ func (s *Store) SegmentBySeq(seq uint64) (SegmentEntry, bool, error) {
 // SegmentFromSeq returns the first segment whose last seq is at or above
 // seq (it may start above seq).
 func (s *Store) SegmentFromSeq(seq uint64) (SegmentEntry, bool, error) {
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: segSeqKey(seq), UpperBound: upperBound(prefixSegSeq)})
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: segSeqKey(seq), UpperBound: prefixEnd([]byte(prefixSegSeq))})
 	if err != nil {
 		return SegmentEntry{}, false, fmt.Errorf("cannot read the catalogue: %w", err)
 	}
@@ -146,7 +166,7 @@ func (s *Store) SegmentFromSeq(seq uint64) (SegmentEntry, bool, error) {
 // SegmentByID returns the segment whose event-id range holds id: one seek
 // in the id index, one get.
 func (s *Store) SegmentByID(id envelope.ID) (SegmentEntry, bool, error) {
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: segIDKey(id[:]), UpperBound: upperBound(prefixSegID)})
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: segIDKey(id[:]), UpperBound: prefixEnd([]byte(prefixSegID))})
 	if err != nil {
 		return SegmentEntry{}, false, fmt.Errorf("cannot read the catalogue: %w", err)
 	}
@@ -159,12 +179,12 @@ func (s *Store) SegmentByID(id envelope.ID) (SegmentEntry, bool, error) {
 		return SegmentEntry{}, false, fmt.Errorf("cannot decode catalogue id index %q: %d bytes", it.Key(), len(v))
 	}
 	key := segSeqKey(binary.BigEndian.Uint64(v))
-	ev, closer, err := s.db.Get(key)
-	if errors.Is(err, pebble.ErrNotFound) {
-		return SegmentEntry{}, false, fmt.Errorf("catalogue id index %q points at a missing entry", it.Key())
-	}
+	ev, closer, found, err := s.get(key)
 	if err != nil {
 		return SegmentEntry{}, false, fmt.Errorf("cannot read the catalogue: %w", err)
+	}
+	if !found {
+		return SegmentEntry{}, false, fmt.Errorf("catalogue id index %q points at a missing entry", it.Key())
 	}
 	defer closer.Close()
 	e, err := decodeEntry(key, ev)
@@ -179,7 +199,7 @@ func (s *Store) SegmentByID(id envelope.ID) (SegmentEntry, bool, error) {
 
 // LastSegment returns the segment with the highest seqs.
 func (s *Store) LastSegment() (SegmentEntry, bool, error) {
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte(prefixSegSeq), UpperBound: upperBound(prefixSegSeq)})
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte(prefixSegSeq), UpperBound: prefixEnd([]byte(prefixSegSeq))})
 	if err != nil {
 		return SegmentEntry{}, false, fmt.Errorf("cannot read the catalogue: %w", err)
 	}
@@ -205,7 +225,7 @@ func (s *Store) CatalogueFloor() (uint64, envelope.ID, error) {
 // Segments calls fn for every catalogue entry in seq order, from the one
 // holding fromSeq on, until fn returns false.
 func (s *Store) Segments(fromSeq uint64, fn func(SegmentEntry) bool) error {
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: segSeqKey(fromSeq), UpperBound: upperBound(prefixSegSeq)})
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: segSeqKey(fromSeq), UpperBound: prefixEnd([]byte(prefixSegSeq))})
 	if err != nil {
 		return fmt.Errorf("cannot read the catalogue: %w", err)
 	}

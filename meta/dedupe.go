@@ -3,6 +3,9 @@ package meta
 import (
 	"encoding/binary"
 	"fmt"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/ankusa/ankusa/envelope"
 )
@@ -17,24 +20,8 @@ func DedupeDay(expiry int64) uint32 {
 	return uint32(expiry / (24 * 3600 * 1e9))
 }
 
-// DedupeKey is the node-scope key of a dedupe key hash (DESIGN.md §6 item
-// 5): dd/<expiry day u32><ordinal u32><source>\x00<hash>, appended to dst.
-// Source names match the name pattern, so they hold no 0x00.
-func DedupeKey(dst []byte, day uint32, ord uint32, source string, hash []byte) []byte {
-	dst = append(dst, PrefixDedupe...)
-	dst = binary.BigEndian.AppendUint32(dst, day)
-	dst = binary.BigEndian.AppendUint32(dst, ord)
-	dst = append(dst, source...)
-	dst = append(dst, 0)
-	return append(dst, hash...)
-}
-
-// DedupeDayPrefix is the prefix of every dedupe key filed under day.
-func DedupeDayPrefix(day uint32) []byte {
-	return binary.BigEndian.AppendUint32([]byte(PrefixDedupe), day)
-}
-
-// DedupeValue is what a dedupe key maps to: the committed hook.
+// DedupeValue is what a dedupe key maps to: the committed hook. Its key
+// is DedupeKey(DedupeDay(Expiry), ordinal, source, hash).
 //
 // Value: event id [16] | expiry i64 (unix ns) | seq u64
 type DedupeValue struct {
@@ -58,5 +45,55 @@ func DecodeDedupeValue(b []byte, v *DedupeValue) error {
 	copy(v.EventID[:], b)
 	v.Expiry = int64(binary.BigEndian.Uint64(b[16:]))
 	v.Seq = binary.BigEndian.Uint64(b[24:])
+	return nil
+}
+
+// AddDedupe records the dedupe key hash of a committed hook of tenant
+// ord's source, filed under the day of v.Expiry (the row writer adds it
+// to the batch of the hook's rows: DESIGN.md §6 item 5).
+func (b *Batch) AddDedupe(ord uint32, source string, hash []byte, v *DedupeValue) {
+	b.key = DedupeKey(b.key[:0], DedupeDay(v.Expiry), ord, source, hash)
+	b.val = v.AppendTo(b.val[:0])
+	b.set(b.key, b.val)
+}
+
+// LookupDedupe finds the dedupe key hash of tenant ord's source that has
+// not expired at now (unix ns). A key kept for ttl is filed under the
+// day it expires, so the days from now's to now+ttl's are the ones to
+// look in. A value that does not decode is not a match (dedupe never
+// drops a hook): it is skipped and counted in damaged.
+func (s *Store) LookupDedupe(ord uint32, source string, hash []byte, ttl time.Duration, now int64) (v DedupeValue, found bool, damaged int, err error) {
+	kb := keyBufs.Get().(*keyBuf)
+	defer keyBufs.Put(kb)
+	for day := DedupeDay(now); day <= DedupeDay(now+int64(ttl)); day++ {
+		kb.b = DedupeKey(kb.b[:0], day, ord, source, hash)
+		raw, c, ok, err := s.get(kb.b)
+		if err != nil {
+			return v, false, damaged, fmt.Errorf("cannot read a dedupe key: %w", err)
+		}
+		if !ok {
+			continue
+		}
+		derr := DecodeDedupeValue(raw, &v)
+		c.Close()
+		if derr != nil {
+			damaged++
+			continue
+		}
+		if v.Expiry > now {
+			return v, true, damaged, nil
+		}
+	}
+	return DedupeValue{}, false, damaged, nil
+}
+
+// SweepDedupe deletes every dedupe key filed under a day before now's
+// (one range delete, unsynced: their expiry is past, and a key that comes
+// back after a crash is swept again). A key expiring later today stays
+// until tomorrow's sweep; LookupDedupe checks its expiry.
+func (s *Store) SweepDedupe(now int64) error {
+	if err := s.db.DeleteRange([]byte(prefixDedupe), dedupeDayPrefix(DedupeDay(now)), pebble.NoSync); err != nil {
+		return fmt.Errorf("cannot sweep expired dedupe keys: %w", err)
+	}
 	return nil
 }

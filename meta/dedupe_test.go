@@ -51,8 +51,8 @@ func TestDedupeKeyPinned(t *testing.T) {
 	if got := DedupeKey([]byte("x"), 1, 2, "s", hash); !bytes.Equal(got, append([]byte("x"), DedupeKey(nil, 1, 2, "s", hash)...)) {
 		t.Fatalf("DedupeKey(dst) = %x", got)
 	}
-	if got := hex.EncodeToString(DedupeDayPrefix(20421)); got != "64642f00004fc5" {
-		t.Fatalf("DedupeDayPrefix = %s", got)
+	if got := hex.EncodeToString(dedupeDayPrefix(20421)); got != "64642f00004fc5" {
+		t.Fatalf("dedupeDayPrefix = %s", got)
 	}
 }
 
@@ -77,7 +77,7 @@ func TestDedupeKeyOrder(t *testing.T) {
 	}
 	for i, k := range keys {
 		onDay5 := i < 5
-		if bytes.HasPrefix(k, DedupeDayPrefix(5)) != onDay5 || !bytes.HasPrefix(k, []byte(PrefixDedupe)) {
+		if bytes.HasPrefix(k, dedupeDayPrefix(5)) != onDay5 || !bytes.HasPrefix(k, []byte(prefixDedupe)) {
 			t.Fatalf("key %d (%x): under day 5's prefix is %v", i, k, !onDay5)
 		}
 	}
@@ -87,12 +87,12 @@ func TestDedupeKeyOrder(t *testing.T) {
 	}
 }
 
-// The sweep: DeleteRange [PrefixDedupe, DedupeDayPrefix(d)) removes the
+// The sweep: DeleteRange [prefixDedupe, dedupeDayPrefix(d)) removes the
 // keys of earlier days, and nothing of day d, later days or other prefixes.
 func TestDedupeSweepRange(t *testing.T) {
 	s := openMem(t, vfs.NewMem())
 	defer s.Close()
-	db := s.DB()
+	db := s.db
 	hi := bytes.Repeat([]byte{0xff}, 16)
 	lo := make([]byte, 16)
 	var old, kept [][]byte
@@ -104,7 +104,7 @@ func TestDedupeSweepRange(t *testing.T) {
 	}
 	// Neighbours of the dd/ prefix: the due index (d/), the audit log (au/)
 	// and keys just outside dd/.
-	kept = append(kept, DueKey(nil, 1, 5, 9, "s"), AuditKey(1, 1), []byte("dd"), []byte("dd."), PrefixEnd([]byte(PrefixDedupe)), []byte("dc/\xff"))
+	kept = append(kept, DueKey(nil, RowID{1, 9, "s"}, 5), AuditKey(1, 1), []byte("dd"), []byte("dd."), prefixEnd([]byte(prefixDedupe)), []byte("dc/\xff"))
 	b := db.NewBatch()
 	for _, k := range append(append([][]byte(nil), old...), kept...) {
 		if err := b.Set(k, []byte("v"), nil); err != nil {
@@ -114,7 +114,7 @@ func TestDedupeSweepRange(t *testing.T) {
 	if err := b.Commit(pebble.Sync); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.DeleteRange([]byte(PrefixDedupe), DedupeDayPrefix(20421), pebble.Sync); err != nil {
+	if err := db.DeleteRange([]byte(prefixDedupe), dedupeDayPrefix(20421), pebble.Sync); err != nil {
 		t.Fatal(err)
 	}
 	for _, k := range old {
@@ -160,5 +160,63 @@ func TestDedupeValuePinned(t *testing.T) {
 		if err := DecodeDedupeValue(bad, &back); !errors.Is(err, ErrBadRecord) {
 			t.Errorf("%d bytes: %v, want ErrBadRecord", len(bad), err)
 		}
+	}
+}
+
+// LookupDedupe finds a key in the days it may be filed under, not once it
+// has expired, and a value that does not decode is no match (dedupe never
+// drops a hook), counted as damaged.
+func TestLookupDedupe(t *testing.T) {
+	s := openMem(t, vfs.NewMem())
+	defer s.Close()
+	now := 20000*dayNs + dayNs/2
+	ttl := 72 * time.Hour
+	hash := bytes.Repeat([]byte{7}, 16)
+	id := envelope.MakeID(1, 2, 3)
+	b := s.NewBatch()
+	b.AddDedupe(1, "stripe", hash, &DedupeValue{EventID: id, Expiry: now + int64(ttl), Seq: 3})
+	if err := b.Commit(Sync); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	look := func(ord uint32, source string, at int64) (bool, int) {
+		t.Helper()
+		v, ok, damaged, err := s.LookupDedupe(ord, source, hash, ttl, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok && (v.EventID != id || v.Seq != 3) {
+			t.Fatalf("value %+v", v)
+		}
+		return ok, damaged
+	}
+	if ok, _ := look(1, "stripe", now); !ok {
+		t.Fatal("a key just added is not found")
+	}
+	if ok, _ := look(2, "stripe", now); ok {
+		t.Fatal("another tenant's key matched")
+	}
+	if ok, _ := look(1, "github", now); ok {
+		t.Fatal("another source's key matched")
+	}
+	if ok, _ := look(1, "stripe", now+int64(ttl)); ok {
+		t.Fatal("a key matched at its expiry")
+	}
+	if ok, _ := look(1, "stripe", now+int64(ttl)-1); !ok {
+		t.Fatal("a key did not match 1ns before its expiry")
+	}
+	// A damaged value is not a match (and not an error).
+	if err := s.db.Set(DedupeKey(nil, DedupeDay(now+int64(ttl)), 1, "stripe", hash), []byte("junk"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if ok, damaged := look(1, "stripe", now); ok || damaged != 1 {
+		t.Fatalf("a damaged value: match %v, damaged %d", ok, damaged)
+	}
+	// SweepDedupe takes the days before now's.
+	if err := s.SweepDedupe(now + int64(ttl) + dayNs); err != nil {
+		t.Fatal(err)
+	}
+	if keys, _ := s.Census(); keys["dedupe"] != 0 {
+		t.Fatalf("%d dedupe keys after the sweep", keys["dedupe"])
 	}
 }

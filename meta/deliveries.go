@@ -2,10 +2,7 @@ package meta
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
-
-	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/ankusa/ankusa/envelope"
 )
@@ -17,7 +14,7 @@ const (
 )
 
 // Delivery is one stored delivery row: one hook, one sink (DESIGN.md §2.7).
-// Its key is RowKey(ordinal, seq, sink).
+// Its key is RowKey(RowID{ordinal, seq, sink}).
 //
 // Value, version 1:
 //
@@ -87,9 +84,6 @@ func RowState(v []byte) byte {
 	return v[1]
 }
 
-// ErrBadRecord is a stored value that does not decode.
-var ErrBadRecord = errors.New("meta: stored record does not decode")
-
 // DecodeDelivery decodes a row value.
 func DecodeDelivery(b []byte, d *Delivery) error {
 	const fixed = 2 + 2 + 4*8 + 2 + 16
@@ -138,160 +132,4 @@ func readString(b []byte) (string, []byte, bool) {
 		return "", b, false
 	}
 	return string(b[k : k+int(n)]), b[k+int(n):], true
-}
-
-// RowKey is the key of the row of (ordinal, seq, sink), appended to dst.
-func RowKey(dst []byte, ord uint32, seq uint64, sink string) []byte {
-	dst = append(dst, PrefixRow...)
-	return appendOrdSeqSink(dst, ord, seq, sink)
-}
-
-// DeadKey is the dead-letter index key of a row.
-func DeadKey(dst []byte, ord uint32, seq uint64, sink string) []byte {
-	dst = append(dst, PrefixDead...)
-	return appendOrdSeqSink(dst, ord, seq, sink)
-}
-
-// DueKey is the due index key of a pending row due at due.
-func DueKey(dst []byte, ord uint32, due int64, seq uint64, sink string) []byte {
-	dst = append(dst, PrefixDue...)
-	dst = binary.BigEndian.AppendUint32(dst, ord)
-	dst = binary.BigEndian.AppendUint64(dst, uint64(max(due, 0)))
-	dst = binary.BigEndian.AppendUint64(dst, seq)
-	return append(dst, sink...)
-}
-
-// AttemptKey is the key of attempt n of a row.
-func AttemptKey(dst []byte, ord uint32, seq uint64, sink string, n uint16) []byte {
-	dst = append(dst, PrefixAttempt...)
-	dst = appendOrdSeqSink(dst, ord, seq, sink)
-	dst = append(dst, 0)
-	return binary.BigEndian.AppendUint16(dst, n)
-}
-
-// TenantPrefix is the prefix of a tenant's keys under p (PrefixRow,
-// PrefixDue, PrefixDead, PrefixAttempt).
-func TenantPrefix(p string, ord uint32) []byte {
-	return binary.BigEndian.AppendUint32([]byte(p), ord)
-}
-
-// HookPrefix is the prefix of one hook's keys under p (PrefixRow,
-// PrefixDead, PrefixAttempt).
-func HookPrefix(p string, ord uint32, seq uint64) []byte {
-	return binary.BigEndian.AppendUint64(TenantPrefix(p, ord), seq)
-}
-
-// PrefixEnd is the smallest key above every key starting with p.
-func PrefixEnd(p []byte) []byte {
-	end := append([]byte(nil), p...)
-	for i := len(end) - 1; i >= 0; i-- {
-		if end[i] != 0xff {
-			end[i]++
-			return end[:i+1]
-		}
-	}
-	return nil
-}
-
-func appendOrdSeqSink(dst []byte, ord uint32, seq uint64, sink string) []byte {
-	dst = binary.BigEndian.AppendUint32(dst, ord)
-	dst = binary.BigEndian.AppendUint64(dst, seq)
-	return append(dst, sink...)
-}
-
-// ParseRowKey splits a key under PrefixRow or PrefixDead.
-func ParseRowKey(k []byte) (ord uint32, seq uint64, sink string, ok bool) {
-	if len(k) < 2+12+1 {
-		return 0, 0, "", false
-	}
-	k = k[2:]
-	return binary.BigEndian.Uint32(k), binary.BigEndian.Uint64(k[4:]), string(k[12:]), true
-}
-
-// ParseDueKey splits a key under PrefixDue.
-func ParseDueKey(k []byte) (ord uint32, due int64, seq uint64, sink string, ok bool) {
-	if len(k) < 2+20+1 {
-		return 0, 0, 0, "", false
-	}
-	k = k[2:]
-	return binary.BigEndian.Uint32(k), int64(binary.BigEndian.Uint64(k[4:])), binary.BigEndian.Uint64(k[12:]), string(k[20:]), true
-}
-
-// AttemptRecord is one attempt log entry.
-//
-// Value: at i64 | latency ns i64 | status u16 | outcome (string) | error (string)
-type AttemptRecord struct {
-	At, Latency int64
-	Status      uint16
-	Outcome     string
-	Error       string
-}
-
-// AppendTo appends the entry's encoding to dst.
-func (a *AttemptRecord) AppendTo(dst []byte) []byte {
-	dst = binary.BigEndian.AppendUint64(dst, uint64(a.At))
-	dst = binary.BigEndian.AppendUint64(dst, uint64(a.Latency))
-	dst = binary.BigEndian.AppendUint16(dst, a.Status)
-	dst = envelope.AppendString(dst, a.Outcome)
-	e := a.Error
-	if len(e) > maxErrorBytes {
-		e = e[:maxErrorBytes]
-	}
-	return envelope.AppendString(dst, e)
-}
-
-// DecodeAttempt decodes an attempt log entry.
-func DecodeAttempt(b []byte, a *AttemptRecord) error {
-	if len(b) < 18 {
-		return fmt.Errorf("%w: attempt entry of %d bytes", ErrBadRecord, len(b))
-	}
-	a.At = int64(binary.BigEndian.Uint64(b))
-	a.Latency = int64(binary.BigEndian.Uint64(b[8:]))
-	a.Status = binary.BigEndian.Uint16(b[16:])
-	var ok bool
-	rest := b[18:]
-	if a.Outcome, rest, ok = readString(rest); !ok {
-		return fmt.Errorf("%w: attempt outcome", ErrBadRecord)
-	}
-	if a.Error, _, ok = readString(rest); !ok {
-		return fmt.Errorf("%w: attempt error", ErrBadRecord)
-	}
-	return nil
-}
-
-// ParseAttemptKey splits a key under PrefixAttempt.
-func ParseAttemptKey(k []byte) (ord uint32, seq uint64, sink string, n uint16, ok bool) {
-	if len(k) < 2+12+1+1+2 || k[len(k)-3] != 0 {
-		return 0, 0, "", 0, false
-	}
-	n = binary.BigEndian.Uint16(k[len(k)-2:])
-	ord, seq, sink, ok = ParseRowKey(k[:len(k)-3])
-	return ord, seq, sink, n, ok
-}
-
-// DispatchCheckpoint is the stored dispatch checkpoint (0 when none).
-func (s *Store) DispatchCheckpoint() (uint64, error) {
-	v, closer, err := s.db.Get([]byte(keyDispatchCheckpoint))
-	if errors.Is(err, pebble.ErrNotFound) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("cannot read dispatch checkpoint: %w", err)
-	}
-	defer closer.Close()
-	if len(v) != 8 {
-		return 0, fmt.Errorf("%w: dispatch checkpoint of %d bytes, want 8", ErrBadRecord, len(v))
-	}
-	return binary.BigEndian.Uint64(v), nil
-}
-
-// SetDispatchCheckpoint stores the checkpoint with a synced write. pebble
-// writes its log in commit order, so the sync also makes durable every
-// unsynced batch committed before it: the rows the checkpoint covers.
-func (s *Store) SetDispatchCheckpoint(seq uint64) error {
-	v := binary.BigEndian.AppendUint64(nil, seq)
-	if err := s.db.Set([]byte(keyDispatchCheckpoint), v, pebble.Sync); err != nil {
-		return fmt.Errorf("cannot write dispatch checkpoint: %w", err)
-	}
-	return nil
 }

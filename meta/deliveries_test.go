@@ -84,42 +84,42 @@ func TestAttemptRecordRoundTripAndDamage(t *testing.T) {
 // Keys sort by tenant, then seq (rows) or due time (the due index), and
 // parse back; short keys are refused.
 func TestDeliveryKeys(t *testing.T) {
-	k1 := RowKey(nil, 1, 300, "a")
-	k2 := RowKey(nil, 1, 2000, "a")
-	k3 := RowKey(nil, 2, 1, "a")
+	k1 := RowKey(nil, RowID{1, 300, "a"})
+	k2 := RowKey(nil, RowID{1, 2000, "a"})
+	k3 := RowKey(nil, RowID{2, 1, "a"})
 	if !(bytes.Compare(k1, k2) < 0 && bytes.Compare(k2, k3) < 0) {
 		t.Fatal("row keys do not sort by (tenant, seq)")
 	}
-	if !bytes.HasPrefix(k1, TenantPrefix(PrefixRow, 1)) || !bytes.HasPrefix(k1, HookPrefix(PrefixRow, 1, 300)) {
+	if !bytes.HasPrefix(k1, tenantPrefix(prefixRow, 1)) || !bytes.HasPrefix(k1, hookPrefix(prefixRow, 1, 300)) {
 		t.Fatal("row key outside its tenant's and hook's prefix")
 	}
-	if o, s, sink, ok := ParseRowKey(k2); !ok || o != 1 || s != 2000 || sink != "a" {
-		t.Fatalf("ParseRowKey: %d %d %q %v", o, s, sink, ok)
+	if id, ok := parseRowKey(k2); !ok || id.Ord != 1 || id.Seq != 2000 || id.Sink != "a" {
+		t.Fatalf("parseRowKey: %+v %v", id, ok)
 	}
-	d1, d2 := DueKey(nil, 1, 5, 900, "b"), DueKey(nil, 1, 6, 1, "b")
+	d1, d2 := DueKey(nil, RowID{1, 900, "b"}, 5), DueKey(nil, RowID{1, 1, "b"}, 6)
 	if bytes.Compare(d1, d2) >= 0 {
 		t.Fatal("due keys do not sort by due time within a tenant")
 	}
-	if o, due, s, sink, ok := ParseDueKey(d1); !ok || o != 1 || due != 5 || s != 900 || sink != "b" {
-		t.Fatalf("ParseDueKey: %d %d %d %q %v", o, due, s, sink, ok)
+	if id, due, ok := parseDueKey(d1); !ok || id.Ord != 1 || due != 5 || id.Seq != 900 || id.Sink != "b" {
+		t.Fatalf("parseDueKey: %+v %d %v", id, due, ok)
 	}
-	ak := AttemptKey(nil, 3, 7, "sink-1", 12)
-	if o, s, sink, n, ok := ParseAttemptKey(ak); !ok || o != 3 || s != 7 || sink != "sink-1" || n != 12 {
-		t.Fatalf("ParseAttemptKey: %d %d %q %d %v", o, s, sink, n, ok)
+	ak := AttemptKey(nil, RowID{3, 7, "sink-1"}, 12)
+	if id, n, ok := parseAttemptKey(ak); !ok || id.Ord != 3 || id.Seq != 7 || id.Sink != "sink-1" || n != 12 {
+		t.Fatalf("parseAttemptKey: %+v %d %v", id, n, ok)
 	}
 	for _, short := range [][]byte{nil, []byte("r/"), k1[:14]} {
-		if _, _, _, ok := ParseRowKey(short); ok {
-			t.Fatalf("ParseRowKey accepted %x", short)
+		if _, ok := parseRowKey(short); ok {
+			t.Fatalf("parseRowKey accepted %x", short)
 		}
-		if _, _, _, _, ok := ParseDueKey(short); ok {
-			t.Fatalf("ParseDueKey accepted %x", short)
+		if _, _, ok := parseDueKey(short); ok {
+			t.Fatalf("parseDueKey accepted %x", short)
 		}
-		if _, _, _, _, ok := ParseAttemptKey(short); ok {
-			t.Fatalf("ParseAttemptKey accepted %x", short)
+		if _, _, ok := parseAttemptKey(short); ok {
+			t.Fatalf("parseAttemptKey accepted %x", short)
 		}
 	}
-	if !bytes.Equal(PrefixEnd([]byte{1, 0xff}), []byte{2}) || PrefixEnd([]byte{0xff}) != nil {
-		t.Fatal("PrefixEnd")
+	if !bytes.Equal(prefixEnd([]byte{1, 0xff}), []byte{2}) || prefixEnd([]byte{0xff}) != nil {
+		t.Fatal("prefixEnd")
 	}
 }
 

@@ -1,83 +1,232 @@
-// Package meta is the node's pebble store: its key schema (this file, the
-// one place keys are built) and typed accessors.
-//
-// Key schema:
-//
-//	m:node                 node identity: JSON {name, ordinal, created_at}
-//	m:wal:checkpoint       16+8 bytes: last event id, then last seq (u64 BE),
-//	                       written at clean shutdown (a floor for numbering)
-//	t:<tenant>             tenant ordinal, u32 BE (mirror of the WAL's tenant
-//	                       records; the WAL is the durable record)
-//	c:s:<last seq u64 BE>  segment catalogue entry (see SegmentEntry), keyed by
-//	                       the segment's last seq
-//	c:i:<last id 16 bytes> the same segment's last seq (u64 BE): the event-id
-//	                       index, written in the same synced batch
-//	c:g:<first seq u64 BE> last seq (u64 BE) of seqs the log does not hold
-//	                       (cut by -wal-recovery=truncate): Scan steps over
-//	                       them instead of calling them lost
-//
-//	m:dispatch:checkpoint  u64 BE: every hook at or below this seq has its
-//	                       delivery rows durable (DESIGN.md §6 items 3, 4)
-//	r/<ord u32><seq u64><sink id>
-//	                       delivery row (see Delivery), one per hook and sink;
-//	                       a tenant's rows are one prefix
-//	d/<ord u32><due u64 ns><seq u64><sink id>
-//	                       due index of pending rows, written in the row's batch
-//	x/<ord u32><seq u64><sink id>
-//	                       dead-letter index, written in the row's batch
-//	a/<ord u32><seq u64><sink id>\x00<n u16>
-//	                       attempt log entry n of a row (see AttemptRecord)
-//	q/<ord u32><seq u64>   quarantine pen row (see PenRow), written by the
-//	                       row writer and rebuilt past the checkpoint like rows
-//	dd/<expiry day u32><ord u32><source>\x00<hash 16>
-//	                       node-scope dedupe key (see DedupeValue), written
-//	                       with the rows; a day's keys are swept with one
-//	                       range delete
-//	au/<at u64 ns><n u32>  audit row (see AuditRow), JSON
-//	m:ratelimit:<tenant>   a tenant's runtime rate-limit override, JSON
-//	m:tcount:<ord u32>     a tenant's committed hooks and bytes (u64, u64), up
-//	                       to the dispatch checkpoint, written with it
-//
-// Integers are big-endian so keys sort by them. Sink ids match the name
-// pattern, so they hold no 0x00. Later stages add their prefixes here
-// (m:erase:, m:erased:).
 package meta
 
 import "encoding/binary"
 
+// Key schema: every key of the store, byte by byte. This file is the one
+// place keys are spelled; families.go registers each family (its prefix,
+// whether it is per tenant, how a tenant's keys are found), and
+// keys_test.go pins one example key of each.
+//
+// Integers are big-endian, so keys sort by them. Tenant and source names
+// and sink ids match [a-z0-9][a-z0-9._-]{0,62}: they hold no 0x00.
+//
+// Node-wide keys:
+//
+//	m:node                  "m:node"                      → Node, JSON
+//	m:wal:checkpoint        "m:wal:checkpoint"            → last event id [16] | last seq u64:
+//	                        the numbering floor, written at clean shutdown
+//	                        (and reserved ahead with wal.type: none)
+//	m:dispatch:checkpoint   "m:dispatch:checkpoint"       → seq u64: every hook at or
+//	                        below it has its delivery rows durable (DESIGN.md §6
+//	                        items 3, 4)
+//	c:s:                    "c:s:" | last seq u64         → SegmentEntry: the catalogue,
+//	                        keyed by a segment's last seq
+//	c:i:                    "c:i:" | last id [16]         → last seq u64: the catalogue's
+//	                        event-id index, in the entry's synced batch
+//	c:g:                    "c:g:" | first seq u64        → last seq u64: seqs the log
+//	                        does not hold (cut by -wal-recovery=truncate)
+//	au/                     "au/" | at u64 (unix ns) | n u32  → AuditRow, JSON
+//
+// Per-tenant keys, by ordinal (a tenant's keys under each prefix are one
+// range: prefix | ord u32):
+//
+//	r/                      "r/" | ord u32 | seq u64 | sink id   → Delivery
+//	d/                      "d/" | ord u32 | due u64 (unix ns) | seq u64 | sink id → empty:
+//	                        the due index of pending rows, in the row's batch
+//	x/                      "x/" | ord u32 | seq u64 | sink id   → empty: the dead-letter
+//	                        index, in the row's batch
+//	a/                      "a/" | ord u32 | seq u64 | sink id | 0x00 | n u16 → AttemptRecord
+//	q/                      "q/" | ord u32 | seq u64             → PenRow (the quarantine pen)
+//	m:tcount:               "m:tcount:" | ord u32                → hooks u64 | bytes u64, up
+//	                        to the dispatch checkpoint, in its synced batch
+//
+// Per-tenant keys, by name (one key per tenant):
+//
+//	t:                      "t:" | tenant                 → ordinal u32: the mirror of the
+//	                        WAL's tenant records (the WAL is the durable one)
+//	m:ratelimit:            "m:ratelimit:" | tenant       → runtime rate-limit override, JSON
+//
+// Per-tenant keys, by day then ordinal (a day's keys are one range, swept
+// with one range delete; a tenant's keys are one range per day):
+//
+//	dd/                     "dd/" | expiry day u32 | ord u32 | source | 0x00 | hash [16]
+//	                        → DedupeValue: node-scope dedupe keys (DESIGN.md §6
+//	                        item 5), written with the rows
+//
+// A new family gets its constant here, named key* (one key) or prefix*
+// (a prefix), and an entry in families.go: TestFamiliesRegistered fails
+// until it has both. Later stages add theirs here (m:erase:, m:erased:).
 const (
-	keyNode          = "m:node"
-	keyWALCheckpoint = "m:wal:checkpoint"
-	prefixTenant     = "t:"
-	prefixSegSeq     = "c:s:"
-	prefixSegID      = "c:i:"
-	prefixSegGap     = "c:g:"
-
+	keyNode               = "m:node"
+	keyWALCheckpoint      = "m:wal:checkpoint"
 	keyDispatchCheckpoint = "m:dispatch:checkpoint"
-	PrefixRow             = "r/"
-	PrefixDue             = "d/"
-	PrefixDead            = "x/"
-	PrefixAttempt         = "a/"
-	PrefixPen             = "q/"
-	PrefixDedupe          = "dd/"
-	PrefixAudit           = "au/"
+	prefixSegSeq          = "c:s:"
+	prefixSegID           = "c:i:"
+	prefixSegGap          = "c:g:"
+	prefixAudit           = "au/"
+
+	prefixRow         = "r/"
+	prefixDue         = "d/"
+	prefixDead        = "x/"
+	prefixAttempt     = "a/"
+	prefixPen         = "q/"
+	prefixTenantCount = "m:tcount:"
+
+	prefixTenant    = "t:"
+	prefixRateLimit = "m:ratelimit:"
+
+	prefixDedupe = "dd/"
 )
 
+// The key builders append to dst and return the extended slice. They are
+// the byte layout above and nothing more: reading and writing go through
+// Store and Batch. They stay exported for tools and fault-injection tests
+// that need a key's exact bytes.
+
+// RowKey is the key of the delivery row id.
+func RowKey(dst []byte, id RowID) []byte {
+	dst = append(dst, prefixRow...)
+	return appendOrdSeqSink(dst, id)
+}
+
+// DeadKey is the dead-letter index key of the row id.
+func DeadKey(dst []byte, id RowID) []byte {
+	dst = append(dst, prefixDead...)
+	return appendOrdSeqSink(dst, id)
+}
+
+// DueKey is the due index key of the pending row id due at due (a due
+// time before 1970 is filed at 0).
+func DueKey(dst []byte, id RowID, due int64) []byte {
+	dst = append(dst, prefixDue...)
+	dst = binary.BigEndian.AppendUint32(dst, id.Ord)
+	dst = binary.BigEndian.AppendUint64(dst, uint64(max(due, 0)))
+	dst = binary.BigEndian.AppendUint64(dst, id.Seq)
+	return append(dst, id.Sink...)
+}
+
+// AttemptKey is the key of attempt n of the row id.
+func AttemptKey(dst []byte, id RowID, n uint16) []byte {
+	dst = append(dst, prefixAttempt...)
+	dst = appendOrdSeqSink(dst, id)
+	dst = append(dst, 0)
+	return binary.BigEndian.AppendUint16(dst, n)
+}
+
+// PenKey is the key of the pen row of (ordinal, seq).
+func PenKey(dst []byte, ord uint32, seq uint64) []byte {
+	dst = append(dst, prefixPen...)
+	dst = binary.BigEndian.AppendUint32(dst, ord)
+	return binary.BigEndian.AppendUint64(dst, seq)
+}
+
+// DedupeKey is the node-scope key of a dedupe key hash of a source of
+// tenant ord, filed under day (DedupeDay of its expiry).
+func DedupeKey(dst []byte, day uint32, ord uint32, source string, hash []byte) []byte {
+	dst = append(dst, prefixDedupe...)
+	dst = binary.BigEndian.AppendUint32(dst, day)
+	dst = binary.BigEndian.AppendUint32(dst, ord)
+	dst = append(dst, source...)
+	dst = append(dst, 0)
+	return append(dst, hash...)
+}
+
+// AuditKey is the key of the audit row written at at (unix ns), told
+// apart from others of the same nanosecond by n.
+func AuditKey(at int64, n uint32) []byte {
+	k := binary.BigEndian.AppendUint64([]byte(prefixAudit), uint64(at))
+	return binary.BigEndian.AppendUint32(k, n)
+}
+
 func tenantKey(name string) []byte { return []byte(prefixTenant + name) }
+
+func rateLimitKey(tenant string) []byte { return []byte(prefixRateLimit + tenant) }
+
+func tenantCountKey(ord uint32) []byte {
+	return binary.BigEndian.AppendUint32([]byte(prefixTenantCount), ord)
+}
 
 func segSeqKey(lastSeq uint64) []byte {
 	return binary.BigEndian.AppendUint64([]byte(prefixSegSeq), lastSeq)
 }
 
+func segIDKey(lastID []byte) []byte { return append([]byte(prefixSegID), lastID...) }
+
 func segGapKey(first uint64) []byte {
 	return binary.BigEndian.AppendUint64([]byte(prefixSegGap), first)
 }
 
-func segIDKey(lastID []byte) []byte { return append([]byte(prefixSegID), lastID...) }
+// dedupeDayPrefix is the prefix of every dedupe key filed under day.
+func dedupeDayPrefix(day uint32) []byte {
+	return binary.BigEndian.AppendUint32([]byte(prefixDedupe), day)
+}
 
-// upperBound is the smallest key above every key with prefix p.
-func upperBound(p string) []byte {
-	b := []byte(p)
-	b[len(b)-1]++
-	return b
+// tenantPrefix is the prefix of a tenant's keys under a by-ordinal prefix p.
+func tenantPrefix(p string, ord uint32) []byte {
+	return binary.BigEndian.AppendUint32([]byte(p), ord)
+}
+
+// hookPrefix is the prefix of one hook's keys under p (r/, x/, a/).
+func hookPrefix(p string, ord uint32, seq uint64) []byte {
+	return binary.BigEndian.AppendUint64(tenantPrefix(p, ord), seq)
+}
+
+// prefixEnd is the smallest key above every key starting with p; nil when
+// there is none (p is all 0xff).
+func prefixEnd(p []byte) []byte {
+	end := append([]byte(nil), p...)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] != 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}
+
+// prefixRange is [p, prefixEnd(p)) for a string prefix.
+func prefixRange(p string) (lo, hi []byte) { return []byte(p), prefixEnd([]byte(p)) }
+
+func appendOrdSeqSink(dst []byte, id RowID) []byte {
+	dst = binary.BigEndian.AppendUint32(dst, id.Ord)
+	dst = binary.BigEndian.AppendUint64(dst, id.Seq)
+	return append(dst, id.Sink...)
+}
+
+// parseRowKey splits a key under r/ or x/ (both prefixes are 2 bytes).
+func parseRowKey(k []byte) (id RowID, ok bool) {
+	if len(k) < 2+12+1 {
+		return id, false
+	}
+	k = k[2:]
+	return RowID{Ord: binary.BigEndian.Uint32(k), Seq: binary.BigEndian.Uint64(k[4:]), Sink: string(k[12:])}, true
+}
+
+// parseDueKey splits a key under d/.
+func parseDueKey(k []byte) (id RowID, due int64, ok bool) {
+	if len(k) < 2+20+1 {
+		return id, 0, false
+	}
+	k = k[2:]
+	id = RowID{Ord: binary.BigEndian.Uint32(k), Seq: binary.BigEndian.Uint64(k[12:]), Sink: string(k[20:])}
+	return id, int64(binary.BigEndian.Uint64(k[4:])), true
+}
+
+// parseAttemptKey splits a key under a/.
+func parseAttemptKey(k []byte) (id RowID, n uint16, ok bool) {
+	if len(k) < 2+12+1+1+2 || k[len(k)-3] != 0 {
+		return id, 0, false
+	}
+	n = binary.BigEndian.Uint16(k[len(k)-2:])
+	id, ok = parseRowKey(k[:len(k)-3])
+	return id, n, ok
+}
+
+// parsePenKey splits a key under q/.
+func parsePenKey(k []byte) (ord uint32, seq uint64, ok bool) {
+	if len(k) != len(prefixPen)+12 {
+		return 0, 0, false
+	}
+	k = k[len(prefixPen):]
+	return binary.BigEndian.Uint32(k), binary.BigEndian.Uint64(k[4:]), true
 }

@@ -55,18 +55,67 @@ func DecodePenRow(b []byte, p *PenRow) error {
 	return nil
 }
 
-// PenKey is the key of the pen row of (ordinal, seq), appended to dst.
-func PenKey(dst []byte, ord uint32, seq uint64) []byte {
-	dst = append(dst, PrefixPen...)
-	dst = binary.BigEndian.AppendUint32(dst, ord)
-	return binary.BigEndian.AppendUint64(dst, seq)
+// PutPen holds hook (ord, seq) in the pen.
+func (b *Batch) PutPen(ord uint32, seq uint64, p *PenRow) {
+	b.key = PenKey(b.key[:0], ord, seq)
+	b.val = p.AppendTo(b.val[:0])
+	b.set(b.key, b.val)
 }
 
-// ParsePenKey splits a key under PrefixPen.
-func ParsePenKey(k []byte) (ord uint32, seq uint64, ok bool) {
-	if len(k) != len(PrefixPen)+12 {
-		return 0, 0, false
+// DeletePen takes hook (ord, seq) out of the pen.
+func (b *Batch) DeletePen(ord uint32, seq uint64) {
+	b.key = PenKey(b.key[:0], ord, seq)
+	b.del(b.key)
+}
+
+// PenRow reads the pen row of hook (ord, seq); found is false when it is
+// absent, and a row that does not decode is an ErrBadRecord.
+func (s *Store) PenRow(ord uint32, seq uint64) (p PenRow, found bool, err error) {
+	found, err = s.getKey("a quarantine row", func(dst []byte) []byte { return PenKey(dst, ord, seq) },
+		func(v []byte) error { return DecodePenRow(v, &p) })
+	return p, found, err
+}
+
+// PenExists reports whether the pen holds a row for hook (ord, seq),
+// whatever it holds.
+func (s *Store) PenExists(ord uint32, seq uint64) (bool, error) {
+	return s.existsKey("a quarantine row", func(dst []byte) []byte { return PenKey(dst, ord, seq) })
+}
+
+// PenRows calls fn with tenant ord's pen rows in seq order, from seq from
+// on, until fn says stop. Rows that do not decode are skipped and
+// counted in damaged.
+func (s *Store) PenRows(ord uint32, from uint64, fn func(seq uint64, p *PenRow) (stop bool)) (damaged int, err error) {
+	p := tenantPrefix(prefixPen, ord)
+	lo := p
+	if from > 0 {
+		lo = PenKey(nil, ord, from)
 	}
-	k = k[len(PrefixPen):]
-	return binary.BigEndian.Uint32(k), binary.BigEndian.Uint64(k[4:]), true
+	err = s.scan("the quarantine pen", lo, prefixEnd(p), func(k, v []byte) (bool, error) {
+		_, seq, ok := parsePenKey(k)
+		var r PenRow
+		if !ok || DecodePenRow(v, &r) != nil {
+			damaged++
+			return false, nil
+		}
+		return fn(seq, &r), nil
+	})
+	return damaged, err
+}
+
+// PenSize is what the whole pen holds: its rows and their body bytes.
+// Rows that do not decode are skipped and counted in damaged.
+func (s *Store) PenSize() (rows, bytes int64, damaged int, err error) {
+	lo, hi := prefixRange(prefixPen)
+	err = s.scan("the quarantine pen", lo, hi, func(_, v []byte) (bool, error) {
+		var p PenRow
+		if DecodePenRow(v, &p) != nil {
+			damaged++
+			return false, nil
+		}
+		rows++
+		bytes += int64(p.Bytes)
+		return false, nil
+	})
+	return rows, bytes, damaged, err
 }

@@ -4,17 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"strings"
-
-	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/ankusa/ankusa/config"
 )
 
-// prefixRateLimit keys a tenant's runtime rate-limit override:
-// m:ratelimit:<tenant> → JSON {rate, burst, max_queue, max_queue_bytes}.
-const prefixRateLimit = "m:ratelimit:"
-
+// rateLimitJSON is the value of a tenant's runtime rate-limit override
+// (key m:ratelimit:<tenant>).
 type rateLimitJSON struct {
 	Rate          float64 `json:"rate"`
 	Burst         int     `json:"burst"`
@@ -34,7 +29,7 @@ func (s *Store) SetRateLimitOverride(tenant string, rl config.RateLimit) error {
 	if err != nil {
 		return err
 	}
-	if err := s.db.Set([]byte(prefixRateLimit+tenant), v, pebble.Sync); err != nil {
+	if err := s.set(rateLimitKey(tenant), v, Sync); err != nil {
 		return fmt.Errorf("cannot store the rate limit override of tenant %s: %w", tenant, err)
 	}
 	return nil
@@ -42,7 +37,7 @@ func (s *Store) SetRateLimitOverride(tenant string, rl config.RateLimit) error {
 
 // DeleteRateLimitOverride removes a tenant's override (a synced write).
 func (s *Store) DeleteRateLimitOverride(tenant string) error {
-	if err := s.db.Delete([]byte(prefixRateLimit+tenant), pebble.Sync); err != nil {
+	if err := s.db.Delete(rateLimitKey(tenant), Sync.opts()); err != nil {
 		return fmt.Errorf("cannot remove the rate limit override of tenant %s: %w", tenant, err)
 	}
 	return nil
@@ -50,23 +45,23 @@ func (s *Store) DeleteRateLimitOverride(tenant string) error {
 
 // RateLimitOverrides lists every stored override.
 func (s *Store) RateLimitOverrides() (map[string]config.RateLimit, error) {
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte(prefixRateLimit), UpperBound: upperBound(prefixRateLimit)})
-	if err != nil {
-		return nil, err
-	}
-	defer it.Close()
 	out := map[string]config.RateLimit{}
-	for ok := it.First(); ok; ok = it.Next() {
-		tenant := strings.TrimPrefix(string(it.Key()), prefixRateLimit)
+	lo, hi := prefixRange(prefixRateLimit)
+	err := s.scan("rate limit overrides", lo, hi, func(k, v []byte) (bool, error) {
+		tenant := string(k[len(prefixRateLimit):])
 		var j rateLimitJSON
-		if err := json.Unmarshal(it.Value(), &j); err != nil {
-			return nil, fmt.Errorf("%w: rate limit override of tenant %s: %v", ErrBadRecord, tenant, err)
+		if err := json.Unmarshal(v, &j); err != nil {
+			return true, fmt.Errorf("%w: rate limit override of tenant %s: %v", ErrBadRecord, tenant, err)
 		}
 		rl := config.RateLimit{Rate: j.Rate, Burst: j.Burst, MaxQueue: j.MaxQueue, MaxQueueBytes: config.Size(j.MaxQueueBytes)}
 		if j.Unlimited {
 			rl.Rate = math.Inf(1)
 		}
 		out[tenant] = rl
+		return false, nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	return out, it.Error()
+	return out, nil
 }

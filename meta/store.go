@@ -1,17 +1,14 @@
 package meta
 
 import (
-	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
-	"time"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
-
-	"github.com/ankusa/ankusa/envelope"
 )
 
 // Options configure the store.
@@ -29,12 +26,36 @@ type Options struct {
 	Fatalf func(format string, args ...any)
 }
 
-// Store is the node's meta store.
+// Store is the node's meta store. It is safe for concurrent use.
 type Store struct {
 	db *pebble.DB
 	// catMu serialises read-modify-writes of catalogue entries (the
 	// retention sweep marks removed, the archive marks archived).
 	catMu sync.Mutex
+	// ckpt is the dispatch checkpoint as last synced (checkpoint.go).
+	ckpt atomic.Uint64
+}
+
+// ErrBadRecord is a stored value that does not decode.
+var ErrBadRecord = errors.New("meta: stored record does not decode")
+
+// Durability is how a write commits.
+type Durability bool
+
+const (
+	// NoSync: the write is in pebble's log, not yet on disk; a later
+	// synced write makes it durable with itself (pebble syncs its log in
+	// commit order).
+	NoSync Durability = false
+	// Sync: the write is on disk when Commit returns.
+	Sync Durability = true
+)
+
+func (d Durability) opts() *pebble.WriteOptions {
+	if d {
+		return pebble.Sync
+	}
+	return pebble.NoSync
 }
 
 type logger struct{ o *Options }
@@ -73,111 +94,89 @@ func Open(o Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot open meta store %q: %w", o.Dir, err)
 	}
-	return &Store{db: db}, nil
+	s := &Store{db: db}
+	// A checkpoint that does not decode reads as 0 here, the value that
+	// keeps everything; DispatchCheckpoint reports it to dispatch.
+	if ckpt, err := s.DispatchCheckpoint(); err == nil {
+		s.ckpt.Store(ckpt)
+	}
+	return s, nil
 }
 
 // Close closes the store.
 func (s *Store) Close() error { return s.db.Close() }
 
-// DB is the underlying pebble database, for stages that own a key prefix.
-func (s *Store) DB() *pebble.DB { return s.db }
+// keyBuf is a pooled key buffer for reads: pebble keeps the key of a Get
+// until its closer is closed, so a buffer on the stack would escape.
+type keyBuf struct{ b []byte }
 
-// Node is the node's persisted identity.
-type Node struct {
-	Name      string    `json:"name"`
-	Ordinal   uint16    `json:"ordinal"`
-	CreatedAt time.Time `json:"created_at"`
-}
+var keyBufs = sync.Pool{New: func() any { return &keyBuf{b: make([]byte, 0, 128)} }}
 
-// NodeIdentity returns the stored identity, if any.
-func (s *Store) NodeIdentity() (Node, bool, error) {
-	var n Node
-	v, closer, err := s.db.Get([]byte(keyNode))
+// get reads key. found is false when it is absent; v is valid until c is
+// closed.
+func (s *Store) get(key []byte) (v []byte, c io.Closer, found bool, err error) {
+	v, c, err = s.db.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
-		return n, false, nil
+		return nil, nil, false, nil
 	}
 	if err != nil {
-		return n, false, fmt.Errorf("cannot read node identity: %w", err)
+		return nil, nil, false, err
 	}
-	defer closer.Close()
-	if err := json.Unmarshal(v, &n); err != nil {
-		return n, false, fmt.Errorf("cannot decode node identity %q: %w", v, err)
-	}
-	return n, true, nil
+	return v, c, true, nil
 }
 
-// SetNodeIdentity stores the identity, synced.
-func (s *Store) SetNodeIdentity(n Node) error {
-	b, _ := json.Marshal(n)
-	if err := s.db.Set([]byte(keyNode), b, pebble.Sync); err != nil {
-		return fmt.Errorf("cannot write node identity: %w", err)
-	}
-	return nil
-}
-
-// WALCheckpoint returns the stored numbering floor.
-func (s *Store) WALCheckpoint() (seq uint64, id envelope.ID, err error) {
-	v, closer, err := s.db.Get([]byte(keyWALCheckpoint))
-	if errors.Is(err, pebble.ErrNotFound) {
-		return 0, id, nil
-	}
+// getKey reads the key that spell appends to its argument (a pooled
+// buffer) and hands its value to decode; found is false when the key is
+// absent or its value does not decode. A read error is "cannot read
+// what"; decode's error is returned as it is.
+func (s *Store) getKey(what string, spell func(dst []byte) []byte, decode func(v []byte) error) (found bool, err error) {
+	kb := keyBufs.Get().(*keyBuf)
+	defer keyBufs.Put(kb)
+	kb.b = spell(kb.b[:0])
+	v, c, found, err := s.get(kb.b)
 	if err != nil {
-		return 0, id, fmt.Errorf("cannot read wal checkpoint: %w", err)
+		return false, fmt.Errorf("cannot read %s: %w", what, err)
 	}
-	defer closer.Close()
-	if len(v) != 24 {
-		return 0, id, fmt.Errorf("cannot decode wal checkpoint: %d bytes, want 24", len(v))
+	if !found {
+		return false, nil
 	}
-	copy(id[:], v[:16])
-	return binary.BigEndian.Uint64(v[16:]), id, nil
-}
-
-// SetWALCheckpoint stores the numbering floor, synced.
-func (s *Store) SetWALCheckpoint(seq uint64, id envelope.ID) error {
-	var v [24]byte
-	copy(v[:16], id[:])
-	binary.BigEndian.PutUint64(v[16:], seq)
-	if err := s.db.Set([]byte(keyWALCheckpoint), v[:], pebble.Sync); err != nil {
-		return fmt.Errorf("cannot write wal checkpoint: %w", err)
+	defer c.Close()
+	if err := decode(v); err != nil {
+		return false, err
 	}
-	return nil
+	return true, nil
 }
 
-// SetTenant mirrors a tenant ordinal. It is not synced: the WAL's tenant
-// record is the durable one and recovery replays it.
-func (s *Store) SetTenant(name string, ordinal uint32) error {
-	return s.setTenant(name, ordinal, pebble.NoSync)
+// existsKey reports whether the key that spell appends to its argument (a
+// pooled buffer) is in the store, whatever it holds.
+func (s *Store) existsKey(what string, spell func(dst []byte) []byte) (bool, error) {
+	return s.getKey(what, spell, func([]byte) error { return nil })
 }
 
-// SetTenantSynced records a tenant ordinal with a synced write: with
-// wal.type: none there is no WAL record behind it.
-func (s *Store) SetTenantSynced(name string, ordinal uint32) error {
-	return s.setTenant(name, ordinal, pebble.Sync)
-}
-
-func (s *Store) setTenant(name string, ordinal uint32, o *pebble.WriteOptions) error {
-	var v [4]byte
-	binary.BigEndian.PutUint32(v[:], ordinal)
-	if err := s.db.Set(tenantKey(name), v[:], o); err != nil {
-		return fmt.Errorf("cannot write tenant %q: %w", name, err)
-	}
-	return nil
-}
-
-// Tenants returns every mirrored tenant ordinal.
-func (s *Store) Tenants() (map[string]uint32, error) {
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte(prefixTenant), UpperBound: []byte(prefixTenant[:1] + string(rune(prefixTenant[1]+1)))})
+// scan calls fn with every key in [lo, hi) in order (nil bounds: the
+// whole store) until fn says stop, and returns fn's error as it is. k and
+// v are valid during the call; fn may write to the store (the scan sees
+// the store as it was when it began). A read error is "cannot read what".
+func (s *Store) scan(what string, lo, hi []byte, fn func(k, v []byte) (stop bool, err error)) error {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {
-		return nil, fmt.Errorf("cannot list tenants: %w", err)
+		return fmt.Errorf("cannot read %s: %w", what, err)
 	}
-	defer it.Close()
-	out := map[string]uint32{}
 	for ok := it.First(); ok; ok = it.Next() {
-		v := it.Value()
-		if len(v) != 4 {
-			return nil, fmt.Errorf("cannot decode tenant %q: %d bytes, want 4", it.Key(), len(v))
+		stop, err := fn(it.Key(), it.Value())
+		if err != nil {
+			it.Close()
+			return err
 		}
-		out[string(it.Key()[len(prefixTenant):])] = binary.BigEndian.Uint32(v)
+		if stop {
+			break
+		}
 	}
-	return out, it.Error()
+	if err := errors.Join(it.Error(), it.Close()); err != nil {
+		return fmt.Errorf("cannot read %s: %w", what, err)
+	}
+	return nil
 }
+
+// set writes one key.
+func (s *Store) set(key, v []byte, d Durability) error { return s.db.Set(key, v, d.opts()) }

@@ -69,7 +69,7 @@ func TestStoreRejectsCorruptValues(t *testing.T) {
 	s := openMem(t, vfs.NewMem())
 	defer s.Close()
 	for key, val := range map[string]string{keyNode: "{not json", keyWALCheckpoint: "short", prefixTenant + "x": "123"} {
-		if err := s.DB().Set([]byte(key), []byte(val), nil); err != nil {
+		if err := s.db.Set([]byte(key), []byte(val), nil); err != nil {
 			t.Fatal(err)
 		}
 	}

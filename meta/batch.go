@@ -1,0 +1,58 @@
+package meta
+
+import (
+	"sync"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// Batch is a set of writes to the store that commit together, atomically:
+// a row with its index entries and attempt entry, the keys of a batch of
+// hooks, an operator's change with its audit row. Its methods are typed by
+// family (rows.go, attempts.go, quarantine.go, dedupe.go, audit.go); each
+// spells its keys into the batch's own buffers, so a batch reused with
+// Reset writes without allocating.
+//
+// A Batch is not safe for concurrent use. Get one with Store.NewBatch,
+// and Close it when done; it must not be used after Close.
+type Batch struct {
+	b        *pebble.Batch
+	key, val []byte
+}
+
+var batches = sync.Pool{New: func() any { return new(Batch) }}
+
+// NewBatch returns an empty batch.
+func (s *Store) NewBatch() *Batch {
+	b := batches.Get().(*Batch)
+	b.b = s.db.NewBatch()
+	return b
+}
+
+// Commit applies the batch with durability d. A synced commit also makes
+// every earlier unsynced one durable (pebble's log is written in commit
+// order): that is what the dispatch checkpoint relies on.
+func (b *Batch) Commit(d Durability) error { return b.b.Commit(d.opts()) }
+
+// Reset empties the batch for reuse, keeping its memory.
+func (b *Batch) Reset() { b.b.Reset() }
+
+// Empty reports whether the batch holds no write.
+func (b *Batch) Empty() bool { return b.b.Empty() }
+
+// Len is the number of writes in the batch.
+func (b *Batch) Len() int { return int(b.b.Count()) }
+
+// Close releases the batch; its writes are dropped if not committed.
+func (b *Batch) Close() {
+	_ = b.b.Close()
+	b.b = nil
+	batches.Put(b)
+}
+
+// set and del add one write. A batch that is not indexed cannot fail to
+// take a write (pebble returns an error only from an indexed one), so
+// the methods built on them return none.
+func (b *Batch) set(key, v []byte) { _ = b.b.Set(key, v, nil) }
+
+func (b *Batch) del(key []byte) { _ = b.b.Delete(key, nil) }

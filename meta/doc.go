@@ -1,0 +1,40 @@
+// Package meta owns the node's pebble store: every key in it, and every
+// read and write of it. It is the only package of the node that talks to
+// pebble (others use pebble's vfs, the file-system interface of DESIGN.md
+// §6 item 7, and nothing else of it); no other package opens an iterator
+// or a batch on the store.
+//
+// What it holds, one file per family (the byte layout of every key is in
+// keys.go, the registry of families in families.go):
+//
+//	node.go         node identity, the WAL's numbering floor
+//	tenants.go      the tenant mirror (name → ordinal)
+//	checkpoint.go   the dispatch checkpoint, synced; its last synced value
+//	                is kept in memory (DurableCheckpoint)
+//	counters.go     per-tenant counters, written with the checkpoint
+//	catalogue.go    the segment catalogue and the seqs the log lost
+//	deliveries.go   a delivery row's value (Delivery)
+//	rows.go         delivery rows with their due and dead-letter indexes
+//	attempts.go     the attempt log of each row
+//	quarantine.go   the quarantine pen's rows
+//	dedupe.go       node-scope dedupe keys, filed by expiry day
+//	audit.go        audit rows
+//	ratelimit.go    runtime rate-limit overrides
+//	holds.go        HoldsLive: whether a seq range still has live hooks
+//	tenant_ranges.go  TenantRanges: every key range of one tenant (erase)
+//
+// store.go opens the store and holds the read helpers every family uses;
+// Census (families.go) counts the keys of each family.
+//
+// Writes of several keys that must land together go through a Batch
+// (batch.go), with methods typed by family. Whether a write is synced is
+// the caller's decision and stays visible at the call (Commit(Sync),
+// Commit(NoSync)): delivery rows, dedupe keys and pen rows are written
+// without a sync and made durable by the next synced checkpoint; operator
+// changes, the catalogue, the checkpoint and node identity are synced
+// (DESIGN.md §6 items 3-5).
+//
+// meta imports envelope (ids, string framing) and config (rate-limit
+// values) and nothing else of this module; it must never import dispatch,
+// edge, admin, or any stage built on it.
+package meta
