@@ -83,3 +83,33 @@ func TestNumbersTenants(t *testing.T) {
 	}()
 	n.AddTenant("d", 42)
 }
+
+// TestCloseRecordsFloor: a clean Close records the last seq and id in the
+// meta store (the clean-close checkpoint), so numbering resumes above them
+// even once every file of the log is gone; a second Close writes nothing.
+func TestCloseRecordsFloor(t *testing.T) {
+	fs := vfs.NewMem()
+	m := &testMeta{}
+	w := openWAL(t, wal.Options{FS: fs, Now: newClock(startMs, time.Millisecond).Now, Meta: m})
+	var last ack
+	for i := range 3 {
+		last = mustCommit(t, w, hook{tenant: "acme", tag: string(rune('a' + i))})
+	}
+	closeWAL(t, w)
+	if m.ckptSeq != last.Seq || m.ckptID != last.ID {
+		t.Fatalf("checkpoint after Close: seq %d id %v, want %d %v", m.ckptSeq, m.ckptID, last.Seq, last.ID)
+	}
+	m.ckptSeq = 0
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if m.ckptSeq != 0 {
+		t.Fatal("a second Close wrote the checkpoint again")
+	}
+	// A fresh log directory: only the checkpoint tells where to resume.
+	m.ckptSeq = last.Seq
+	w = openWAL(t, wal.Options{FS: vfs.NewMem(), Now: newClock(startMs, time.Millisecond).Now, Meta: m})
+	if a := mustCommit(t, w, hook{tenant: "acme", tag: "after"}); a.Seq != last.Seq+1 || bytes.Compare(a.ID[:], last.ID[:]) <= 0 {
+		t.Fatalf("after the files are gone: seq %d id %v, want seq %d and an id above %v", a.Seq, a.ID, last.Seq+1, last.ID)
+	}
+}
