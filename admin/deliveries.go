@@ -12,11 +12,13 @@ import (
 	"github.com/ankusa/ankusa/envelope"
 )
 
-// Deliveries is the dispatch stage as the admin API sees it. Every change is a synced write.
-//
-// Implementations must be safe for concurrent use. Each method acts on the
-// rows of tenant only: another tenant's delivery is ErrDeliveryNotFound,
-// exactly as one that does not exist.
+// Deliveries is the dispatch stage's dead letters and attempt log, as the
+// admin API uses them: *dispatch.Dispatcher is one, as it is. Every change
+// is a synced write. Each method acts on the rows of tenant only: another
+// tenant's delivery is dispatch.ErrNoDelivery, exactly as one that does
+// not exist. The handlers map dispatch.ErrNoDelivery (the one 404),
+// dispatch.ErrNotDead (409) and dispatch.ErrBadCursor (400); any other
+// error is a 500. It must be safe for concurrent use.
 type Deliveries interface {
 	// Dead lists the tenant's dead letters in (seq, sink) order after cursor ("" = from the start), at most limit, filtered; next is "" at the end.
 	Dead(ctx context.Context, tenant string, f dispatch.Filter, cursor string, limit int) (rows []dispatch.Row, next string, err error)
@@ -31,18 +33,6 @@ type Deliveries interface {
 	// Attempts is a hook's attempt log, oldest first, every sink.
 	Attempts(ctx context.Context, tenant string, id envelope.ID) ([]dispatch.Attempt, error)
 }
-
-// Errors a Deliveries implementation returns (wrapped or not) for the
-// handlers to map; any other error is a 500.
-var (
-	// ErrDeliveryNotFound: no such (hook, sink) row, or for Attempts no
-	// such hook, for this tenant. The admin API's one 404.
-	ErrDeliveryNotFound = errors.New("admin: delivery not found")
-	// ErrNotDead: Retry or Drop of a row that is pending or in flight. 409.
-	ErrNotDead = errors.New("admin: delivery not dead")
-	// ErrBadCursor: Dead was given a cursor it did not issue. 400.
-	ErrBadCursor = errors.New("admin: bad deliveries cursor")
-)
 
 // Error codes of the deliveries endpoints.
 const (
@@ -169,11 +159,11 @@ func (h *deliveryHandlers) attempts(w http.ResponseWriter, r *http.Request) {
 // cause goes to the log with msg and fields, never to the client.
 func (h *deliveryHandlers) fail(w http.ResponseWriter, r *http.Request, msg string, err error, fields ...zap.Field) {
 	switch {
-	case errors.Is(err, ErrDeliveryNotFound):
+	case errors.Is(err, dispatch.ErrNoDelivery):
 		writeNotFound(w)
-	case errors.Is(err, ErrNotDead):
+	case errors.Is(err, dispatch.ErrNotDead):
 		writeError(w, http.StatusConflict, codeDeliveryNotDead, msgDeliveryNotDead)
-	case errors.Is(err, ErrBadCursor):
+	case errors.Is(err, dispatch.ErrBadCursor):
 		writeError(w, http.StatusBadRequest, codeInvalidRequest, "cursor: not a next_cursor this listing returned; start again without cursor")
 	default:
 		fields = append(fields, zap.String("tenant", r.PathValue("tenant")), zap.Error(err))

@@ -96,7 +96,7 @@ func (f *fakeDeliveries) Dead(_ context.Context, tenant string, filter dispatch.
 	if cursor != "" {
 		n, err := strconv.Atoi(strings.TrimPrefix(cursor, "c"))
 		if err != nil || !strings.HasPrefix(cursor, "c") {
-			return nil, "", fmt.Errorf("dispatch: cursor %q: %w", cursor, ErrBadCursor)
+			return nil, "", fmt.Errorf("dispatch: cursor %q: %w", cursor, dispatch.ErrBadCursor)
 		}
 		from = n
 	}
@@ -111,7 +111,7 @@ func (f *fakeDeliveries) one(method, tenant string, id envelope.ID, sink string)
 	f.record(fmt.Sprintf("%s %s %s %s", method, tenant, id, sink), nil)
 	switch id {
 	case pendingID:
-		return fmt.Errorf("dispatch: %s/%s is pending: %w", id, sink, ErrNotDead)
+		return fmt.Errorf("dispatch: %s/%s is pending: %w", id, sink, dispatch.ErrNotDead)
 	case brokenID:
 		return errBroken
 	}
@@ -120,7 +120,7 @@ func (f *fakeDeliveries) one(method, tenant string, id envelope.ID, sink string)
 			return nil
 		}
 	}
-	return fmt.Errorf("dispatch: %s/%s: %w", id, sink, ErrDeliveryNotFound)
+	return fmt.Errorf("dispatch: %s/%s: %w", id, sink, dispatch.ErrNoDelivery)
 }
 
 func (f *fakeDeliveries) Retry(_ context.Context, tenant string, id envelope.ID, sink string) error {
@@ -157,7 +157,7 @@ func (f *fakeDeliveries) Attempts(_ context.Context, tenant string, id envelope.
 	case tenant == "acme" && id == noTriesID:
 		return nil, nil
 	}
-	return nil, fmt.Errorf("dispatch: hook %s: %w", id, ErrDeliveryNotFound)
+	return nil, fmt.Errorf("dispatch: hook %s: %w", id, dispatch.ErrNoDelivery)
 }
 
 func newDeliveriesMux(t *testing.T) (*http.ServeMux, *fakeDeliveries, *observer.ObservedLogs) {

@@ -2,9 +2,19 @@
 // their scopes, and the handlers under /v1, served by net/http on the admin
 // listener, apart from the public fasthttp edge.
 //
-// It owns token checking (auth.go) and the JSON error bodies (errors.go); the
-// data it serves belongs to other stages and reaches it through small
-// interfaces (HookFetcher for stored hooks).
+// It owns token checking (auth.go), the JSON error bodies (errors.go), and
+// the policy of the operator's changes: a quarantined hook's release
+// verifies it again with its source's current secrets (package verify over
+// source.Store), and every change to the pen carries the audit row admin
+// builds (time, principal, action, tenant, entity, detail). The data it
+// serves and changes belongs to the stages, which it is given as they are
+// (*segment.Store, *dispatch.Dispatcher) behind small interfaces of their
+// own method sets, testing their own errors (segment.ErrNotFound,
+// dispatch.ErrNoDelivery, ...); dispatch writes each audit row in the same
+// synced batch as its change.
+//
+// admin must never import cli (only programs import the wiring); dispatch
+// never imports admin (ARCHITECTURE.md holds both).
 //
 // # Authentication
 //
@@ -55,4 +65,28 @@
 //
 // An unknown, malformed or other tenant's event id or sink is the same 404
 // as an unknown hook.
+//
+// # Quarantine
+//
+// Hooks held under on_verify_failure: quarantine (Options.Quarantine,
+// DESIGN.md §6 item 6), under /v1/tenants/<t>/ with the tenant scopes:
+//
+//	GET    quarantine[?source=S][&since=T][&until=T][&cursor=C][&limit=N]
+//	         200 {"hooks":[...],"next_cursor":"..."}, in seq order
+//	POST   quarantine/drop?[source=S&since=T&until=T][all=true]  200 {"dropped":n}
+//	POST   quarantine/<event_id>/release[?force=true]
+//	         200 {"deliveries":n,"released":1,"verified":b}
+//	DELETE quarantine/<event_id>                                 204
+//
+// A release without force verifies the hook again with its source's
+// current secrets at the time it was received; with force it goes
+// unverified and is delivered flagged. Every change is a synced write with
+// an audit row naming the token: quarantine.release, .release_forced and
+// .drop (entity: the event id, detail: "source S"), .drop_all (one row per
+// batch of at most 1000, detail: "n hooks[, source S]"). Dead-letter
+// changes write none. Besides the errors above:
+//
+//	{"error":"signature_invalid","message":"... (reason: mismatch) ..."}  409, it stays held
+//	{"error":"source_gone","message":"..."}                              409, drop it
+//	{"error":"unavailable","message":"..."}                              503, Retry-After: 1
 package admin

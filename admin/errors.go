@@ -7,13 +7,10 @@ import (
 	"net/http"
 )
 
-// Errors a HookFetcher returns (wrapped or not) for the handler to map.
-var (
-	// ErrHookNotFound: no hook with this id (for this tenant). 404.
-	ErrHookNotFound = errors.New("admin: hook not found")
-	// ErrHookGone: the hook existed but its tenant was erased. 410.
-	ErrHookGone = errors.New("admin: hook gone")
-)
+// ErrHookGone: the hook existed but its tenant was erased: 410. No stage
+// answers it yet; the tenant erase job will, with an error of its own that
+// the hook fetch then tests instead (and this one goes).
+var ErrHookGone = errors.New("admin: hook gone")
 
 // Error codes of the JSON error bodies.
 const (

@@ -1,46 +1,60 @@
 package admin
 
 import (
-	"context"
 	"errors"
 	"net/http"
+	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/ankusa/ankusa/config"
+	"github.com/ankusa/ankusa/dispatch"
 	"github.com/ankusa/ankusa/envelope"
+	"github.com/ankusa/ankusa/segment"
+	"github.com/ankusa/ankusa/source"
 )
 
-// HookFetcher reads stored hooks by event id (package segment, later with
-// the archive behind it). Implementations must be safe for concurrent use.
+// HookFetcher reads stored hooks by event id: *segment.Store is one, as
+// it is (a hook retention removed from local disk is read from the
+// archive behind it). Fetch returns the hook with id, which the caller
+// owns; segment.ErrNotFound and segment.ErrRemoved (no archive to read it
+// from) are the one 404, ErrHookGone a 410, any other error a 500. The
+// handler checks the TenantID of what Fetch returns itself. It must be
+// safe for concurrent use.
 type HookFetcher interface {
-	// Fetch returns the hook with id. The caller owns the envelope. An
-	// unknown id is an error wrapping ErrHookNotFound; a hook of an erased
-	// tenant is one wrapping ErrHookGone. tenant is the tenant asking: a
-	// fetcher answers ErrHookGone only for that tenant's hooks (and
-	// ErrHookNotFound for other tenants'), so a 410 tells no tenant about
-	// another's erased hooks. The handler checks the TenantID of what Fetch
-	// returns itself; Fetch need not. Any other error is a 500.
-	Fetch(ctx context.Context, tenant string, id envelope.ID) (*envelope.Envelope, error)
+	Fetch(id envelope.ID) (*envelope.Envelope, error)
 }
+
+// The stages that serve the admin API satisfy its interfaces as they are.
+var (
+	_ HookFetcher = (*segment.Store)(nil)
+	_ Deliveries  = (*dispatch.Dispatcher)(nil)
+	_ Quarantine  = (*dispatch.Dispatcher)(nil)
+)
 
 // Options is what Register needs.
 type Options struct {
 	// Tokens are the bearer tokens (config admin.tokens).
 	Tokens []config.AdminToken
-	// Hooks serves GET /v1/tenants/{tenant}/hooks/{id}; nil leaves the
-	// route out.
+	// Hooks serves GET /v1/tenants/{tenant}/hooks/{id}, and the hooks a
+	// release verifies again; nil leaves the route out.
 	Hooks HookFetcher
 	// Deliveries serves the dead-letter and attempt-log routes (see the
 	// package doc); nil leaves them out.
 	Deliveries Deliveries
 	// Quarantine serves the quarantine pen's routes; nil leaves them out.
+	// They need Hooks and Sources too.
 	Quarantine Quarantine
+	// Sources is the node's current sources: a release verifies a hook
+	// again with its source's secrets.
+	Sources source.Store
 	// Health makes /healthz and /readyz answer 503 once storage failed;
 	// nil: nothing to ask (wal.type: none).
 	Health Health
 	// Logger logs what a client is not told (500s); nil: no logging.
 	Logger *zap.Logger
+	// Now stamps the audit rows; nil: time.Now.
+	Now func() time.Time
 }
 
 // Validate reports what is wrong with o (the tokens, see ValidateTokens).
@@ -53,6 +67,9 @@ func Register(mux *http.ServeMux, o Options) error {
 	if err != nil {
 		return err
 	}
+	if o.Quarantine != nil && (o.Hooks == nil || o.Sources == nil) {
+		return errors.New("BUG: admin: the quarantine routes without Options.Hooks and Options.Sources (a release verifies the hook again)")
+	}
 	log := o.Logger
 	if log == nil {
 		log = zap.NewNop()
@@ -64,7 +81,11 @@ func Register(mux *http.ServeMux, o Options) error {
 		registerDeliveries(mux, auth, o.Deliveries, log)
 	}
 	if o.Quarantine != nil {
-		registerQuarantine(mux, auth, o.Quarantine, log)
+		now := o.Now
+		if now == nil {
+			now = time.Now
+		}
+		registerQuarantine(mux, auth, &quarantineHandlers{q: o.Quarantine, hooks: o.Hooks, sources: o.Sources, now: now, log: log})
 	}
 	return nil
 }
@@ -87,9 +108,9 @@ func (h *hookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, codeNotFound, notFoundHook)
 		return
 	}
-	e, err := h.fetch.Fetch(r.Context(), tenant, id)
+	e, err := h.fetch.Fetch(id)
 	switch {
-	case errors.Is(err, ErrHookNotFound):
+	case errors.Is(err, segment.ErrNotFound) || errors.Is(err, segment.ErrRemoved):
 		writeError(w, http.StatusNotFound, codeNotFound, notFoundHook)
 		return
 	case errors.Is(err, ErrHookGone):

@@ -5,43 +5,40 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
+	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/ankusa/ankusa/dispatch"
 	"github.com/ankusa/ankusa/envelope"
+	"github.com/ankusa/ankusa/meta"
+	"github.com/ankusa/ankusa/source"
 )
 
-// Quarantine is the quarantine pen as the admin API sees it: hooks that
-// failed verification under on_verify_failure: quarantine, held and not
-// delivered until released. Every change is a synced write with an audit
-// row naming the principal. Each method acts on tenant's hooks only:
-// another tenant's hook is ErrNotQuarantined, as one that does not exist.
+// Quarantine is the quarantine pen (hooks that failed verification under
+// on_verify_failure: quarantine, held and not delivered until released) as
+// the admin API uses it: *dispatch.Dispatcher is one, as it is. The pen
+// owns its rows and the primitives that change them; the handlers decide
+// (a release without force verifies the hook again, quarantine_policy.go)
+// and hand each primitive the audit row that records the change. Each
+// method acts on tenant's hooks only: another tenant's hook is
+// dispatch.ErrNotQuarantined, as one that does not exist. It must be safe
+// for concurrent use.
 type Quarantine interface {
 	// Quarantined lists the tenant's held hooks in seq order after cursor.
 	Quarantined(ctx context.Context, tenant string, f dispatch.Filter, cursor string, limit int) ([]dispatch.PenItem, string, error)
-	// Release verifies the hook again with its source's current secrets
-	// and, if it passes (or force), hands it to dispatch.
-	Release(ctx context.Context, tenant string, id envelope.ID, force bool, principal string) (dispatch.Released, error)
-	// Drop deletes the hook's pen row: it is never delivered.
-	Drop(ctx context.Context, tenant string, id envelope.ID, principal string) error
-	// DropAll drops every held hook of the tenant passing the filter.
-	DropAll(ctx context.Context, tenant string, f dispatch.Filter, principal string) (int, error)
+	// QuarantinedHook is one held hook.
+	QuarantinedHook(ctx context.Context, tenant string, id envelope.ID) (dispatch.PenItem, error)
+	// Release hands the hook to dispatch, verified or forced, with its
+	// audit row.
+	Release(ctx context.Context, tenant string, id envelope.ID, mode dispatch.ReleaseMode, audit meta.AuditRow) (dispatch.Released, error)
+	// DropQuarantined deletes the hook's pen row, with its audit row: it
+	// is never delivered.
+	DropQuarantined(ctx context.Context, tenant string, id envelope.ID, audit meta.AuditRow) error
+	// DropAllQuarantined drops every held hook of the tenant passing the
+	// filter, in batches, each with the audit row audit(n) makes for it.
+	DropAllQuarantined(ctx context.Context, tenant string, f dispatch.Filter, audit func(n int) meta.AuditRow) (int, error)
 }
-
-// Errors a Quarantine implementation returns for the handlers to map.
-var (
-	// ErrNotQuarantined: no such held hook for this tenant. The one 404.
-	ErrNotQuarantined = errors.New("admin: hook not quarantined")
-	// ErrStillInvalid: the hook does not verify with the current secrets. 409.
-	// The error names the reason after a colon.
-	ErrStillInvalid = errors.New("admin: hook still fails verification")
-	// ErrSourceGone: the hook's source no longer exists. 409.
-	ErrSourceGone = errors.New("admin: source gone")
-	// ErrBusy: the hook was held a moment ago and cannot change yet. 503.
-	ErrBusy = errors.New("admin: retry shortly")
-)
 
 const (
 	codeSignatureInvalid = "signature_invalid"
@@ -51,8 +48,7 @@ const (
 )
 
 // registerQuarantine adds the pen's routes behind auth's tenant guard.
-func registerQuarantine(mux *http.ServeMux, auth *Auth, q Quarantine, log *zap.Logger) {
-	h := &quarantineHandlers{q: q, log: log}
+func registerQuarantine(mux *http.ServeMux, auth *Auth, h *quarantineHandlers) {
 	route := func(pattern string, f http.HandlerFunc) { mux.Handle(pattern, auth.TenantGuard(f)) }
 	route("GET /v1/tenants/{tenant}/quarantine", h.list)
 	route("POST /v1/tenants/{tenant}/quarantine/drop", h.dropAll)
@@ -60,9 +56,15 @@ func registerQuarantine(mux *http.ServeMux, auth *Auth, q Quarantine, log *zap.L
 	route("DELETE /v1/tenants/{tenant}/quarantine/{event_id}", h.drop)
 }
 
+// quarantineHandlers serves the pen's routes from q; a release verifies
+// hooks read from hooks with the secrets of sources; now stamps the audit
+// rows; log takes what a client is not told.
 type quarantineHandlers struct {
-	q   Quarantine
-	log *zap.Logger
+	q       Quarantine
+	hooks   HookFetcher
+	sources source.Store
+	now     func() time.Time
+	log     *zap.Logger
 }
 
 // penList is the body of GET .../quarantine.
@@ -125,7 +127,7 @@ func (h *quarantineHandlers) release(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, codeInvalidRequest, msg)
 		return
 	}
-	out, err := h.q.Release(r.Context(), tenant, id, force, principalName(r))
+	out, err := h.releaseHook(r.Context(), tenant, id, force, principalName(r))
 	if err != nil {
 		h.fail(w, r, "cannot release a quarantined hook", err, zap.Stringer("id", id))
 		return
@@ -138,7 +140,7 @@ func (h *quarantineHandlers) drop(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if err := h.q.Drop(r.Context(), tenant, id, principalName(r)); err != nil {
+	if err := h.dropHook(r.Context(), tenant, id, principalName(r)); err != nil {
 		h.fail(w, r, "cannot drop a quarantined hook", err, zap.Stringer("id", id))
 		return
 	}
@@ -155,7 +157,7 @@ func (h *quarantineHandlers) dropAll(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	n, err := h.q.DropAll(r.Context(), tenant, f, principalName(r))
+	n, err := h.q.DropAllQuarantined(r.Context(), tenant, f, h.dropAllAudit(tenant, f, principalName(r)))
 	if err != nil {
 		h.fail(w, r, "cannot drop quarantined hooks", err, zap.Any("filter", f))
 		return
@@ -188,22 +190,19 @@ func principalName(r *http.Request) string {
 // fail answers err: the one 404, a 409 naming why a release cannot happen,
 // a 503 to retry, a 400 for a cursor, or a 500 whose cause goes to the log.
 func (h *quarantineHandlers) fail(w http.ResponseWriter, r *http.Request, msg string, err error, fields ...zap.Field) {
+	var invalid *stillInvalidError
 	switch {
-	case errors.Is(err, ErrNotQuarantined):
+	case errors.Is(err, dispatch.ErrNotQuarantined):
 		writeNotFound(w)
-	case errors.Is(err, ErrStillInvalid):
-		_, reason, ok := strings.Cut(err.Error(), ErrStillInvalid.Error()+": ")
-		if !ok || reason == "" {
-			reason = "unknown"
-		}
+	case errors.As(err, &invalid):
 		writeError(w, http.StatusConflict, codeSignatureInvalid,
-			"the hook does not verify with the source's current secrets (reason: "+reason+"); fix the secret and release it again, or release it with force=true to deliver it flagged")
-	case errors.Is(err, ErrSourceGone):
+			"the hook does not verify with the source's current secrets (reason: "+invalid.Reason+"); fix the secret and release it again, or release it with force=true to deliver it flagged")
+	case errors.Is(err, dispatch.ErrSourceGone):
 		writeError(w, http.StatusConflict, codeSourceGone, "the hook's source no longer exists, so nothing could deliver it; drop it")
-	case errors.Is(err, ErrBusy):
+	case errors.Is(err, dispatch.ErrBusy):
 		w.Header().Set("Retry-After", "1")
 		writeError(w, http.StatusServiceUnavailable, codeUnavailable, "the hook was quarantined a moment ago; retry in a second")
-	case errors.Is(err, ErrBadCursor):
+	case errors.Is(err, dispatch.ErrBadCursor):
 		writeError(w, http.StatusBadRequest, codeInvalidRequest, "cursor: not a next_cursor this listing returned; start again without cursor")
 	default:
 		fields = append(fields, zap.String("tenant", r.PathValue("tenant")), zap.Error(err))

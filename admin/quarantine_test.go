@@ -2,6 +2,9 @@ package admin
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -17,20 +20,70 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/ankusa/ankusa/config"
 	"github.com/ankusa/ankusa/dispatch"
 	"github.com/ankusa/ankusa/envelope"
+	"github.com/ankusa/ankusa/meta"
+	"github.com/ankusa/ankusa/source"
 )
 
-// Event ids the fake pen answers with an error (goodID, globexID,
-// brokenID and unknownID are hooks_test.go's).
+// Event ids the fake pen answers with an error, or holds for the
+// conflicts a release runs into (goodID, globexID, brokenID and unknownID
+// are hooks_test.go's).
 var (
-	penStillID  = envelope.MakeID(1_764_445_200_400, 7, 80)
-	penSrcGone  = envelope.MakeID(1_764_445_200_401, 7, 81)
-	penBusyID   = envelope.MakeID(1_764_445_200_402, 7, 82)
-	penExpired  = envelope.MakeID(1_764_445_200_403, 7, 83)
-	penAt       = time.Date(2025, 11, 29, 19, 40, 0, 0, time.UTC)
-	fakePenHeld = fakePenItems()
+	penStillID   = envelope.MakeID(1_764_445_200_400, 7, 80)
+	penSrcGone   = envelope.MakeID(1_764_445_200_401, 7, 81)
+	penBusyID    = envelope.MakeID(1_764_445_200_402, 7, 82)
+	penExpired   = envelope.MakeID(1_764_445_200_403, 7, 83)
+	penRemovedID = envelope.MakeID(1_764_445_200_404, 7, 84)
+	penAt        = time.Date(2025, 11, 29, 19, 40, 0, 0, time.UTC)
+	fakePenHeld  = fakePenItems()
+	// fakePenOthers are held too, but not listed: a release of each runs
+	// into a conflict (still invalid, source gone, its hook unreadable).
+	fakePenOthers = []dispatch.PenItem{
+		{Tenant: "acme", Source: "stripe", ID: penStillID, Seq: 80, ReceivedAt: penAt, Bytes: 9, Failure: "mismatch"},
+		{Tenant: "acme", Source: "retired", ID: penSrcGone, Seq: 81, ReceivedAt: penAt, Bytes: 9, Failure: "mismatch"},
+		{Tenant: "acme", Source: "stripe", ID: penExpired, Seq: 83, ReceivedAt: penAt, Bytes: 9, Failure: "expired"},
+		{Tenant: "acme", Source: "stripe", ID: penRemovedID, Seq: 84, ReceivedAt: penAt, Bytes: 9, Failure: "mismatch"},
+	}
+	// penHooks are the stored hooks of fakePenOthers the fetcher serves:
+	// one signed with another secret, one signed an hour before it was
+	// received.
+	penHooks = map[envelope.ID]*envelope.Envelope{
+		penStillID: penHook(penStillID, "whsec_other", 0),
+		penExpired: penHook(penExpired, penSecret, -time.Hour),
+	}
 )
+
+// penSecret is the secret of the sources the quarantine tests verify
+// with (stripe's scheme; penSources).
+const penSecret = "whsec_pen"
+
+// penSources are acme's sources: stripe and gh. A hook of source
+// "retired" has none any more.
+func penSources() source.Store {
+	verify := config.Verify{Type: "stripe", Secret: config.Secret{Value: penSecret}}
+	return source.NewStatic(&config.Config{Sources: map[string]config.Source{
+		"stripe": {TenantID: "acme", Verify: verify},
+		"gh":     {TenantID: "acme", Verify: config.Verify{Type: "github", Secret: config.Secret{Value: penSecret}}},
+	}})
+}
+
+// stripeSig is a Stripe-Signature value for body signed with secret at
+// unix second ts.
+func stripeSig(secret string, ts int64, body string) string {
+	m := hmac.New(sha256.New, []byte(secret))
+	fmt.Fprintf(m, "%d.%s", ts, body)
+	return fmt.Sprintf("t=%d,v1=%s", ts, hex.EncodeToString(m.Sum(nil)))
+}
+
+// penHook is a stored hook of acme's source stripe received at penAt,
+// signed with secret skew from then.
+func penHook(id envelope.ID, secret string, skew time.Duration) *envelope.Envelope {
+	body := fmt.Sprintf(`{"held":%q}`, id)
+	return &envelope.Envelope{ID: id, TenantID: "acme", SourceID: "stripe", ReceivedAt: penAt.UnixNano(), Body: []byte(body),
+		Headers: []envelope.Header{{Name: "stripe-signature", Value: stripeSig(secret, penAt.Add(skew).Unix(), body)}}}
+}
 
 // fakePenItems are the hooks the fake pen holds: four of acme's, in seq
 // order, and one of globex's.
@@ -49,12 +102,16 @@ func fakePenItems() []dispatch.PenItem {
 	return append(items, dispatch.PenItem{Tenant: "globex", Source: "gh", ID: globexID, Seq: 43, ReceivedAt: penAt, Bytes: 7, Failure: "mismatch"})
 }
 
-// fakePen serves fakePenHeld; it records every call it gets.
+// fakePen serves fakePenHeld (and looks up fakePenOthers); it records
+// every change it gets, the audit rows that come with them, and every
+// lookup.
 type fakePen struct {
 	mu      sync.Mutex
 	calls   []string // "Method tenant ... principal"
 	filters []dispatch.Filter
-	leak    bool // Quarantined lists globex's hook to everyone
+	audits  []meta.AuditRow
+	lookups []string // "tenant id"
+	leak    bool     // Quarantined lists globex's hook to everyone
 }
 
 func (f *fakePen) record(call string, filter *dispatch.Filter) {
@@ -72,10 +129,16 @@ func (f *fakePen) recorded() ([]string, []dispatch.Filter) {
 	return slices.Clone(f.calls), slices.Clone(f.filters)
 }
 
+func (f *fakePen) lookedUp() ([]string, []meta.AuditRow) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.lookups), slices.Clone(f.audits)
+}
+
 func (f *fakePen) reset() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.calls, f.filters = nil, nil
+	f.calls, f.filters, f.audits, f.lookups = nil, nil, nil, nil
 }
 
 func (f *fakePen) matching(tenant string, filter dispatch.Filter) []dispatch.PenItem {
@@ -100,7 +163,7 @@ func (f *fakePen) Quarantined(_ context.Context, tenant string, filter dispatch.
 	if cursor != "" {
 		n, err := strconv.Atoi(strings.TrimPrefix(cursor, "c"))
 		if err != nil || !strings.HasPrefix(cursor, "c") {
-			return nil, "", fmt.Errorf("dispatch: cursor %q: %w", cursor, ErrBadCursor)
+			return nil, "", fmt.Errorf("dispatch: cursor %q: %w", cursor, dispatch.ErrBadCursor)
 		}
 		from = n
 	}
@@ -111,56 +174,79 @@ func (f *fakePen) Quarantined(_ context.Context, tenant string, filter dispatch.
 	return items[:limit], "c" + strconv.Itoa(from+limit), nil
 }
 
-// one answers a call on one hook as the adapter in cli/dispatch.go wraps
-// dispatch's errors.
-func (f *fakePen) one(tenant string, id envelope.ID) error {
+// QuarantinedHook answers as the dispatcher's: the tenant's held hook,
+// or one of its errors.
+func (f *fakePen) QuarantinedHook(_ context.Context, tenant string, id envelope.ID) (dispatch.PenItem, error) {
+	f.mu.Lock()
+	f.lookups = append(f.lookups, tenant+" "+id.String())
+	f.mu.Unlock()
 	switch id {
-	case penStillID:
-		return fmt.Errorf("%w: %s", ErrStillInvalid, "mismatch")
-	case penExpired:
-		return fmt.Errorf("%w: %s", ErrStillInvalid, "expired")
-	case penSrcGone:
-		return fmt.Errorf("%w: dispatch: the hook's source no longer exists", ErrSourceGone)
 	case penBusyID:
-		return fmt.Errorf("%w: dispatch: the hook was quarantined a moment ago; retry", ErrBusy)
+		return dispatch.PenItem{}, dispatch.ErrBusy
 	case brokenID:
-		return errBroken
+		return dispatch.PenItem{}, errBroken
 	}
-	for _, it := range fakePenHeld {
+	for _, it := range append(slices.Clone(fakePenHeld), fakePenOthers...) {
 		if it.Tenant == tenant && it.ID == id {
-			return nil
+			return it, nil
 		}
 	}
-	return fmt.Errorf("%w: dispatch: no such quarantined hook", ErrNotQuarantined)
+	return dispatch.PenItem{}, dispatch.ErrNotQuarantined
 }
 
-func (f *fakePen) Release(_ context.Context, tenant string, id envelope.ID, force bool, principal string) (dispatch.Released, error) {
-	f.record(fmt.Sprintf("Release %s %s force=%v by %s", tenant, id, force, principal), nil)
-	if err := f.one(tenant, id); err != nil {
+// change records a change to one hook and its audit row. A hook whose
+// source is gone cannot be released by any mode (the fake says so for a
+// drop too, so the handler's answer to it is pinned on both routes).
+func (f *fakePen) change(call string, id envelope.ID, audit meta.AuditRow) error {
+	f.record(call+" by "+audit.Principal, nil)
+	if id == penSrcGone {
+		return dispatch.ErrSourceGone
+	}
+	f.mu.Lock()
+	f.audits = append(f.audits, audit)
+	f.mu.Unlock()
+	return nil
+}
+
+func (f *fakePen) Release(_ context.Context, tenant string, id envelope.ID, mode dispatch.ReleaseMode, audit meta.AuditRow) (dispatch.Released, error) {
+	call := fmt.Sprintf("Release %s %s force=%v", tenant, id, mode == dispatch.ReleaseForced)
+	if err := f.change(call, id, audit); err != nil {
 		return dispatch.Released{}, err
 	}
-	return dispatch.Released{Verified: !force, Rows: 2}, nil
+	return dispatch.Released{Verified: mode == dispatch.ReleaseVerified, Rows: 2}, nil
 }
 
-func (f *fakePen) Drop(_ context.Context, tenant string, id envelope.ID, principal string) error {
-	f.record(fmt.Sprintf("Drop %s %s by %s", tenant, id, principal), nil)
-	return f.one(tenant, id)
+func (f *fakePen) DropQuarantined(_ context.Context, tenant string, id envelope.ID, audit meta.AuditRow) error {
+	return f.change(fmt.Sprintf("Drop %s %s", tenant, id), id, audit)
 }
 
-func (f *fakePen) DropAll(_ context.Context, tenant string, filter dispatch.Filter, principal string) (int, error) {
-	f.record(fmt.Sprintf("DropAll %s by %s", tenant, principal), &filter)
+// DropAllQuarantined drops what matches in one batch.
+func (f *fakePen) DropAllQuarantined(_ context.Context, tenant string, filter dispatch.Filter, audit func(n int) meta.AuditRow) (int, error) {
+	n := len(f.matching(tenant, filter))
+	row := audit(n)
+	f.record(fmt.Sprintf("DropAll %s by %s", tenant, row.Principal), &filter)
 	if filter.Source == "broken" {
 		return 0, errBroken
 	}
-	return len(f.matching(tenant, filter)), nil
+	if n > 0 {
+		f.mu.Lock()
+		f.audits = append(f.audits, row)
+		f.mu.Unlock()
+	}
+	return n, nil
 }
+
+// penNow is the fake clock of the audit rows.
+var penNow = time.Date(2025, 11, 30, 8, 0, 0, 5, time.FixedZone("+01:00", 3600))
 
 func newPenMux(t *testing.T) (*http.ServeMux, *fakePen, *observer.ObservedLogs) {
 	t.Helper()
 	core, logs := observer.New(zapcore.InfoLevel)
 	q := &fakePen{}
 	mux := http.NewServeMux()
-	if err := Register(mux, Options{Tokens: testTokens(), Hooks: &fakeFetcher{}, Quarantine: q, Logger: zap.New(core)}); err != nil {
+	o := Options{Tokens: testTokens(), Hooks: &fakeFetcher{}, Quarantine: q, Sources: penSources(), Logger: zap.New(core),
+		Now: func() time.Time { return penNow }}
+	if err := Register(mux, o); err != nil {
 		t.Fatal(err)
 	}
 	return mux, q, logs
@@ -207,6 +293,9 @@ func TestQuarantineAuth(t *testing.T) {
 		}
 		if calls, _ := q.recorded(); len(calls) != 0 {
 			t.Fatalf("%s: refused requests reached the pen: %q", name, calls)
+		}
+		if lookups, _ := q.lookedUp(); len(lookups) != 0 {
+			t.Fatalf("%s: refused requests reached the pen: %q", name, lookups)
 		}
 		for _, tok := range []string{"tok-acme", "tok-root"} {
 			w = do(mux, rt.method, rt.path, tok)
@@ -527,17 +616,19 @@ func TestQuarantineNotFoundIdentical(t *testing.T) {
 			t.Errorf("%s %s: %d %v %s\ndiffers from the hook fetch's %d %v %s", r.method, r.path, w.Code, w.Header(), w.Body, first.Code, first.Header(), first.Body)
 		}
 	}
-	// What does not parse never reaches the pen.
+	// What does not parse never reaches the pen; what does is looked up
+	// for the tenant asked about, and changes nothing.
 	calls, _ := q.recorded()
+	lookups, _ := q.lookedUp()
 	want := []string{
-		"Release acme " + unknownID.String() + " force=false by acme",
-		"Release acme " + unknownID.String() + " force=true by acme",
-		"Release acme " + globexID.String() + " force=false by acme",
-		"Drop acme " + unknownID.String() + " by acme",
-		"Drop acme " + globexID.String() + " by root",
+		"acme " + unknownID.String(), // release
+		"acme " + unknownID.String(), // release?force=true
+		"acme " + globexID.String(),  // release
+		"acme " + unknownID.String(), // drop
+		"acme " + globexID.String(),  // drop, with the root token
 	}
-	if !slices.Equal(calls, want) {
-		t.Fatalf("calls\n%q\nwant\n%q", calls, want)
+	if len(calls) != 0 || !slices.Equal(lookups, want) {
+		t.Fatalf("changes %q, lookups\n%q\nwant none, and\n%q", calls, lookups, want)
 	}
 	if logs.Len() != 0 {
 		t.Fatalf("a 404 is an answer, not a failure: %+v", logs.All())
@@ -639,6 +730,12 @@ func TestQuarantineLeftOut(t *testing.T) {
 	mux := http.NewServeMux()
 	if err := Register(mux, Options{Tokens: testTokens(), Hooks: &fakeFetcher{}, Deliveries: &fakeDeliveries{}}); err != nil {
 		t.Fatal(err)
+	}
+	// The routes cannot be had without what a release verifies with.
+	for _, o := range []Options{{Tokens: testTokens(), Quarantine: &fakePen{}, Sources: penSources()}, {Tokens: testTokens(), Quarantine: &fakePen{}, Hooks: &fakeFetcher{}}} {
+		if err := Register(http.NewServeMux(), o); err == nil || !strings.Contains(err.Error(), "Options.Hooks and Options.Sources") {
+			t.Errorf("Quarantine without Hooks or Sources: %v", err)
+		}
 	}
 	for _, rt := range penRoutes {
 		if w := do(mux, rt.method, rt.path, "tok-acme"); w.Code != http.StatusNotFound || strings.Contains(w.Body.String(), `"error"`) {

@@ -11,6 +11,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"go.uber.org/zap"
 
+	"github.com/ankusa/ankusa/admin"
 	"github.com/ankusa/ankusa/archive"
 	"github.com/ankusa/ankusa/dispatch"
 	"github.com/ankusa/ankusa/edge"
@@ -166,6 +167,29 @@ func (n *node) openDispatch(in *dispatch.Intake) error {
 		return err
 	}
 	n.dispatch = d
+	return nil
+}
+
+// openAdmin starts the admin listener over the stages that serve it, as
+// they are: the admin API holds the policy of its routes (a release's
+// verification, the audit rows), the stages the rows.
+func (n *node) openAdmin() error {
+	opts := admin.Options{Tokens: n.cfg.Admin.Tokens, Sources: n.sources, Logger: n.log}
+	if n.wal != nil {
+		opts.Health = n.wal
+	}
+	if n.segments != nil {
+		opts.Hooks = n.segments
+	}
+	if n.dispatch != nil {
+		opts.Deliveries = n.dispatch
+		opts.Quarantine = n.dispatch
+	}
+	s, err := admin.Listen(n.cfg.Admin.Listen, opts)
+	if err != nil {
+		return err
+	}
+	n.admin = s
 	return nil
 }
 

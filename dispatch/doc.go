@@ -29,4 +29,19 @@
 // hook past the checkpoint is deleted (item 3): the segment store asks
 // the meta store (DurableCheckpoint, which Checkpoint also reports, and
 // HoldsLive over the rows and pen rows written here).
+//
+// Operator calls are primitives over these rows, each change a synced
+// write: dead letters and attempt logs (admin.go), and the quarantine pen
+// (pen.go), whose rows and release primitive are here. The policy around
+// them is the caller's (package admin): a release says how the hook goes
+// (verified again with its source's current secrets, or forced), and every
+// change to the pen comes with the caller's audit row, written in the same
+// synced batch, so there is never a change without its row nor a row
+// without its change. A pen change waits for the checkpoint to cover the
+// pen row (ErrBusy if it does not soon), or the rebuild could undo it.
+//
+// dispatch must never import edge (the stages under the edge never reach
+// up into it), admin (the operator's API is built on dispatch, not the
+// other way), or verify (verifying a held hook again is the caller's
+// policy; dispatch delivers what it is told is verified or forced).
 package dispatch

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,25 +14,22 @@ import (
 
 	"github.com/ankusa/ankusa/envelope"
 	"github.com/ankusa/ankusa/meta"
-	"github.com/ankusa/ankusa/verify"
 )
 
 // The quarantine pen (DESIGN.md §6 item 6): a hook that failed
 // verification under on_verify_failure: quarantine is a WAL record like
 // any other; the row writer holds it here with a pen row (q/<ord><seq>)
 // instead of delivery rows, and it is delivered only once an operator
-// releases it.
+// releases it. The pen owns the rows and the primitives that change them;
+// whether a hook may leave (verifying it again) and the audit row that
+// records who changed what are the caller's (package admin), passed in.
 
 // Errors of the pen's operator calls.
 var (
 	// ErrNotQuarantined: the tenant has no such hook in the pen.
 	ErrNotQuarantined = errors.New("dispatch: no such quarantined hook")
-	// ErrStillInvalid: a release's re-verification with the source's
-	// current secrets failed; the hook stays in the pen. The error names
-	// the reason after a colon (mismatch, expired, ...).
-	ErrStillInvalid = errors.New("dispatch: the hook does not verify with the source's current secrets")
 	// ErrSourceGone: the hook's source no longer exists, so nothing
-	// could deliver it.
+	// could deliver it (nor verify it again).
 	ErrSourceGone = errors.New("dispatch: the hook's source no longer exists")
 	// ErrBusy: the hook's pen row is not yet covered by the checkpoint;
 	// retry in a moment.
@@ -225,25 +221,53 @@ func (d *Dispatcher) waitCheckpoint(ctx context.Context, seq uint64) error {
 	return nil
 }
 
+// ReleaseMode says how a hook leaves the pen; its deliveries carry it
+// (the envelope's verification says verified, or flagged).
+type ReleaseMode byte
+
+const (
+	// ReleaseVerified: the hook verified again, with its source's current
+	// secrets at the time it was received.
+	ReleaseVerified = ReleaseMode(meta.ReleaseVerified)
+	// ReleaseForced: an operator forced it out unverified.
+	ReleaseForced = ReleaseMode(meta.ReleaseForced)
+)
+
 // Released is what a release did.
 type Released struct {
-	// Verified: the hook verified with the source's current secrets.
-	// Otherwise it was forced out and is delivered flagged.
+	// Verified: the hook left as ReleaseVerified; otherwise it was forced
+	// out and is delivered flagged.
 	Verified bool
 	// Rows is the number of delivery rows created (the source's sinks).
 	Rows int
 }
 
-// Release moves a quarantined hook into normal dispatch. Without force the
-// hook is verified again, with the source's current secrets, at the time
-// it was received; a hook that still fails stays (ErrStillInvalid). With
-// force it goes unverified: its deliveries say flagged, and an audit row
-// records who forced it. Either way the pen row goes and the delivery
-// rows come in one synced batch.
-func (d *Dispatcher) Release(ctx context.Context, tenant string, id envelope.ID, force bool, principal string) (Released, error) {
+// QuarantinedHook is the tenant's quarantined hook id, as the caller
+// deciding on its release sees it. ErrNotQuarantined: the tenant holds no
+// such hook (another tenant's is the same); ErrBusy: it was committed a
+// moment ago and its pen row is on its way.
+func (d *Dispatcher) QuarantinedHook(_ context.Context, tenant string, id envelope.ID) (PenItem, error) {
+	_, seq, p, err := d.findPen(tenant, id)
+	if err != nil {
+		return PenItem{}, err
+	}
+	return penItem(tenant, seq, &p), nil
+}
+
+// Release moves a quarantined hook into normal dispatch, as mode says:
+// whether it may leave (verifying it again, or an operator's force) is
+// the caller's decision, made before. The pen row goes, one delivery row
+// per sink of the hook's source comes, and audit, the caller's record of
+// the change, is written with them in one synced batch, once the
+// checkpoint covers the pen row (ErrBusy if it does not soon).
+// ErrSourceGone: the source no longer exists, so no sink could take it.
+func (d *Dispatcher) Release(ctx context.Context, tenant string, id envelope.ID, mode ReleaseMode, audit meta.AuditRow) (Released, error) {
+	var out Released
+	if mode != ReleaseVerified && mode != ReleaseForced {
+		return out, fmt.Errorf("BUG: dispatch: release mode %d", mode)
+	}
 	d.pen.mu.Lock()
 	defer d.pen.mu.Unlock()
-	var out Released
 	ord, seq, p, err := d.findPen(tenant, id)
 	if err != nil {
 		return out, err
@@ -251,17 +275,6 @@ func (d *Dispatcher) Release(ctx context.Context, tenant string, id envelope.ID,
 	src := d.o.Sources.Snapshot().Lookup([]byte(p.Source))
 	if src == nil {
 		return out, ErrSourceGone
-	}
-	mark := meta.ReleaseForced
-	if !force {
-		e, err := d.o.Hooks.Fetch(id)
-		if err != nil {
-			return out, fmt.Errorf("cannot read the hook to verify it again: %w", err)
-		}
-		if err := src.Verifier.Verify(envHeaders(e.Headers), e.Body, time.Unix(0, e.ReceivedAt)); err != nil {
-			return out, fmt.Errorf("%w: %s", ErrStillInvalid, envelope.FailureName(verify.Failure(err)))
-		}
-		mark, out.Verified = meta.ReleaseVerified, true
 	}
 	if err := d.waitCheckpoint(ctx, seq); err != nil {
 		return out, err
@@ -271,25 +284,15 @@ func (d *Dispatcher) Release(ctx context.Context, tenant string, id envelope.ID,
 	b.DeletePen(ord, seq)
 	now := d.o.Now().UnixNano()
 	for _, spec := range src.Spec.Sinks {
-		row := meta.Delivery{ReceivedAt: p.ReceivedAt, StartedAt: now, Due: now, EventID: id, Source: p.Source, Release: mark}
+		row := meta.Delivery{ReceivedAt: p.ReceivedAt, StartedAt: now, Due: now, EventID: id, Source: p.Source, Release: byte(mode)}
 		b.PutPending(meta.RowID{Ord: ord, Seq: seq, Sink: spec.ID}, &row)
 		out.Rows++
 	}
-	action := "quarantine.release"
-	if force {
-		action = "quarantine.release_forced"
-	}
-	if err := b.AddAudit(meta.AuditRow{At: d.o.Now().UTC(), Principal: principal, Action: action, Tenant: tenant,
-		Entity: id.String(), Detail: "source " + p.Source}); err != nil {
-		return out, err
-	}
-	if err := b.Commit(meta.Sync); err != nil {
+	if err := d.commitPen(b, audit, 1, int64(p.Bytes)); err != nil {
 		return out, fmt.Errorf("cannot release a quarantined hook: %w", err)
 	}
-	d.pen.rows.Add(-1)
-	d.pen.bytes.Add(-int64(p.Bytes))
-	d.penGauges()
 	penReleased.Inc()
+	out.Verified = mode == ReleaseVerified
 	if out.Rows > 0 {
 		d.pending.Add(int64(out.Rows))
 		backlogGauges(d)
@@ -299,10 +302,10 @@ func (d *Dispatcher) Release(ctx context.Context, tenant string, id envelope.ID,
 	return out, nil
 }
 
-// DropQuarantined deletes a quarantined hook's pen row (a synced write,
-// with an audit row): it is never delivered. The hook stays in the log
-// and the archive like any other.
-func (d *Dispatcher) DropQuarantined(ctx context.Context, tenant string, id envelope.ID, principal string) error {
+// DropQuarantined deletes a quarantined hook's pen row, with audit (the
+// caller's record of it) in the same synced batch: it is never delivered.
+// The hook stays in the log and the archive like any other.
+func (d *Dispatcher) DropQuarantined(ctx context.Context, tenant string, id envelope.ID, audit meta.AuditRow) error {
 	d.pen.mu.Lock()
 	defer d.pen.mu.Unlock()
 	ord, seq, p, err := d.findPen(tenant, id)
@@ -315,70 +318,49 @@ func (d *Dispatcher) DropQuarantined(ctx context.Context, tenant string, id enve
 	b := d.meta.NewBatch()
 	defer b.Close()
 	b.DeletePen(ord, seq)
-	if err := b.AddAudit(meta.AuditRow{At: d.o.Now().UTC(), Principal: principal, Action: "quarantine.drop", Tenant: tenant,
-		Entity: id.String(), Detail: "source " + p.Source}); err != nil {
-		return err
-	}
-	if err := b.Commit(meta.Sync); err != nil {
+	if err := d.commitPen(b, audit, 1, int64(p.Bytes)); err != nil {
 		return fmt.Errorf("cannot drop a quarantined hook: %w", err)
 	}
-	d.pen.rows.Add(-1)
-	d.pen.bytes.Add(-int64(p.Bytes))
-	d.penGauges()
 	penDropped.Inc()
 	return nil
 }
 
 // DropAllQuarantined drops every quarantined hook of the tenant passing the
-// filter, in synced batches of at most 1000, with one audit row each.
-func (d *Dispatcher) DropAllQuarantined(ctx context.Context, tenant string, f Filter, principal string) (int, error) {
+// filter, in synced batches of at most 1000; each batch holds the audit
+// row audit(n) makes for its n hooks.
+func (d *Dispatcher) DropAllQuarantined(ctx context.Context, tenant string, f Filter, audit func(n int) meta.AuditRow) (int, error) {
 	d.pen.mu.Lock()
 	defer d.pen.mu.Unlock()
 	ord, ok := d.ordinal(tenant)
 	if !ok {
 		return 0, nil
 	}
-	type victim struct {
-		seq   uint64
-		bytes int64
-	}
-	var batch []victim
+	var batch []uint64 // seqs
+	var bytes int64
 	total := 0
 	flush := func() error {
 		if len(batch) == 0 {
 			return nil
 		}
-		if err := d.waitCheckpoint(ctx, batch[len(batch)-1].seq); err != nil {
+		if err := d.waitCheckpoint(ctx, batch[len(batch)-1]); err != nil {
 			return err
 		}
 		b := d.meta.NewBatch()
 		defer b.Close()
-		var bytes int64
-		for _, v := range batch {
-			b.DeletePen(ord, v.seq)
-			bytes += v.bytes
+		for _, seq := range batch {
+			b.DeletePen(ord, seq)
 		}
-		detail := fmt.Sprintf("%d hooks", len(batch))
-		if f.Source != "" {
-			detail += ", source " + f.Source
-		}
-		if err := b.AddAudit(meta.AuditRow{At: d.o.Now().UTC(), Principal: principal, Action: "quarantine.drop_all", Tenant: tenant, Detail: detail}); err != nil {
-			return err
-		}
-		if err := b.Commit(meta.Sync); err != nil {
+		if err := d.commitPen(b, audit(len(batch)), int64(len(batch)), bytes); err != nil {
 			return fmt.Errorf("cannot drop quarantined hooks: %w", err)
 		}
-		d.pen.rows.Add(-int64(len(batch)))
-		d.pen.bytes.Add(-bytes)
-		d.penGauges()
 		penDropped.Add(len(batch))
 		total += len(batch)
-		batch = batch[:0]
+		batch, bytes = batch[:0], 0
 		return nil
 	}
 	var ferr error
 	err := d.scanPen(ord, 0, f, func(seq uint64, p *meta.PenRow) bool {
-		batch = append(batch, victim{seq, int64(p.Bytes)})
+		batch, bytes = append(batch, seq), bytes+int64(p.Bytes)
 		if len(batch) >= 1000 {
 			ferr = flush()
 			return ferr != nil
@@ -394,16 +376,22 @@ func (d *Dispatcher) DropAllQuarantined(ctx context.Context, tenant string, f Fi
 	return total, err
 }
 
-// envHeaders reads a stored hook's headers as a verifier does a request's
-// (names compared without case; the first field of a name wins, as
-// fasthttp's Peek does).
-type envHeaders []envelope.Header
-
-func (h envHeaders) Peek(key string) []byte {
-	for _, f := range h {
-		if strings.EqualFold(f.Name, key) {
-			return []byte(f.Value)
-		}
+// commitPen adds audit to b, which deletes n pen rows holding bytes body
+// bytes, commits it synced, and takes the rows off the pen's accounting.
+// Every change to the pen is an operator's, so none goes without its
+// audit row.
+func (d *Dispatcher) commitPen(b *meta.Batch, audit meta.AuditRow, n, bytes int64) error {
+	if audit.Action == "" || audit.At.IsZero() {
+		return fmt.Errorf("BUG: dispatch: a pen change without its audit row (%+v)", audit)
 	}
+	if err := b.AddAudit(audit); err != nil {
+		return err
+	}
+	if err := b.Commit(meta.Sync); err != nil {
+		return err
+	}
+	d.pen.rows.Add(-n)
+	d.pen.bytes.Add(-bytes)
+	d.penGauges()
 	return nil
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/ankusa/ankusa/dedupe"
 	"github.com/ankusa/ankusa/dispatch"
 	"github.com/ankusa/ankusa/envelope"
+	"github.com/ankusa/ankusa/meta"
 )
 
 const penSecret = "pen-test-secret"
@@ -53,6 +54,12 @@ func (n *node) commitQuarantined(tenant string, i int, secret string) envelope.E
 		n.t.Fatal(err)
 	}
 	return e
+}
+
+// opsAudit is the audit row a caller hands the pen with a change: the
+// pen writes it as given.
+func opsAudit(action, tenant string) meta.AuditRow {
+	return meta.AuditRow{At: time.Now().UTC(), Principal: "ops", Action: action, Tenant: tenant, Detail: "as given"}
 }
 
 func penList(t *testing.T, d *dispatch.Dispatcher, tenant string) map[envelope.ID]dispatch.PenItem {
@@ -100,8 +107,10 @@ func TestPenHoldsUntilReleased(t *testing.T) {
 	n := openNode(t, vfs.NewMem(), fk, nodeOptions{sinks: twoSinks(nil), source: githubSource})
 	defer n.close()
 	d := n.disp.Load()
-	good := n.commitQuarantined("acme", 1, penSecret)     // failed with an old secret, say: verifies now
-	bad := n.commitQuarantined("acme", 2, "other-secret") // never verifies
+	// Whether a hook verifies again is the caller's to find out (package
+	// admin); here good is released as verified, bad is forced out.
+	good := n.commitQuarantined("acme", 1, penSecret)
+	bad := n.commitQuarantined("acme", 2, "other-secret")
 	drop := n.commitQuarantined("acme", 3, "other-secret")
 	other := n.commitQuarantined("globex", 4, "other-secret")
 	plain := n.commit("acme", 5)
@@ -121,24 +130,41 @@ func TestPenHoldsUntilReleased(t *testing.T) {
 	}
 	ctx := context.Background()
 	// Another tenant's hook is not found through this one.
-	if _, err := d.Release(ctx, "globex", good.ID, true, "ops"); !errors.Is(err, dispatch.ErrNotQuarantined) {
+	if _, err := d.QuarantinedHook(ctx, "globex", good.ID); !errors.Is(err, dispatch.ErrNotQuarantined) {
+		t.Errorf("lookup through another tenant: %v", err)
+	}
+	if _, err := d.Release(ctx, "globex", good.ID, dispatch.ReleaseForced, opsAudit("quarantine.release_forced", "globex")); !errors.Is(err, dispatch.ErrNotQuarantined) {
 		t.Errorf("release through another tenant: %v", err)
 	}
-	if _, err := d.Release(ctx, "acme", bad.ID, false, "ops"); !errors.Is(err, dispatch.ErrStillInvalid) {
-		t.Errorf("release of a hook that does not verify: %v, want ErrStillInvalid", err)
+	if it, err := d.QuarantinedHook(ctx, "acme", bad.ID); err != nil || it != pen[bad.ID] {
+		t.Errorf("lookup of a held hook: %+v %v, want %+v", it, err, pen[bad.ID])
 	}
-	r, err := d.Release(ctx, "acme", good.ID, false, "ops")
+	// No change goes without its audit row (nor with a bad mode); the
+	// hook stays held.
+	if _, err := d.Release(ctx, "acme", bad.ID, dispatch.ReleaseForced, meta.AuditRow{}); err == nil {
+		t.Error("a release without its audit row went through")
+	}
+	if err := d.DropQuarantined(ctx, "acme", bad.ID, meta.AuditRow{Principal: "ops", Tenant: "acme"}); err == nil {
+		t.Error("a drop without its audit row went through")
+	}
+	if _, err := d.Release(ctx, "acme", bad.ID, 0, opsAudit("quarantine.release", "acme")); err == nil {
+		t.Error("a release without a mode went through")
+	}
+	if _, ok := penList(t, d, "acme")[bad.ID]; !ok {
+		t.Fatal("a refused change let the hook go")
+	}
+	r, err := d.Release(ctx, "acme", good.ID, dispatch.ReleaseVerified, opsAudit("quarantine.release", "acme"))
 	if err != nil || !r.Verified || r.Rows != 2 {
 		t.Fatalf("release of a hook that verifies: %+v %v", r, err)
 	}
-	r, err = d.Release(ctx, "acme", bad.ID, true, "ops")
+	r, err = d.Release(ctx, "acme", bad.ID, dispatch.ReleaseForced, opsAudit("quarantine.release_forced", "acme"))
 	if err != nil || r.Verified || r.Rows != 2 {
 		t.Fatalf("forced release: %+v %v", r, err)
 	}
-	if _, err := d.Release(ctx, "acme", good.ID, false, "ops"); !errors.Is(err, dispatch.ErrNotQuarantined) {
+	if _, err := d.Release(ctx, "acme", good.ID, dispatch.ReleaseVerified, opsAudit("quarantine.release", "acme")); !errors.Is(err, dispatch.ErrNotQuarantined) {
 		t.Errorf("second release: %v, want ErrNotQuarantined", err)
 	}
-	if err := d.DropQuarantined(ctx, "acme", drop.ID, "ops"); err != nil {
+	if err := d.DropQuarantined(ctx, "acme", drop.ID, opsAudit("quarantine.drop", "acme")); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 5*time.Second, "the released hooks' deliveries", func() bool {
@@ -159,8 +185,13 @@ func TestPenHoldsUntilReleased(t *testing.T) {
 	if pen := penList(t, d, "acme"); len(pen) != 0 {
 		t.Errorf("acme's pen after release and drop: %+v", pen)
 	}
-	if n, err := d.DropAllQuarantined(ctx, "globex", dispatch.Filter{}, "ops"); n != 1 || err != nil {
-		t.Errorf("drop all of globex: %d %v", n, err)
+	batches := 0
+	dropAll := func(n int) meta.AuditRow {
+		batches++
+		return opsAudit("quarantine.drop_all", "globex")
+	}
+	if n, err := d.DropAllQuarantined(ctx, "globex", dispatch.Filter{}, dropAll); n != 1 || err != nil || batches != 1 {
+		t.Errorf("drop all of globex: %d %v, %d audit rows", n, err, batches)
 	}
 	audit, err := n.meta.Audit(time.Time{}, 100)
 	if err != nil {
@@ -168,10 +199,13 @@ func TestPenHoldsUntilReleased(t *testing.T) {
 	}
 	actions := map[string]int{}
 	for _, a := range audit {
-		if a.Principal != "ops" {
-			t.Errorf("audit row without the principal: %+v", a)
+		if a.Principal != "ops" || a.Detail != "as given" {
+			t.Errorf("audit row not as given: %+v", a)
 		}
 		actions[a.Action]++
+	}
+	if len(audit) != 4 {
+		t.Errorf("%d audit rows, want 4 (one per change): %+v", len(audit), audit)
 	}
 	if actions["quarantine.release"] != 1 || actions["quarantine.release_forced"] != 1 || actions["quarantine.drop"] != 1 || actions["quarantine.drop_all"] != 1 {
 		t.Errorf("audit actions %v", actions)
@@ -240,7 +274,7 @@ func TestPenSurvivesCrashes(t *testing.T) {
 		// cover its row, so the rebuild cannot bring it back.
 		for id := range held {
 			waitFor(t, 5*time.Second, "the pen row", func() bool { _, ok := penList(t, d, "acme")[id]; return ok })
-			if err := d.DropQuarantined(context.Background(), "acme", id, "ops"); err != nil {
+			if err := d.DropQuarantined(context.Background(), "acme", id, opsAudit("quarantine.drop", "acme")); err != nil {
 				t.Fatal(err)
 			}
 			delete(held, id)
@@ -343,8 +377,14 @@ func TestPenKeepsSegmentsAndSerialises(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
 	wg.Add(2)
-	go func() { defer wg.Done(); _, errs[0] = d.Release(context.Background(), "acme", e.ID, true, "ops") }()
-	go func() { defer wg.Done(); errs[1] = d.DropQuarantined(context.Background(), "acme", e.ID, "ops") }()
+	go func() {
+		defer wg.Done()
+		_, errs[0] = d.Release(context.Background(), "acme", e.ID, dispatch.ReleaseForced, opsAudit("quarantine.release_forced", "acme"))
+	}()
+	go func() {
+		defer wg.Done()
+		errs[1] = d.DropQuarantined(context.Background(), "acme", e.ID, opsAudit("quarantine.drop", "acme"))
+	}()
 	wg.Wait()
 	if (errs[0] == nil) == (errs[1] == nil) {
 		t.Fatalf("release and drop of one hook: %v, %v; want exactly one to act", errs[0], errs[1])
