@@ -41,6 +41,11 @@ type Floor struct {
 	Seq     uint64
 	ID      envelope.ID
 	Tenants map[string]uint32
+	// NextOrdinal, when above every ordinal of Tenants, is the next one
+	// to give: an ordinal that was given once is never given again, even
+	// when the name it was given to now holds another (the log's record
+	// wins over the mirror's).
+	NextOrdinal uint32
 }
 
 // ReadFloor reads the floor from every record m keeps: max(checkpoint,
@@ -114,6 +119,7 @@ func NewNumbers(node uint16, f Floor, maxTenants int) *Numbers {
 		n.tenants[name] = ord
 		n.next = max(n.next, ord+1)
 	}
+	n.next = max(n.next, f.NextOrdinal)
 	return n
 }
 

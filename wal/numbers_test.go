@@ -113,3 +113,28 @@ func TestCloseRecordsFloor(t *testing.T) {
 		t.Fatalf("after the files are gone: seq %d id %v, want seq %d and an id above %v", a.Seq, a.ID, last.Seq+1, last.ID)
 	}
 }
+
+// TestOrdinalNeverReused: when the mirror and the log disagree on a
+// tenant's ordinal, the log's wins, and the mirror's is not given to
+// another tenant (DESIGN.md §6 item 2: ordinals are never reused).
+func TestOrdinalNeverReused(t *testing.T) {
+	fs := vfs.NewMem()
+	w := openWAL(t, wal.Options{FS: fs, Meta: &testMeta{}})
+	if a := mustCommit(t, w, hook{tenant: "acme", tag: "a"}); a.Ordinal != 1 {
+		t.Fatalf("first tenant's ordinal %d, want 1", a.Ordinal)
+	}
+	closeWAL(t, w)
+	var mirrored []uint32
+	m := &testMeta{tenants: map[string]uint32{"acme": 9}, onTenant: func(_ string, o uint32) { mirrored = append(mirrored, o) }}
+	w = openWAL(t, wal.Options{FS: fs, Meta: m})
+	if o, _ := w.Ordinal("acme"); o != 1 {
+		t.Fatalf("acme's ordinal after the reopen: %d, want the log's 1", o)
+	}
+	if b := mustCommit(t, w, hook{tenant: "beta", tag: "b"}); b.Ordinal != 10 {
+		t.Fatalf("a new tenant got ordinal %d, want 10: 9 was given once", b.Ordinal)
+	}
+	closeWAL(t, w)
+	if len(mirrored) != 2 || mirrored[0] != 1 || mirrored[1] != 10 {
+		t.Fatalf("mirrored %v, want acme's 1 again, then beta's 10", mirrored)
+	}
+}

@@ -151,8 +151,9 @@ func (st *recovered) apply(r *Record) error {
 	case envelope.KindTenant:
 		st.tenants[string(r.TenantName())] = r.Ordinal
 	case envelope.KindEnvelope:
-		// Seqs are dense, except that a run Open resumed above
-		// Options.FloorSeq starts its new file with a jump up.
+		// Seqs are dense, except that a run Open resumed above a
+		// numbering floor (Options.Meta) starts its new file with a
+		// jump up.
 		jump := st.fileStart && r.Seq > st.lastSeq
 		if st.lastSeq != 0 && r.Seq != st.lastSeq+1 && !jump {
 			return fmt.Errorf("seq %d follows seq %d", r.Seq, st.lastSeq)

@@ -188,6 +188,9 @@ func Open(opts Options) (*WAL, error) {
 	floor.raise(st.lastSeq, st.lastID)
 	for name, ord := range st.tenants {
 		if o, ok := floor.Tenants[name]; !ok || o != ord {
+			if ok {
+				floor.NextOrdinal = max(floor.NextOrdinal, o+1)
+			}
 			w.mirror(name, ord)
 			floor.Tenants[name] = ord
 		}
