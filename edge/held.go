@@ -43,13 +43,14 @@ func (h *held) end(dedupeKey string) { h.req.Buf = h.rec.End(h.req.Buf, dedupeKe
 
 // committed hands what the hook reserved over to it once it is durable:
 // the pen's bytes stay reserved for its pen row, and its dedupe key now
-// names its event id.
+// names its event id. Both are the hook's before Committed is called: a
+// panic in it must not give back what a durable hook holds.
 func (r *Router) committed(ctx *fasthttp.RequestCtx, h *held) {
-	if h.keyed {
-		r.o.Dedupe.Committed(context.WithoutCancel(ctx), h.ticket, h.req.ID, h.req.Seq)
-		h.keyed = false
-	}
 	h.pen = 0
+	if h.keyed {
+		h.keyed = false
+		r.o.Dedupe.Committed(context.WithoutCancel(ctx), h.ticket, h.req.ID, h.req.Seq)
+	}
 }
 
 // release gives back everything h holds. After a panic the record is left
