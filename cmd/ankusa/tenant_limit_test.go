@@ -9,9 +9,12 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/ankusa/ankusa/internal/rabbittest"
 )
 
-// tenantLimitYAML: %[1]s data_dir, %[2]s listen, %[3]s admin.
+// tenantLimitYAML: %[1]s data_dir, %[2]s listen, %[3]s admin, %[4]s the
+// wal and the source's sinks.
 const tenantLimitYAML = `node: {name: edge-tenants, data_dir: %[1]s}
 listen: %[2]s
 admin: {listen: %[3]s}
@@ -20,16 +23,38 @@ route_resolver: {type: tenantpath, prefix: [webhooks]}
 rate_limits:
   default: {rate: 1000000, burst: 1000000}
 tenants: {max: 3}
-wal: {type: disk, max_file_bytes: 4MiB}
 log: {level: warn, format: json}
-sources:
-  strict:
-    verify: {type: stripe, secret: "` + stripeSecretOld + `"}
+%[4]s
 `
 
+const tenantLimitDisk = `wal: {type: disk, max_file_bytes: 4MiB}
+sources:
+  strict:
+    verify: {type: stripe, secret: "` + stripeSecretOld + `"}`
+
 func TestTenantLimit(t *testing.T) {
+	testTenantLimit(t, func(*testing.T) string { return tenantLimitDisk })
+}
+
+// With wal.type: none the same allocator numbers tenants (wal.Numbers),
+// so tenants.max holds the same way: the source publishes to RabbitMQ.
+func TestTenantLimitWALNone(t *testing.T) {
+	testTenantLimit(t, func(t *testing.T) string {
+		b := rabbittest.New(t)
+		x := b.Exchange("direct")
+		b.Queue(nil, x, "ankusa.strict")
+		return fmt.Sprintf(`wal: {type: none}
+sources:
+  strict:
+    verify: {type: stripe, secret: "`+stripeSecretOld+`"}
+    sinks: [{type: rabbitmq, url: %q, exchange: %q}]`, rabbittest.URL(), x)
+	})
+}
+
+func testTenantLimit(t *testing.T, storage func(*testing.T) string) {
+	st := storage(t)
 	n := newConfiguredNode(t, func(n *testNode) string {
-		return fmt.Sprintf(tenantLimitYAML, n.dataDir, n.listen, n.admin)
+		return fmt.Sprintf(tenantLimitYAML, n.dataDir, n.listen, n.admin, st)
 	})
 	p := n.serve(t)
 	want := func(tenant, secret string, status int, code string) {
