@@ -8,6 +8,8 @@ import (
 	"github.com/ankusa/ankusa/admin"
 	"github.com/ankusa/ankusa/config"
 	"github.com/ankusa/ankusa/dedupe"
+	"github.com/ankusa/ankusa/dispatch/sink/amqpsink"
+	"github.com/ankusa/ankusa/dispatch/sink/httpsink"
 	"github.com/ankusa/ankusa/edge"
 	"github.com/ankusa/ankusa/verify"
 )
@@ -32,6 +34,15 @@ func validateOptions() config.ValidateOptions {
 		CheckDedupe: func(key, verifierType string) error {
 			_, err := dedupe.NewExtractor(key, verifierType)
 			return err
+		},
+		CheckSink: func(s config.Sink) error {
+			switch s.Type {
+			case "http":
+				return httpsink.Check(s)
+			case "rabbitmq":
+				return amqpsink.Check(s)
+			}
+			return nil // config names an unknown type itself
 		},
 		CheckAdminTokens: admin.ValidateTokens,
 	}

@@ -38,6 +38,12 @@ type ValidateOptions struct {
 	// its verifier type. Keys from the source: "dedupe.key: ...". It is
 	// called only for a key that is set.
 	CheckDedupe func(key, verifierType string) error
+	// CheckSink builds a source's sink from its spec, making no connection,
+	// and reports what the sink's own parser finds (the url's form, a
+	// header the sink sets itself, a secret that does not decode). Keys
+	// from the sink: "headers.X-Foo: ...". It is called only for a sink
+	// whose secret is resolved.
+	CheckSink func(s Sink) error
 	// CheckAdminTokens checks the admin tokens (names, scopes, duplicates).
 	// Keys from the top: "admin.tokens[1] (ci): ...".
 	CheckAdminTokens func(tokens []AdminToken) error

@@ -97,7 +97,7 @@ func ApplySinkDefaults(sk *Sink) {
 }
 
 // validateSinks checks a source's sinks; at is "sources.<name>".
-func validateSinks(p *Problems, at string, sinks []Sink) {
+func validateSinks(p *Problems, at string, sinks []Sink, ctx SourceContext) {
 	ids := map[string]bool{}
 	for i := range sinks {
 		sk := &sinks[i]
@@ -109,6 +109,9 @@ func validateSinks(p *Problems, at string, sinks []Sink) {
 		}
 		ids[sk.ID] = true
 		p.under(sp, sinkProblems(sk, true))
+		if ctx.CheckSink != nil && !(sk.Secret.IsSet() && sk.Secret.Value == "") {
+			p.stage(sp, ctx.CheckSink(*sk))
+		}
 	}
 }
 

@@ -40,7 +40,7 @@ func ValidateSource(name string, s *Source, ctx SourceContext) Problems {
 	if s.MaxBodyBytes < 0 {
 		p.add("%s.max_body_bytes: must not be negative", at)
 	}
-	validateSinks(&p, at, s.Sinks)
+	validateSinks(&p, at, s.Sinks, ctx)
 	if ctx.WALType == "none" && !slices.ContainsFunc(s.Sinks, func(sk Sink) bool { return sk.Durable() }) {
 		p.add("%s.sinks: wal.type is none, so a hook is safe only once a durable sink (%v) has it, and this source has none; add one or use wal.type: disk", at, DurableSinkTypes)
 	}

@@ -43,12 +43,9 @@ var _ dispatch.Sink = (*Sink)(nil)
 // Deliver does, so a broker that is down at boot does not stop the node.
 func New(o Options) (*Sink, error) {
 	o.EnsureDefaults()
-	if err := o.Validate(); err != nil {
-		return nil, fmt.Errorf("rabbitmq sink %q of source %q: %w", o.Spec.ID, o.Source, err)
-	}
-	key, err := config.ParseTemplate(o.Spec.RoutingKey)
+	key, err := parse(&o)
 	if err != nil {
-		return nil, fmt.Errorf("rabbitmq sink %q of source %q: routing_key: %w", o.Spec.ID, o.Source, err)
+		return nil, fmt.Errorf("rabbitmq sink %q of source %q: %w", o.Spec.ID, o.Source, err)
 	}
 	s := &Sink{
 		o:        o,
@@ -64,6 +61,28 @@ func New(o Options) (*Sink, error) {
 	s.log = o.Logger.With(zap.String("sink", o.Spec.ID), zap.String("source", o.Source),
 		zap.String("url", s.redacted), zap.String("connection_name", o.ConnectionName))
 	return s, nil
+}
+
+// Check reports what New would refuse in spec, connecting to nothing; an
+// error names the key relative to the sink. check-config calls it
+// (config.ValidateOptions.CheckSink).
+func Check(spec config.Sink) error {
+	o := Options{Spec: spec}
+	o.EnsureDefaults()
+	_, err := parse(&o)
+	return err
+}
+
+// parse checks o and parses its routing key template.
+func parse(o *Options) (*config.Template, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	key, err := config.ParseTemplate(o.Spec.RoutingKey)
+	if err != nil {
+		return nil, fmt.Errorf("routing_key: %w", err)
+	}
+	return key, nil
 }
 
 // Durable is true: Deliver answers nil only for a message the broker

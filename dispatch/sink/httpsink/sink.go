@@ -12,6 +12,7 @@ import (
 	"github.com/valyala/fasthttp"
 	"go.uber.org/zap"
 
+	"github.com/ankusa/ankusa/config"
 	"github.com/ankusa/ankusa/dispatch"
 	"github.com/ankusa/ankusa/dispatch/tmpl"
 	"github.com/ankusa/ankusa/envelope"
@@ -53,19 +54,9 @@ var (
 // "secret: ...") relative to the sink, and never holds the secret.
 func New(o Options) (*Sink, error) {
 	o.EnsureDefaults()
-	if err := o.Validate(); err != nil {
-		return nil, err
-	}
 	s := &Sink{opts: o, envelopeFormat: o.Spec.Format == FormatEnvelope}
-	var err error
-	if s.url, err = parseURL(o.Spec.URL); err != nil {
-		return nil, fmt.Errorf("url: %w", err)
-	}
-	if s.headers, err = parseHeaders(o.Spec.Headers); err != nil {
+	if err := s.parse(); err != nil {
 		return nil, err
-	}
-	if s.signer, err = newSigner(o.Spec.Secret.Value); err != nil {
-		return nil, fmt.Errorf("secret: %w", err)
 	}
 	s.dialContext = (&net.Dialer{}).DialContext
 	s.conns.set = make(map[*trackedConn]struct{})
@@ -75,6 +66,35 @@ func New(o Options) (*Sink, error) {
 			zap.String("source", o.Source), zap.String("sink", o.Spec.ID))
 	}
 	return s, nil
+}
+
+// Check reports what New would refuse in spec, building nothing: the
+// config's sink rules, the url, the header templates and the secret. An
+// error names the key relative to the sink. check-config calls it
+// (config.ValidateOptions.CheckSink), so that a config serve would refuse
+// once it builds the sink is refused at load.
+func Check(spec config.Sink) error {
+	o := Options{Spec: spec}
+	o.EnsureDefaults()
+	return (&Sink{opts: o}).parse()
+}
+
+// parse checks s.opts and parses its templates into s.
+func (s *Sink) parse() error {
+	if err := s.opts.Validate(); err != nil {
+		return err
+	}
+	var err error
+	if s.url, err = parseURL(s.opts.Spec.URL); err != nil {
+		return fmt.Errorf("url: %w", err)
+	}
+	if s.headers, err = parseHeaders(s.opts.Spec.Headers); err != nil {
+		return err
+	}
+	if s.signer, err = newSigner(s.opts.Spec.Secret.Value); err != nil {
+		return fmt.Errorf("secret: %w", err)
+	}
+	return nil
 }
 
 func (s *Sink) newClient() *fasthttp.Client {
