@@ -21,6 +21,10 @@
 // the hook, Redis unreachable, a stored value of the wrong form, a lease
 // held too long) the hook goes through as a new one. A duplicate that gets
 // through is a lesser harm than a hook that is lost.
+//
+// dedupe imports envelope, meta (node scope's keys are one of its key
+// families) and internal/redisx; never the edge, dispatch or the admin
+// API, which call it.
 package dedupe
 
 import "crypto/sha256"

@@ -1,4 +1,5 @@
-// Command ankusa is the appliance's one binary; see package cli.
+// Command ankusa is the appliance's one binary; see package cli. It
+// imports cli only.
 package main
 
 import (

@@ -8,6 +8,8 @@
 // cli.Main. Everything else (serve, check-config, inspect wal, the WAL, the
 // admin listener) is the stock appliance. A config selects the scheme with
 // route_resolver.type: opaquetoken; see README.md and ankusa.yaml.
+//
+// It imports what an outside program may: cli, config and edge.
 package main
 
 import (

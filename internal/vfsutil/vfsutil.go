@@ -1,6 +1,7 @@
 // Package vfsutil holds the directory operations every storage stage needs
 // on pebble's vfs.FS (DESIGN.md §6 item 7): a file's creation, rename or
-// removal is durable only once its directory is synced.
+// removal is durable only once its directory is synced. It imports nothing
+// of this module.
 package vfsutil
 
 import (

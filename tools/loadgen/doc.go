@@ -135,4 +135,8 @@
 // accepts connections at start, -acked cannot be written, -max-errors
 // reached: it counts warm-up errors too), 130/143 when interrupted by
 // SIGINT/SIGTERM (the summary is still printed and -acked flushed).
+//
+// loadgen is a client of the appliance, not part of it: it imports only
+// its own packages (tools/loadgen/payload, tools/loadgen/result), and no
+// package of the product imports it.
 package main
