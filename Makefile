@@ -101,10 +101,11 @@ bench: bench-build
 	$(MAKE) --no-print-directory bench-segment
 	$(MAKE) --no-print-directory bench-dispatch
 
-# The side by side in about 30 s (1 round at 256 connections, 3 s each, and
-# the open-loop run), for CI and for the before and after of a change. It
-# fails on any answer but 201 and when the appliance makes less than half
-# of gcref's req/s.
+# The side by side in about a minute (3 rounds at 256 connections, 3 s
+# each, and the open-loop run), for CI and for the before and after of a
+# change. It fails on any answer but 201 and when the appliance's median
+# makes less than half of gcref's req/s (the median of three rounds: one
+# 3 s round on two shared cores swings by a tenth either way).
 bench-quick: bench-build
 	$(BIN)/bench-harness -bin $(BIN) -quick -out $(BIN)/bench-quick.md -json $(BIN)/bench-quick.json $(BENCH_FLAGS)
 

@@ -20,11 +20,11 @@ func TestParseFlags(t *testing.T) {
 		t.Errorf("defaults: %+v, %v", o, err)
 	}
 	o, err = parseFlags([]string{"-quick"})
-	if err != nil || o.rounds != 1 || !reflect.DeepEqual(o.conns, []int{256}) || o.duration != 3*time.Second || o.warmup != time.Second || o.minRatio != 0.5 {
+	if err != nil || o.rounds != 3 || !reflect.DeepEqual(o.conns, []int{256}) || o.duration != 3*time.Second || o.warmup != time.Second || o.minRatio != 0.5 {
 		t.Errorf("-quick: %+v, %v", o, err)
 	}
 	o, err = parseFlags([]string{"-quick", "-d", "5s", "-min-ratio", "0.8"})
-	if err != nil || o.duration != 5*time.Second || o.minRatio != 0.8 || o.rounds != 1 {
+	if err != nil || o.duration != 5*time.Second || o.minRatio != 0.8 || o.rounds != 3 {
 		t.Errorf("-quick with explicit flags: %+v, %v", o, err)
 	}
 	for _, bad := range [][]string{{"-conns", "64,x"}, {"-rounds", "0"}, {"-open-frac", "2"}, {"extra"}} {
