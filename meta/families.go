@@ -56,9 +56,6 @@ var families = []Family{
 	{Name: "dedupe", Prefix: prefixDedupe, Scope: ByDayOrdinal},
 }
 
-// Families returns the registry, in a copy.
-func Families() []Family { return append([]Family(nil), families...) }
-
 // familyOf is the family key belongs to, or nil.
 func familyOf(key []byte) *Family {
 	for i := range families {
