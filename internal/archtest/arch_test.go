@@ -170,6 +170,22 @@ func block(t *testing.T, b []byte, marker string) []string {
 // the module its non-test files import (paths relative to the module).
 func projectImports(t *testing.T) map[string][]string {
 	t.Helper()
+	got := map[string][]string{}
+	for name, imps := range listImports(t) {
+		got[name] = []string{}
+		for _, imp := range imps {
+			if imp == module || strings.HasPrefix(imp, module+"/") {
+				got[name] = append(got[name], rel(imp))
+			}
+		}
+	}
+	return got
+}
+
+// listImports is go list's word: for every package of the module (relative
+// to the module), every import of its non-test files.
+func listImports(t *testing.T) map[string][]string {
+	t.Helper()
 	cmd := exec.Command("go", "list", "-json=ImportPath,Imports", module+"/...")
 	cmd.Dir = filepath.Join("..", "..")
 	out, err := cmd.Output()
@@ -186,18 +202,29 @@ func projectImports(t *testing.T) map[string][]string {
 		if err := dec.Decode(&p); err != nil {
 			t.Fatalf("go list: %v", err)
 		}
-		name := rel(p.ImportPath)
-		got[name] = []string{}
-		for _, imp := range p.Imports {
-			if imp == module || strings.HasPrefix(imp, module+"/") {
-				got[name] = append(got[name], rel(imp))
-			}
-		}
+		got[rel(p.ImportPath)] = p.Imports
 	}
 	if len(got) < 10 {
 		panic(fmt.Sprintf("BUG: go list found %d packages", len(got)))
 	}
 	return got
+}
+
+// TestStoreAccess: meta is the only package that talks to pebble; the
+// others may use its file-system interface (pebble/v2/vfs, DESIGN.md §6
+// item 7), never the store itself.
+func TestStoreAccess(t *testing.T) {
+	const pebble = "github.com/cockroachdb/pebble/v2"
+	for name, imps := range listImports(t) {
+		for _, imp := range imps {
+			if name == "meta" || (imp != pebble && !strings.HasPrefix(imp, pebble+"/")) {
+				continue
+			}
+			if imp != pebble+"/vfs" && !strings.HasPrefix(imp, pebble+"/vfs/") {
+				t.Errorf("%s imports %s: only meta reads and writes the node's store; use its typed API", name, imp)
+			}
+		}
+	}
 }
 
 func rel(p string) string {
