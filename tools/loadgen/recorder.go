@@ -26,6 +26,8 @@ type recorder struct {
 	lag      *hdrhistogram.Histogram // µs, open loop: actual send minus scheduled send
 	service  *hdrhistogram.Histogram // µs, open loop: answered minus actual send
 	maxUs    int64                   // exact maximum latency
+	lagMax   int64                   // exact maximum lag, open loop
+	svcMax   int64                   // exact maximum from send, open loop
 	status   [maxStatus]int64
 	kinds    [numKinds]int64
 	answered int64
@@ -62,6 +64,8 @@ func (r *recorder) answer(status int, latency, lag, service time.Duration, done 
 	if lag >= 0 {
 		_ = r.lag.RecordValue(clampUs(lag))
 		_ = r.service.RecordValue(clampUs(service))
+		r.lagMax = max(r.lagMax, lag.Microseconds())
+		r.svcMax = max(r.svcMax, service.Microseconds())
 	}
 	r.maxUs = max(r.maxUs, us)
 	if done.After(r.lastDone) {
@@ -94,6 +98,8 @@ func (r *recorder) merge(o *recorder) {
 	r.lag.Merge(o.lag)
 	r.service.Merge(o.service)
 	r.maxUs = max(r.maxUs, o.maxUs)
+	r.lagMax = max(r.lagMax, o.lagMax)
+	r.svcMax = max(r.svcMax, o.svcMax)
 	for i, n := range o.status {
 		r.status[i] += n
 	}

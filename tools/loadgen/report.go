@@ -66,7 +66,7 @@ func (rn *runner) summary(end time.Time) (s *Summary, noID int64) {
 		s.ErrorKinds[kindNames[k]] = n
 	}
 	if rn.cfg.Open() {
-		lag, service := latencyOf(all.lag, all.lag.Max()), latencyOf(all.service, all.service.Max())
+		lag, service := latencyOf(all.lag, all.lagMax), latencyOf(all.service, all.svcMax)
 		s.SendLagUs, s.FromSendUs = &lag, &service
 	}
 	return s, all.noID
