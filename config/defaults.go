@@ -119,10 +119,7 @@ func (c *Config) applySharedDefaults() {
 
 func (c *Config) applySourceDefaults() {
 	for name, s := range c.Sources {
-		setString(&s.TenantID, DefaultTenant)
-		setString(&s.OnVerifyFailure, "reject")
-		applySinkDefaults(s.Sinks)
-		ApplySourceDefaults(&s, c.Dedupe.TTL)
+		DefaultSource(&s, c.Dedupe.TTL)
 		c.Sources[name] = s
 	}
 }

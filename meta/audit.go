@@ -17,6 +17,11 @@ type AuditRow struct {
 	Tenant    string    `json:"tenant,omitempty"`
 	Entity    string    `json:"entity,omitempty"`
 	Detail    string    `json:"detail,omitempty"`
+	// SpecSHA256 is the hex SHA-256 of the entity's stored spec with its
+	// secrets removed, after the change (empty for a removal).
+	SpecSHA256 string `json:"spec_sha256,omitempty"`
+	// Outcome is what came of the change ("ok").
+	Outcome string `json:"outcome,omitempty"`
 }
 
 // auditN tells apart audit rows written in the same nanosecond.

@@ -13,6 +13,9 @@ const (
 	ByOrdinal
 	// ByName: the key is prefix | tenant name; one key per tenant.
 	ByName
+	// ByNameEntity: keys are prefix | tenant | 0x00 | entity; a tenant's
+	// keys are one range.
+	ByNameEntity
 	// ByDayOrdinal: keys are prefix | day u32 | ord u32 | ...; a tenant's
 	// keys are one range per day that holds keys.
 	ByDayOrdinal
@@ -52,6 +55,9 @@ var families = []Family{
 
 	{Name: "tenant", Prefix: prefixTenant, Scope: ByName},
 	{Name: "rate-limit", Prefix: prefixRateLimit, Scope: ByName},
+
+	{Name: "source", Prefix: prefixSource, Scope: ByNameEntity},
+	{Name: "route", Prefix: prefixRoute, Scope: ByNameEntity},
 
 	{Name: "dedupe", Prefix: prefixDedupe, Scope: ByDayOrdinal},
 }

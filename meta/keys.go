@@ -46,6 +46,14 @@ import "encoding/binary"
 //	                        WAL's tenant records (the WAL is the durable one)
 //	m:ratelimit:            "m:ratelimit:" | tenant       → runtime rate-limit override, JSON
 //
+// Per-tenant keys, by name then entity (a tenant's keys under each prefix
+// are one range: prefix | tenant | 0x00):
+//
+//	src/                    "src/" | tenant | 0x00 | source name → a source written
+//	                        through the admin API (package source's record, JSON)
+//	rte/                    "rte/" | tenant | 0x00 | route id    → a route written
+//	                        through the admin API (package source's record, JSON)
+//
 // Per-tenant keys, by day then ordinal (a day's keys are one range, swept
 // with one range delete; a tenant's keys are one range per day):
 //
@@ -74,6 +82,9 @@ const (
 
 	prefixTenant    = "t:"
 	prefixRateLimit = "m:ratelimit:"
+
+	prefixSource = "src/"
+	prefixRoute  = "rte/"
 
 	prefixDedupe = "dd/"
 )
@@ -141,6 +152,9 @@ func AuditKey(at int64, n uint32) []byte {
 func tenantKey(name string) []byte { return []byte(prefixTenant + name) }
 
 func rateLimitKey(tenant string) []byte { return []byte(prefixRateLimit + tenant) }
+
+// entityKey is the key of a tenant's entity (a source, a route) under p.
+func entityKey(p, tenant, name string) []byte { return []byte(p + tenant + "\x00" + name) }
 
 func tenantCountKey(ord uint32) []byte {
 	return binary.BigEndian.AppendUint32([]byte(prefixTenantCount), ord)

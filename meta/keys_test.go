@@ -31,6 +31,8 @@ var pinnedKeys = []struct {
 	{"tenant-counts", tenantCountKey(0x01020304), "6d3a74636f756e743a 01020304"},
 	{"tenant", tenantKey("acme"), "743a 61636d65"},
 	{"rate-limit", rateLimitKey("acme"), "6d3a726174656c696d69743a 61636d65"},
+	{"source", entityKey(prefixSource, "acme", "s1"), "7372632f 61636d65 00 7331"},
+	{"route", entityKey(prefixRoute, "acme", "r1"), "7274652f 61636d65 00 7231"},
 	{"dedupe", DedupeKey(nil, 20421, 7, "stripe", []byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}),
 		"64642f 00004fc5 00000007 737472697065 00 000102030405060708090a0b0c0d0e0f"},
 }

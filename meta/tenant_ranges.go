@@ -33,6 +33,9 @@ func (s *Store) TenantRanges(ord uint32, name string) ([]KeyRange, error) {
 		case ByName:
 			k := []byte(f.Prefix + name)
 			out = append(out, KeyRange{Family: f.Name, Lo: k, Hi: append(append([]byte(nil), k...), 0)})
+		case ByNameEntity:
+			p := []byte(f.Prefix + name + "\x00")
+			out = append(out, KeyRange{Family: f.Name, Lo: p, Hi: prefixEnd(p)})
 		case ByDayOrdinal:
 			days, err := s.dedupeDays()
 			if err != nil {

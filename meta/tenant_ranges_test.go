@@ -62,6 +62,12 @@ var tenantFixtures = map[string]tenantFixture{
 			t.Fatal(err)
 		}
 	},
+	"source": func(t *testing.T, s *Store, _ uint32, name string) {
+		commit(t, s, func(b *Batch) { b.PutSource(name, "src-of-"+name, []byte(`{}`)) })
+	},
+	"route": func(t *testing.T, s *Store, _ uint32, name string) {
+		commit(t, s, func(b *Batch) { b.PutRoute(name, "r1", []byte(`{}`)) })
+	},
 	"dedupe": func(t *testing.T, s *Store, ord uint32, _ string) {
 		day := int64(24 * time.Hour)
 		// The first tenant's days are 0 and 1 after fixtureDay, the

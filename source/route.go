@@ -2,18 +2,38 @@ package source
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"time"
 
 	"github.com/ankusa/ankusa/config"
 )
 
-// Route is one compiled route of a snapshot (see config.Route).
+// Route is one route of a snapshot: owned by a tenant, optionally bound to
+// a source, matched by the route guard on its host and path pattern (when
+// it has a path) and by the token resolver on its tokens.
 type Route struct {
 	ID       string
 	TenantID string
 	SourceID string // empty: any source
 	Host     []byte // empty: any host
-	segs     []string
-	isParam  []bool
+	Path     string // the pattern; empty: the route guard never matches it
+	// Tokens are the route's catch tokens, as digests: a route holds one,
+	// or two during a rotation.
+	Tokens []Token
+	// FromConfig is true for a route of routes.table.
+	FromConfig       bool
+	Created, Updated time.Time
+	segs             []string
+	isParam          []bool
+}
+
+// Token is one catch token of a route: its id (what the admin API shows
+// and revokes by) and the SHA-256 of the token, which is all the node
+// keeps of it.
+type Token struct {
+	ID      string
+	Digest  [sha256.Size]byte
+	Created time.Time
 }
 
 // Shared reports whether the route belongs to the shared tenant, in which
@@ -31,34 +51,63 @@ func (r *Route) ParamCount() int {
 	return n
 }
 
-// routeTable indexes routes by their number of path segments.
+// compileRoute compiles a route spec; nil when its path does not parse
+// (validation refuses such a route before it gets here).
+func compileRoute(cr config.Route) *Route {
+	r := &Route{ID: cr.ID, TenantID: cr.TenantID, SourceID: cr.SourceID, Host: []byte(cr.Host), Path: cr.Path}
+	if r.TenantID == "" {
+		r.TenantID = config.DefaultTenant
+	}
+	if cr.Path == "" {
+		return r
+	}
+	pat, err := config.ParseRoutePath(cr.Path)
+	if err != nil {
+		return nil
+	}
+	for _, s := range pat.Segments {
+		if len(s) > 1 && s[0] == ':' {
+			r.segs = append(r.segs, s[1:])
+			r.isParam = append(r.isParam, true)
+		} else {
+			r.segs = append(r.segs, s)
+			r.isParam = append(r.isParam, false)
+		}
+	}
+	return r
+}
+
+// routeTable is the route guard's table: the routes with a path, by their
+// number of segments, each list in table order (the config's routes first,
+// then those written through the admin API). It is immutable: with and
+// without copy the one list they change.
 type routeTable struct {
 	bySegs map[int][]*Route
 }
 
-func compileRoutes(routes []config.Route) routeTable {
-	t := routeTable{bySegs: map[int][]*Route{}}
-	for _, cr := range routes {
-		pat, err := config.ParseRoutePath(cr.Path)
-		if err != nil {
-			continue // validated before a snapshot is built
-		}
-		r := &Route{ID: cr.ID, TenantID: cr.TenantID, SourceID: cr.SourceID, Host: []byte(cr.Host)}
-		if r.TenantID == "" {
-			r.TenantID = config.DefaultTenant
-		}
-		for _, s := range pat.Segments {
-			if len(s) > 1 && s[0] == ':' {
-				r.segs = append(r.segs, s[1:])
-				r.isParam = append(r.isParam, true)
-			} else {
-				r.segs = append(r.segs, s)
-				r.isParam = append(r.isParam, false)
-			}
-		}
-		t.bySegs[len(r.segs)] = append(t.bySegs[len(r.segs)], r)
+func (t routeTable) with(r *Route) routeTable {
+	n := routeTable{bySegs: make(map[int][]*Route, len(t.bySegs)+1)}
+	for k, v := range t.bySegs {
+		n.bySegs[k] = v
 	}
-	return t
+	old := t.bySegs[len(r.segs)]
+	n.bySegs[len(r.segs)] = append(old[:len(old):len(old)], r)
+	return n
+}
+
+func (t routeTable) without(r *Route) routeTable {
+	n := routeTable{bySegs: make(map[int][]*Route, len(t.bySegs))}
+	for k, v := range t.bySegs {
+		n.bySegs[k] = v
+	}
+	var kept []*Route
+	for _, x := range t.bySegs[len(r.segs)] {
+		if x != r {
+			kept = append(kept, x)
+		}
+	}
+	n.bySegs[len(r.segs)] = kept
+	return n
 }
 
 // MatchRoute returns the first route, in table order, whose host and path
@@ -69,7 +118,7 @@ func (s *Snapshot) MatchRoute(host []byte, segs [][]byte, param func(name string
 	if i := bytes.IndexByte(host, ':'); i >= 0 {
 		host = host[:i]
 	}
-	for _, r := range s.routes.bySegs[len(segs)] {
+	for _, r := range s.guard.bySegs[len(segs)] {
 		if len(r.Host) > 0 && !bytes.EqualFold(r.Host, host) {
 			continue
 		}

@@ -2,6 +2,7 @@ package source
 
 import (
 	"errors"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -33,7 +34,14 @@ type Source struct {
 	// Counters are the source's metrics, looked up once per snapshot so
 	// the request path does not build names.
 	Counters *Counters
-	Spec     config.Source
+	// Spec is the source's spec, defaults applied and secrets resolved.
+	Spec config.Source
+	// FromConfig is true for a source of the config file (a seed of a
+	// writable store): the admin API cannot change it.
+	FromConfig bool
+	// Created and Updated are when the admin API wrote the source (zero
+	// for one of the config).
+	Created, Updated time.Time
 }
 
 // Counters are a source's verification and dedupe metrics. The source
@@ -46,6 +54,11 @@ type Counters struct {
 	Flagged     *metrics.Counter
 	Duplicates  *metrics.Counter
 }
+
+// storedCounters are the counters of every source written through the
+// admin API: their names are unbounded (a SaaS has 100,000), and a metric
+// label must not be.
+var storedCounters = sync.OnceValue(func() *Counters { return countersFor("_api") })
 
 func countersFor(name string) *Counters {
 	c := &Counters{
@@ -62,63 +75,6 @@ func countersFor(name string) *Counters {
 	}
 	return c
 }
-
-// Snapshot is one consistent view of every source. The edge loads it
-// through an atomic pointer per request: no lock, no I/O.
-type Snapshot struct {
-	sources map[string]*Source
-	routes  routeTable
-}
-
-// NewSnapshot builds a snapshot from config specs and routes; globalMax
-// caps bodies.
-func NewSnapshot(specs map[string]config.Source, routes []config.Route, globalMax int64) *Snapshot {
-	s := &Snapshot{sources: make(map[string]*Source, len(specs)), routes: compileRoutes(routes)}
-	for name, spec := range specs {
-		tenant := spec.TenantID
-		if tenant == "" {
-			tenant = config.DefaultTenant
-		}
-		maxBody := globalMax
-		if spec.MaxBodyBytes > 0 && int64(spec.MaxBodyBytes) < maxBody {
-			maxBody = int64(spec.MaxBodyBytes)
-		}
-		v, err := verify.New(spec.Verify)
-		if err != nil {
-			// Validation refuses such a source before a snapshot is built;
-			// if one gets here anyway it fails closed.
-			v = verify.Refuse{Type: spec.Verify.Type, Err: err}
-		}
-		var x *dedupe.Extractor
-		var ttl time.Duration
-		if spec.Dedupe != nil {
-			if x, err = dedupe.NewExtractor(spec.Dedupe.Key, spec.Verify.Type); err != nil {
-				// Validation refuses such a source; one that gets here
-				// anyway goes without dedupe (it never drops a hook).
-				x = nil
-			}
-			ttl = spec.Dedupe.TTL.D()
-		}
-		s.sources[name] = &Source{
-			Dedupe:       x,
-			DedupeTTL:    ttl,
-			Counters:     countersFor(name),
-			Verifier:     v,
-			Name:         name,
-			TenantID:     tenant,
-			Shared:       tenant == config.DefaultTenant,
-			MaxBodyBytes: maxBody,
-			Spec:         spec,
-		}
-	}
-	return s
-}
-
-// Lookup returns the source named name, or nil. It does not allocate.
-func (s *Snapshot) Lookup(name []byte) *Source { return s.sources[string(name)] }
-
-// Len is the number of sources.
-func (s *Snapshot) Len() int { return len(s.sources) }
 
 // Store publishes snapshots of sources.
 type Store interface {
@@ -146,3 +102,41 @@ func (s *Static) Snapshot() *Snapshot { return s.snap.Load() }
 // ok means durable, so it cannot be acknowledged (503 until the source is
 // updated).
 var ErrNoDurableSink = errors.New("source has no durable sink and the node runs without a WAL")
+
+// Build makes the edge's form of a source from its spec (defaults applied,
+// secrets resolved); globalMax is limits.max_body_bytes. A verifier or a
+// dedupe key that cannot be built does not stop it: validation refuses such
+// a spec before it is built, and one that gets here anyway (stored before a
+// rule existed) fails closed on verification and goes without dedupe (it
+// never drops a hook).
+func Build(name string, spec config.Source, globalMax int64, fromConfig bool) *Source {
+	tenant := spec.TenantID
+	if tenant == "" {
+		tenant = config.DefaultTenant
+	}
+	maxBody := globalMax
+	if spec.MaxBodyBytes > 0 && int64(spec.MaxBodyBytes) < maxBody {
+		maxBody = int64(spec.MaxBodyBytes)
+	}
+	v, err := verify.New(spec.Verify)
+	if err != nil {
+		v = verify.Refuse{Type: spec.Verify.Type, Err: err}
+	}
+	var x *dedupe.Extractor
+	var ttl time.Duration
+	if spec.Dedupe != nil {
+		if x, err = dedupe.NewExtractor(spec.Dedupe.Key, spec.Verify.Type); err != nil {
+			x = nil
+		}
+		ttl = spec.Dedupe.TTL.D()
+	}
+	counters := storedCounters()
+	if fromConfig {
+		counters = countersFor(name)
+	}
+	return &Source{
+		Name: name, TenantID: tenant, Shared: tenant == config.DefaultTenant,
+		MaxBodyBytes: maxBody, Verifier: v, Dedupe: x, DedupeTTL: ttl,
+		Counters: counters, Spec: spec, FromConfig: fromConfig,
+	}
+}

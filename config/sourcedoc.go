@@ -1,0 +1,214 @@
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/parser"
+)
+
+// A source written through the admin API, and kept by a source store, is
+// the JSON form of its YAML spec: the same keys (the yaml tags of Source),
+// plus "name". JSON is YAML, so it is read by the schema walk of the file
+// (schema.go): an unknown key, or a value that does not decode, is named by
+// its path exactly as check-config names it.
+
+// SourceDoc is one source document: a name (HasName false when the
+// document gave none) and its spec.
+type SourceDoc struct {
+	Name    string
+	HasName bool
+	Spec    Source
+}
+
+// ParseSourceDoc reads a source document. Problems name keys relative to
+// the source ("verify.type: unknown key"); the spec comes back with every
+// key that decoded and no defaults applied.
+func ParseSourceDoc(data []byte) (SourceDoc, Problems) {
+	var doc SourceDoc
+	file, err := parser.ParseBytes(data, 0)
+	if err != nil {
+		return doc, Problems{"cannot parse the source: " + oneLine(yaml.FormatError(err, false, false))}
+	}
+	w := walker{anchors: anchorSet{}, entities: newEntities()}
+	var body ast.Node
+	if len(file.Docs) > 0 {
+		body = file.Docs[0].Body
+	}
+	if len(file.Docs) != 1 || body == nil {
+		return doc, Problems{"cannot parse the source: the body must be one JSON object"}
+	}
+	ast.Walk(w.anchors, body)
+	m, ok := w.resolve(body).(*ast.MappingNode)
+	if !ok {
+		if _, pair := w.resolve(body).(*ast.MappingValueNode); !pair {
+			return doc, Problems{"cannot parse the source: the body must be a JSON object of the source's keys"}
+		}
+		m = &ast.MappingNode{BaseNode: &ast.BaseNode{}, Values: []*ast.MappingValueNode{w.resolve(body).(*ast.MappingValueNode)}}
+	}
+	var rest []*ast.MappingValueNode
+	for _, mv := range m.Values {
+		if keyText(mv.Key) != "name" {
+			rest = append(rest, mv)
+			continue
+		}
+		s, isString := w.resolve(mv.Value).(*ast.StringNode)
+		if !isString {
+			w.probs.add("name: must be a string")
+			continue
+		}
+		doc.Name, doc.HasName = s.Value, true
+	}
+	m.Values = rest
+	w.object(m, reflect.TypeFor[Source](), "", "")
+	if err := yaml.NodeToValue(m, &doc.Spec); err != nil {
+		w.probs.add("invalid source: %s", oneLine(yaml.FormatError(err, false, false)))
+	}
+	sort.Strings(w.probs)
+	return doc, w.probs
+}
+
+// DefaultSource fills a source's unset keys as loading a file does: the
+// tenant, the failure mode, the sinks (ids included) and the keys of
+// ApplySourceDefaults.
+func DefaultSource(s *Source, dedupeTTL Duration) {
+	setString(&s.TenantID, DefaultTenant)
+	setString(&s.OnVerifyFailure, "reject")
+	applySinkDefaults(s.Sinks)
+	ApplySourceDefaults(s, dedupeTTL)
+}
+
+// ResolveLiteralSecrets takes every secret of a source written through the
+// admin API as the secret itself. An env: or file: reference is refused:
+// those name the node's own environment and files, which an API client
+// must not make the node read.
+func ResolveLiteralSecrets(s *Source) Problems {
+	var p Problems
+	each := func(path string, sec *Secret) {
+		if strings.HasPrefix(sec.Ref, "env:") || strings.HasPrefix(sec.Ref, "file:") {
+			p.add("%s: env: and file: references are for the config file; the admin API takes the secret itself", path)
+			return
+		}
+		sec.Value = sec.Ref
+	}
+	WalkSecrets(s, each)
+	return p
+}
+
+// WalkSecrets calls fn with the path and the address of every secret field
+// of s that is set, in a fixed order.
+func WalkSecrets(s *Source, fn func(path string, sec *Secret)) {
+	if s.Verify.Secret.IsSet() {
+		fn("verify.secret", &s.Verify.Secret)
+	}
+	for i := range s.Verify.Secrets {
+		if s.Verify.Secrets[i].IsSet() {
+			fn(fmt.Sprintf("verify.secrets[%d]", i), &s.Verify.Secrets[i])
+		}
+	}
+	for i := range s.Sinks {
+		if s.Sinks[i].Secret.IsSet() {
+			fn(fmt.Sprintf("sinks[%d].secret", i), &s.Sinks[i].Secret)
+		}
+	}
+}
+
+// EncodeSource writes the JSON form of a source spec: its yaml keys, zero
+// values left out, durations as Go durations, sizes as bytes. With secrets
+// false, secret fields are left out (an answer of the admin API, or what
+// an audit row hashes); with secrets true they are written as given (what
+// a source store keeps).
+func EncodeSource(s *Source, secrets bool) []byte {
+	var b bytes.Buffer
+	encodeValue(&b, reflect.ValueOf(*s), secrets)
+	return b.Bytes()
+}
+
+var (
+	durationType = reflect.TypeFor[Duration]()
+	secretType   = reflect.TypeFor[Secret]()
+)
+
+func encodeValue(b *bytes.Buffer, v reflect.Value, secrets bool) {
+	switch {
+	case v.Type() == durationType:
+		writeJSONString(b, time.Duration(v.Int()).String())
+	case v.Type() == secretType:
+		writeJSONString(b, v.Interface().(Secret).Ref)
+	case v.Kind() == reflect.Pointer:
+		encodeValue(b, v.Elem(), secrets)
+	case v.Kind() == reflect.Struct:
+		encodeStruct(b, v, secrets)
+	case v.Kind() == reflect.Slice:
+		b.WriteByte('[')
+		n := 0
+		for i := 0; i < v.Len(); i++ {
+			if v.Index(i).Type() == secretType && !secrets {
+				continue
+			}
+			if n++; n > 1 {
+				b.WriteByte(',')
+			}
+			encodeValue(b, v.Index(i), secrets)
+		}
+		b.WriteByte(']')
+	case v.Kind() == reflect.Map:
+		keys := v.MapKeys()
+		sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
+		b.WriteByte('{')
+		for i, k := range keys {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			writeJSONString(b, k.String())
+			b.WriteByte(':')
+			encodeValue(b, v.MapIndex(k), secrets)
+		}
+		b.WriteByte('}')
+	default:
+		out, err := json.Marshal(v.Interface())
+		if err != nil {
+			panic("BUG: config: cannot encode a source field: " + err.Error())
+		}
+		b.Write(out)
+	}
+}
+
+func encodeStruct(b *bytes.Buffer, v reflect.Value, secrets bool) {
+	b.WriteByte('{')
+	n := 0
+	t := v.Type()
+	for i := 0; i < t.NumField(); i++ {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
+		f := v.Field(i)
+		if name == "" || name == "-" || f.IsZero() {
+			continue
+		}
+		if !secrets && (f.Type() == secretType || f.Type() == reflect.TypeFor[[]Secret]()) {
+			continue
+		}
+		if n++; n > 1 {
+			b.WriteByte(',')
+		}
+		writeJSONString(b, name)
+		b.WriteByte(':')
+		encodeValue(b, f, secrets)
+	}
+	b.WriteByte('}')
+}
+
+func writeJSONString(b *bytes.Buffer, s string) {
+	enc := json.NewEncoder(b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(s); err != nil {
+		panic("BUG: config: cannot encode a string: " + err.Error())
+	}
+	b.Truncate(b.Len() - 1) // Encode's newline
+}

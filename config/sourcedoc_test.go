@@ -1,0 +1,60 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParseSourceDoc(t *testing.T) {
+	doc, probs := ParseSourceDoc([]byte(`{"name": "acme-stripe", "tenant_id": "acme",
+		"verify": {"type": "stripe", "secret": "whsec_x", "tolerance": "5m"},
+		"dedupe": {"key": "json:id"},
+		"sinks": [{"type": "http", "url": "https://example.com/in", "secret": "out", "headers": {"X-A": "b"}}]}`))
+	if len(probs) > 0 {
+		t.Fatal(probs)
+	}
+	if !doc.HasName || doc.Name != "acme-stripe" || doc.Spec.TenantID != "acme" || doc.Spec.Verify.Secret.Ref != "whsec_x" || doc.Spec.Sinks[0].Headers["X-A"] != "b" {
+		t.Fatalf("%+v", doc)
+	}
+	if p := ResolveLiteralSecrets(&doc.Spec); len(p) > 0 || doc.Spec.Verify.Secret.Value != "whsec_x" || doc.Spec.Sinks[0].Secret.Value != "out" {
+		t.Fatalf("%v %+v", p, doc.Spec)
+	}
+	DefaultSource(&doc.Spec, Duration(0))
+	stored := EncodeSource(&doc.Spec, true)
+	shown := EncodeSource(&doc.Spec, false)
+	if strings.Contains(string(shown), "whsec_x") || strings.Contains(string(shown), `"out"`) || !strings.Contains(string(stored), "whsec_x") {
+		t.Fatalf("shown %s\nstored %s", shown, stored)
+	}
+	// The stored form reads back to the same spec.
+	back, probs := ParseSourceDoc(stored)
+	if len(probs) > 0 {
+		t.Fatalf("%v in %s", probs, stored)
+	}
+	if again := EncodeSource(&back.Spec, true); string(again) != string(stored) {
+		t.Fatalf("round trip:\n%s\n%s", stored, again)
+	}
+}
+
+func TestParseSourceDocProblems(t *testing.T) {
+	for body, want := range map[string]string{
+		`{"verify": {"type": "none", "secrett": "x"}}`: "verify.secrett: unknown key",
+		`{"nmae": "x"}`:                   "nmae: unknown key",
+		`{"name": 7}`:                     "name: must be a string",
+		`{"trust_url_tenant": "yes"}`:     "trust_url_tenant:",
+		`{"sinks": {"type": "http"}}`:     "sinks: cannot unmarshal mapping",
+		`{"max_body_bytes": "lots"}`:      "max_body_bytes:",
+		`[1, 2]`:                          "must be a JSON object",
+		`{"verify": {"tolerance": "5x"}}`: "verify.tolerance:",
+		`{`:                               "cannot parse the source",
+		``:                                "must be one JSON object",
+	} {
+		_, probs := ParseSourceDoc([]byte(body))
+		if len(probs) == 0 || !strings.Contains(probs.Error(), want) {
+			t.Errorf("%s: problems %q, want one containing %q", body, probs, want)
+		}
+	}
+	s := Source{Verify: Verify{Type: "hmac", Secret: Secret{Ref: "env:HOME"}}, Sinks: []Sink{{Type: "http", Secret: Secret{Ref: "file:/etc/passwd"}}}}
+	if p := ResolveLiteralSecrets(&s); len(p) != 2 || !strings.Contains(p[0], "verify.secret: env: and file:") || !strings.Contains(p[1], "sinks[0].secret") {
+		t.Fatalf("%q", p)
+	}
+}

@@ -1,0 +1,264 @@
+package source
+
+import (
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ankusa/ankusa/config"
+	"github.com/ankusa/ankusa/meta"
+)
+
+func openMeta(t *testing.T, dir string) *meta.Store {
+	t.Helper()
+	m, err := meta.Open(meta.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func testConfig(t *testing.T) *config.Config {
+	t.Helper()
+	cfg, err := config.Load([]byte(`
+route_resolver: {type: tenantpath}
+rate_limits: {default: {rate: 10, burst: 10}}
+source_store: {type: persistent}
+sources:
+  seeded: {verify: {type: hmac, header: X-Sig, secret: s3cret}}
+`), config.ValidateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func openStore(t *testing.T, m *meta.Store, cfg *config.Config) (*Persistent, []string) {
+	t.Helper()
+	p, warn, err := OpenPersistent(PersistentOptions{
+		Config: cfg, Backend: MetaBackend{m},
+		Context: config.SourceContext{Resolver: cfg.RouteResolver.Type, WALType: cfg.WAL.Type, DedupeScope: cfg.Dedupe.Scope},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, warn
+}
+
+func doc(t *testing.T, body string) config.SourceDoc {
+	t.Helper()
+	d, probs := config.ParseSourceDoc([]byte(body))
+	if len(probs) > 0 {
+		t.Fatal(probs)
+	}
+	return d
+}
+
+func code(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return ""
+}
+
+func TestPersistentSources(t *testing.T) {
+	dir := t.TempDir()
+	m := openMeta(t, dir)
+	cfg := testConfig(t)
+	p, _ := openStore(t, m, cfg)
+	var published int
+	p.OnPublish(func(*Snapshot) { published++ })
+	audit := meta.AuditRow{Principal: "ops", Action: "source.create"}
+
+	src, err := p.PutSource(SourceWrite{Tenant: "acme", Create: true, Audit: audit, Doc: doc(t, `{"name": "acme-gh", "verify": {"type": "github", "secret": "ghsecret"}, "sinks": [{"type": "http", "url": "https://example.com/in", "secret": "out"}]}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Snapshot().Lookup([]byte("acme-gh")); got != src || got.TenantID != "acme" || got.FromConfig || published != 1 {
+		t.Fatalf("after create: %+v, published %d", got, published)
+	}
+	// The refusals, each with its code.
+	for _, c := range []struct {
+		w    SourceWrite
+		want string
+	}{
+		{SourceWrite{Tenant: "globex", Create: true, Doc: doc(t, `{"name": "acme-gh", "verify": {"type": "none"}, "trust_url_tenant": true}`)}, CodeExists},
+		{SourceWrite{Tenant: "default", Doc: doc(t, `{"name": "seeded", "verify": {"type": "none"}, "trust_url_tenant": true}`)}, CodeFromConfig},
+		{SourceWrite{Tenant: "default", Create: true, Doc: doc(t, `{"name": "open", "verify": {"type": "none"}}`)}, CodeInvalid},
+		{SourceWrite{Tenant: "acme", Create: true, Doc: doc(t, `{"name": "x1", "tenant_id": "globex", "verify": {"type": "none"}}`)}, CodeInvalid},
+		{SourceWrite{Tenant: "globex", Doc: doc(t, `{"name": "acme-gh", "verify": {"type": "none"}}`)}, CodeNotFound},
+		{SourceWrite{Tenant: "acme", Create: true, Doc: doc(t, `{"name": "x2", "verify": {"type": "hmac", "secret": "env:HOME"}}`)}, CodeInvalid},
+	} {
+		if _, err := p.PutSource(c.w); code(err) != c.want {
+			t.Errorf("%+v: %v, want %s", c.w.Doc, err, c.want)
+		}
+	}
+	// The trust_url_tenant refusal says what check-config says.
+	_, err = p.PutSource(SourceWrite{Tenant: "default", Create: true, Doc: doc(t, `{"name": "open", "verify": {"type": "none"}}`)})
+	fileProbs := config.ValidateSource("open", &config.Source{TenantID: "default", Verify: config.Verify{Type: "none"}, OnVerifyFailure: "reject"}, config.SourceContext{Resolver: "tenantpath", WALType: "disk"})
+	if len(fileProbs) != 1 || !strings.Contains(err.Error(), fileProbs[0]) {
+		t.Fatalf("%v, want %q", err, fileProbs)
+	}
+	// An update that omits the secrets keeps them, and the sink its id.
+	upd, err := p.PutSource(SourceWrite{Tenant: "acme", Doc: doc(t, `{"name": "acme-gh", "verify": {"type": "github"}, "sinks": [{"type": "http", "url": "https://example.com/new"}]}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if upd.Spec.Verify.Secret.Value != "ghsecret" || upd.Spec.Sinks[0].Secret.Value != "out" || upd.Spec.Sinks[0].ID != src.Spec.Sinks[0].ID || upd.Spec.Sinks[0].URL != "https://example.com/new" {
+		t.Fatalf("update: %+v", upd.Spec)
+	}
+	minted, err := p.PutSource(SourceWrite{Tenant: "acme", Create: true, Doc: doc(t, `{"verify": {"type": "none"}, "trust_url_tenant": true}`)})
+	if err != nil || !strings.HasPrefix(minted.Name, "src-") || len(minted.Name) != 30 {
+		t.Fatalf("minted %v %v", minted, err)
+	}
+	if _, err := p.DeleteSource(SourceDelete{Tenant: "acme", Name: minted.Name}); err != nil {
+		t.Fatal(err)
+	}
+	if p.Snapshot().Lookup([]byte(minted.Name)) != nil {
+		t.Fatal("deleted source still served")
+	}
+	if _, err := p.DeleteSource(SourceDelete{Tenant: "default", Name: "seeded"}); code(err) != CodeFromConfig {
+		t.Fatal(err)
+	}
+	// Reopened, the store serves what was written, secrets and all.
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	m = openMeta(t, dir)
+	defer m.Close()
+	p2, warn := openStore(t, m, cfg)
+	got := p2.Snapshot().Lookup([]byte("acme-gh"))
+	if len(warn) != 0 || got == nil || got.Spec.Verify.Secret.Value != "ghsecret" || got.Spec.Sinks[0].URL != "https://example.com/new" || p2.Snapshot().Lookup([]byte(minted.Name)) != nil {
+		t.Fatalf("reopened: %v %+v", warn, got)
+	}
+	list, next := p2.Snapshot().Sources("acme", "", 10)
+	if len(list) != 1 || next != "" {
+		t.Fatalf("list %v next %q", list, next)
+	}
+	rows, err := m.Audit(time.Time{}, 100)
+	if err != nil || len(rows) != 4 || rows[0].SpecSHA256 == "" || rows[0].Entity != "source/acme-gh" || rows[0].Tenant != "acme" {
+		t.Fatalf("audit %v %+v", err, rows)
+	}
+}
+
+// A stored source that fails today's rules keeps serving, named at boot.
+func TestPersistentKeepsOldSources(t *testing.T) {
+	m := openMeta(t, t.TempDir())
+	defer m.Close()
+	cfg := testConfig(t)
+	s := Build("legacy", config.Source{TenantID: "default", Verify: config.Verify{Type: "none"}, OnVerifyFailure: "reject"}, 1<<20, false)
+	if err := (MetaBackend{m}).Commit([]Op{{Kind: PutSource, Tenant: "default", Name: "legacy", Record: encodeSourceRecord(s)}}, meta.AuditRow{At: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	p, warn := openStore(t, m, cfg)
+	if p.Snapshot().Lookup([]byte("legacy")) == nil || len(warn) != 1 || !strings.Contains(warn[0], `"legacy"`) || !strings.Contains(warn[0], "trust_url_tenant") {
+		t.Fatalf("%v", warn)
+	}
+	// A record that does not decode stops the store, naming it.
+	if err := (MetaBackend{m}).Commit([]Op{{Kind: PutSource, Tenant: "acme", Name: "bad", Record: []byte(`{"v":1,`)}}, meta.AuditRow{At: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := OpenPersistent(PersistentOptions{Config: cfg, Backend: MetaBackend{m}}); err == nil || !strings.Contains(err.Error(), `"bad"`) {
+		t.Fatalf("%v", err)
+	}
+}
+
+func TestPersistentRoutes(t *testing.T) {
+	m := openMeta(t, t.TempDir())
+	defer m.Close()
+	p, _ := openStore(t, m, testConfig(t))
+	r, tokens, err := p.PutRoute(RouteWrite{Tenant: "acme", Create: true, SourceID: "seeded", Token: TokenAuto})
+	if err != nil || len(tokens) != 1 || len(tokens[0]) != 26 {
+		t.Fatal(err, tokens)
+	}
+	if got := p.Snapshot().RouteByToken([]byte(tokens[0])); got != r || got.TenantID != "acme" {
+		t.Fatalf("%+v", got)
+	}
+	// Rotation: a second token, then the first revoked.
+	r2, tokens2, err := p.PutRoute(RouteWrite{Tenant: "acme", ID: r.ID, SourceID: "seeded", Token: TokenAuto})
+	if err != nil || len(r2.Tokens) != 2 || p.Snapshot().RouteByToken([]byte(tokens[0])) == nil || p.Snapshot().RouteByToken([]byte(tokens2[0])) == nil {
+		t.Fatal(err, r2)
+	}
+	if _, _, err := p.PutRoute(RouteWrite{Tenant: "acme", ID: r.ID, SourceID: "seeded", Token: TokenAuto}); code(err) != CodeInvalidRoute {
+		t.Fatal("a third token", err)
+	}
+	if _, _, err := p.PutRoute(RouteWrite{Tenant: "acme", ID: r.ID, SourceID: "seeded", KeepTokens: []string{r2.Tokens[1].ID}}); err != nil {
+		t.Fatal(err)
+	}
+	if p.Snapshot().RouteByToken([]byte(tokens[0])) != nil || p.Snapshot().RouteByToken([]byte(tokens2[0])) == nil {
+		t.Fatal("revoked token still served, or the kept one not")
+	}
+	for _, c := range []struct {
+		w    RouteWrite
+		want string
+	}{
+		{RouteWrite{Tenant: "acme", Create: true, SourceID: "nope", Token: TokenAuto}, CodeInvalidRoute},
+		{RouteWrite{Tenant: "acme", Create: true, Token: TokenAuto}, CodeInvalidRoute},
+		{RouteWrite{Tenant: "acme", Create: true, SourceID: "seeded"}, CodeInvalidRoute},
+		{RouteWrite{Tenant: "acme", Create: true, SourceID: "seeded", Token: "short"}, CodeInvalidRoute},
+		{RouteWrite{Tenant: "acme", Create: true, SourceID: "seeded", Path: "no-slash"}, CodeInvalidRoute},
+		{RouteWrite{Tenant: "acme", Create: true, ID: r.ID, Path: "/a/:b"}, CodeRouteExists},
+		{RouteWrite{Tenant: "globex", ID: r.ID, Path: "/a/:b"}, CodeNotFound},
+		{RouteWrite{Tenant: "acme", Create: true, SourceID: "seeded", Token: tokens2[0]}, CodeTokenExists},
+	} {
+		if _, _, err := p.PutRoute(c.w); code(err) != c.want {
+			t.Errorf("%+v: %v, want %s", c.w, err, c.want)
+		}
+	}
+	if _, err := p.DeleteRoute(RouteDelete{Tenant: "acme", ID: r.ID}); err != nil {
+		t.Fatal(err)
+	}
+	if p.Snapshot().RouteByToken([]byte(tokens2[0])) != nil || p.Snapshot().Route("acme", r.ID) != nil {
+		t.Fatal("deleted route still served")
+	}
+}
+
+// Concurrent writers each get their answer, and every source is there.
+func TestPersistentConcurrentWrites(t *testing.T) {
+	m := openMeta(t, t.TempDir())
+	defer m.Close()
+	p, _ := openStore(t, m, testConfig(t))
+	var wg sync.WaitGroup
+	errs := make(chan error, 200)
+	for i := range 200 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := p.PutSource(SourceWrite{Tenant: "t" + string(rune('a'+i%10)), Create: true, Doc: config.SourceDoc{Spec: config.Source{Verify: config.Verify{Type: "hmac", Secret: config.Secret{Ref: "k"}}}}})
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := p.Snapshot().Len(); n != 201 {
+		t.Fatalf("%d sources, want 201", n)
+	}
+}
+
+// The request path's lookups allocate nothing.
+func TestSnapshotLookupsDoNotAllocate(t *testing.T) {
+	m := openMeta(t, t.TempDir())
+	defer m.Close()
+	p, _ := openStore(t, m, testConfig(t))
+	_, tokens, err := p.PutRoute(RouteWrite{Tenant: "acme", Create: true, SourceID: "seeded", Token: TokenAuto})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name, tok := []byte("seeded"), []byte(tokens[0])
+	snap := p.Snapshot()
+	if n := testing.AllocsPerRun(1000, func() {
+		if snap.Lookup(name) == nil || snap.RouteByToken(tok) == nil {
+			panic("lost")
+		}
+	}); n != 0 {
+		t.Fatalf("%.1f allocations per lookup", n)
+	}
+}

@@ -1,0 +1,188 @@
+package source
+
+import (
+	"github.com/ankusa/ankusa/config"
+	"github.com/ankusa/ankusa/meta"
+)
+
+// Writer is a store the admin API can write: Persistent (and, later,
+// the Redis store). The static store is not one: every write is 409
+// source_store_read_only.
+type Writer interface {
+	Store
+	PutSource(w SourceWrite) (*Source, error)
+	DeleteSource(w SourceDelete) (*Source, error)
+	PutRoute(w RouteWrite) (*Route, []string, error)
+	DeleteRoute(w RouteDelete) (*Route, error)
+}
+
+var _ Writer = (*Persistent)(nil)
+
+// SourceWrite is a create (Create true: POST, the name must be free) or an
+// update (PUT of an existing source) of one source of Tenant.
+type SourceWrite struct {
+	Tenant string
+	Create bool
+	Doc    config.SourceDoc
+	// Audit is the audit row's principal and action; the store fills in the
+	// rest (time, tenant, entity, spec digest, outcome).
+	Audit meta.AuditRow
+	// Check, when not nil, is called with the write reserved (no other
+	// write to the source runs) and the old spec (nil on a create) and the
+	// new one; an error it returns refuses the write, as it is.
+	Check func(old *Source, next *config.Source) error
+}
+
+// SourceDelete removes one source of Tenant.
+type SourceDelete struct {
+	Tenant, Name string
+	Audit        meta.AuditRow
+	// Check is called as SourceWrite.Check is, with the source.
+	Check func(old *Source) error
+}
+
+// PutSource creates or updates a source: the document is validated by the
+// file's rules (config.ValidateSource, the same messages), its secrets are
+// the values given (an update that omits one keeps the stored one, and a
+// sink given without an id keeps the id of the stored sink at its place if
+// it has the same type, so its pending hooks stay its own), and the source
+// serves the next request once PutSource returns.
+func (p *Persistent) PutSource(w SourceWrite) (*Source, error) {
+	doc := w.Doc
+	if !doc.HasName {
+		if !w.Create {
+			return nil, refuse(CodeInvalid, "name: required")
+		}
+		doc.Name, doc.HasName = mintText("src-"), true
+	}
+	spec := doc.Spec
+	if spec.TenantID != "" && spec.TenantID != w.Tenant {
+		return nil, refuse(CodeInvalid, "tenant_id: %q, but the path names tenant %q; a source belongs to the tenant of its path", spec.TenantID, w.Tenant)
+	}
+	spec.TenantID = w.Tenant
+	if probs := config.ResolveLiteralSecrets(&spec); len(probs) > 0 {
+		return nil, refuse(CodeInvalid, "%s", probs.Error())
+	}
+	if !config.NameRE.MatchString(doc.Name) {
+		return nil, refuse(CodeInvalid, "sources.%s: source name must match %s", doc.Name, config.NameRE)
+	}
+	release := p.reserve("source:" + doc.Name)
+	src, err := p.putSourceReserved(w, doc.Name, spec)
+	if err != nil {
+		release(nil)
+		return nil, err
+	}
+	release(func(s *Snapshot) *Snapshot { return s.withSource(src) })
+	return src, nil
+}
+
+func (p *Persistent) putSourceReserved(w SourceWrite, name string, spec config.Source) (*Source, error) {
+	old := p.Snapshot().Lookup([]byte(name))
+	switch {
+	case w.Create && old != nil:
+		return nil, refuse(CodeExists, "a source named %q exists; source names are global", name)
+	case !w.Create && (old == nil || old.TenantID != w.Tenant):
+		return nil, refuse(CodeNotFound, "no source named %q", name)
+	case !w.Create && old.FromConfig:
+		return nil, refuse(CodeFromConfig, "source %q comes from the config file; change it there", name)
+	}
+	if old != nil {
+		inheritSinkIDs(&spec, &old.Spec)
+	}
+	config.DefaultSource(&spec, p.o.Config.Dedupe.TTL)
+	if old != nil {
+		keepSecrets(&spec, &old.Spec)
+	}
+	if probs := config.ValidateSource(name, &spec, p.o.Context); len(probs) > 0 {
+		return nil, refuse(CodeInvalid, "%s", probs.Error())
+	}
+	if w.Check != nil {
+		if err := w.Check(old, &spec); err != nil {
+			return nil, err
+		}
+	}
+	now := p.o.Now().UTC()
+	src := Build(name, spec, int64(p.o.Config.Limits.MaxBodyBytes), false)
+	src.Created, src.Updated = now, now
+	if old != nil {
+		src.Created = old.Created
+	}
+	audit := w.Audit
+	audit.At, audit.Tenant, audit.Entity, audit.Outcome = now, w.Tenant, "source/"+name, "ok"
+	audit.SpecSHA256 = specDigest(config.EncodeSource(&spec, false))
+	if err := p.o.Backend.Commit([]Op{{Kind: PutSource, Tenant: w.Tenant, Name: name, Record: encodeSourceRecord(src)}}, audit); err != nil {
+		return nil, unavailable(err)
+	}
+	return src, nil
+}
+
+// DeleteSource removes a source: the next request to it is a 404.
+func (p *Persistent) DeleteSource(w SourceDelete) (*Source, error) {
+	release := p.reserve("source:" + w.Name)
+	old := p.Snapshot().Lookup([]byte(w.Name))
+	err := func() error {
+		switch {
+		case old == nil || old.TenantID != w.Tenant:
+			return refuse(CodeNotFound, "no source named %q", w.Name)
+		case old.FromConfig:
+			return refuse(CodeFromConfig, "source %q comes from the config file; remove it there", w.Name)
+		}
+		if w.Check != nil {
+			if err := w.Check(old); err != nil {
+				return err
+			}
+		}
+		audit := w.Audit
+		audit.At, audit.Tenant, audit.Entity, audit.Outcome = p.o.Now().UTC(), w.Tenant, "source/"+w.Name, "ok"
+		if err := p.o.Backend.Commit([]Op{{Kind: DeleteSource, Tenant: w.Tenant, Name: w.Name}}, audit); err != nil {
+			return unavailable(err)
+		}
+		return nil
+	}()
+	if err != nil {
+		release(nil)
+		return nil, err
+	}
+	release(func(s *Snapshot) *Snapshot { return s.withoutSource(w.Name) })
+	return old, nil
+}
+
+// inheritSinkIDs gives each sink of next written without an id the id of
+// old's sink at the same place, when that one has the same type.
+func inheritSinkIDs(next, old *config.Source) {
+	for i := range next.Sinks {
+		if next.Sinks[i].ID == "" && i < len(old.Sinks) && old.Sinks[i].Type == next.Sinks[i].Type {
+			next.Sinks[i].ID = old.Sinks[i].ID
+		}
+	}
+}
+
+// keepSecrets fills the secrets next omits from old: the verifier's when
+// the verifier type is the same, and each sink's from old's sink of the
+// same id.
+func keepSecrets(next, old *config.Source) {
+	if next.Verify.Type == old.Verify.Type {
+		if !next.Verify.Secret.IsSet() && len(next.Verify.Secrets) == 0 {
+			next.Verify.Secret, next.Verify.Secrets = old.Verify.Secret, old.Verify.Secrets
+		}
+	}
+	for i := range next.Sinks {
+		sk := &next.Sinks[i]
+		if sk.Secret.IsSet() {
+			continue
+		}
+		for _, o := range old.Sinks {
+			if o.ID == sk.ID {
+				sk.Secret = o.Secret
+			}
+		}
+	}
+}
+
+// SecretsSet lists the paths of the secret fields of spec that hold a
+// value ("verify.secret", "sinks[0].secret"): what an answer shows of them.
+func SecretsSet(spec *config.Source) []string {
+	out := []string{}
+	config.WalkSecrets(spec, func(path string, _ *config.Secret) { out = append(out, path) })
+	return out
+}
