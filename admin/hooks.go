@@ -45,9 +45,21 @@ type Options struct {
 	// Quarantine serves the quarantine pen's routes; nil leaves them out.
 	// They need Hooks and Sources too.
 	Quarantine Quarantine
-	// Sources is the node's current sources: a release verifies a hook
-	// again with its source's secrets.
+	// Sources is the node's source store: it serves the source and route
+	// routes (a source.Writer takes writes; any other store answers them
+	// 409 source_store_read_only), and a release verifies a hook again
+	// with its source's secrets. nil leaves the source and route routes
+	// out.
 	Sources source.Store
+	// Backlog answers a write that removes a source or a sink with
+	// undelivered hooks (409, or ?deliveries=dead_letter); nil: the node
+	// holds no deliveries (wal.type: none).
+	Backlog Backlog
+	// Resolver is route_resolver: answers show the URL path a source or a
+	// token answers on.
+	Resolver config.RouteResolver
+	// MaxBodyBytes bounds a request body (default 1 MiB).
+	MaxBodyBytes int64
 	// Health makes /healthz and /readyz answer 503 once storage failed;
 	// nil: nothing to ask (wal.type: none).
 	Health Health
@@ -73,6 +85,15 @@ func Register(mux *http.ServeMux, o Options) error {
 	log := o.Logger
 	if log == nil {
 		log = zap.NewNop()
+	}
+	if o.Sources != nil {
+		maxBody := o.MaxBodyBytes
+		if maxBody <= 0 {
+			maxBody = 1 << 20
+		}
+		sh := &sourceHandlers{store: o.Sources, backlog: o.Backlog, resolver: o.Resolver, maxBody: maxBody, log: log}
+		registerSources(mux, auth, sh)
+		registerRoutes(mux, auth, routeHandlers{sh})
 	}
 	if o.Hooks != nil {
 		mux.Handle("GET /v1/tenants/{tenant}/hooks/{id}", auth.TenantGuard(&hookHandler{fetch: o.Hooks, log: log}))

@@ -18,6 +18,15 @@ import (
 // binary: which resolvers are registered, and the checks that the stages
 // make when they are built, so that check-config and serve refuse the same
 // configs.
+// sourceContext is what a source written at runtime is validated against:
+// the node's settings and the build's checks, as the file's sources are.
+func sourceContext(cfg *config.Config) config.SourceContext {
+	return config.SourceContext{
+		Resolver: cfg.RouteResolver.Type, WALType: cfg.WAL.Type, DedupeScope: cfg.Dedupe.Scope,
+		ValidateOptions: validateOptions(),
+	}
+}
+
 func validateOptions() config.ValidateOptions {
 	return config.ValidateOptions{
 		ResolverKnown: edge.ResolverKnown,

@@ -79,7 +79,7 @@ type node struct {
 	log *zap.Logger
 
 	meta     *meta.Store
-	sources  *source.Static
+	sources  source.Store
 	wal      *wal.WAL             // wal.type: disk
 	segments *segment.Store       // wal.type: disk
 	uploader *archive.Uploader    // an archive, and the node has the archive role
@@ -98,7 +98,7 @@ type node struct {
 // start opens every stage and starts serving. On an error, what was
 // opened is closed again.
 func start(cfg *config.Config, recovery string, log *zap.Logger) (*node, error) {
-	n := &node{cfg: cfg, log: log, sources: source.NewStatic(cfg), serveErr: make(chan error, 1)}
+	n := &node{cfg: cfg, log: log, serveErr: make(chan error, 1)}
 	if err := n.open(recovery); err != nil {
 		if n.admin != nil {
 			_ = n.admin.Close()
@@ -121,6 +121,9 @@ func (n *node) open(recovery string) error {
 	if err != nil {
 		return err
 	}
+	if err := n.openSources(); err != nil {
+		return err
+	}
 	var commit edge.Committer
 	if n.cfg.WAL.Type == "none" {
 		commit, err = n.openDirect(ordinal)
@@ -141,7 +144,7 @@ func (n *node) open(recovery string) error {
 	}
 	n.admin.SetReady(true)
 	n.log.Info("serving", zap.String("listen", n.publicAddr), zap.String("admin", n.cfg.Admin.Listen),
-		zap.String("node", n.cfg.Node.Name), zap.String("resolver", n.cfg.RouteResolver.Type), zap.Int("sources", len(n.cfg.Sources)))
+		zap.String("node", n.cfg.Node.Name), zap.String("resolver", n.cfg.RouteResolver.Type), zap.Int("sources", n.sources.Snapshot().Len()), zap.String("source_store", n.cfg.SourceStore.Type))
 	return nil
 }
 

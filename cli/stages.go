@@ -18,6 +18,7 @@ import (
 	"github.com/ankusa/ankusa/internal/vfsutil"
 	"github.com/ankusa/ankusa/meta"
 	"github.com/ankusa/ankusa/segment"
+	"github.com/ankusa/ankusa/source"
 	"github.com/ankusa/ankusa/wal"
 )
 
@@ -38,6 +39,29 @@ func (n *node) openMeta() error {
 	})
 	n.meta = ms
 	return err
+}
+
+// openSources opens the source store: the config's sources (static), or
+// those and the ones written through the admin API (persistent). A stored
+// source that fails today's rules keeps serving and is named in the log.
+func (n *node) openSources() error {
+	if n.cfg.SourceStore.Type != "persistent" {
+		n.sources = source.NewStatic(n.cfg)
+		return nil
+	}
+	p, warnings, err := source.OpenPersistent(source.PersistentOptions{
+		Config:  n.cfg,
+		Context: sourceContext(n.cfg),
+		Backend: source.MetaBackend{Store: n.meta},
+	})
+	if err != nil {
+		return err
+	}
+	for _, w := range warnings {
+		n.log.Warn(w)
+	}
+	n.sources = p
+	return nil
 }
 
 // claimIdentity records the node's name and ordinal in its data directory,
@@ -174,7 +198,10 @@ func (n *node) openDispatch(in *dispatch.Intake) error {
 // they are: the admin API holds the policy of its routes (a release's
 // verification, the audit rows), the stages the rows.
 func (n *node) openAdmin() error {
-	opts := admin.Options{Tokens: n.cfg.Admin.Tokens, Sources: n.sources, Logger: n.log}
+	opts := admin.Options{
+		Tokens: n.cfg.Admin.Tokens, Sources: n.sources, Logger: n.log,
+		Resolver: n.cfg.RouteResolver, MaxBodyBytes: 1 << 20,
+	}
 	if n.wal != nil {
 		opts.Health = n.wal
 	}

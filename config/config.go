@@ -70,6 +70,11 @@ type Limits struct {
 type RouteResolver struct {
 	Type   string   `yaml:"type"`
 	Prefix []string `yaml:"prefix"`
+	// Path is the token resolver's pattern (/webhooks/catch/:token).
+	Path string `yaml:"path"`
+	// Suffix is the host resolver's domain: the tenant is the first label
+	// of a Host that ends in it.
+	Suffix string `yaml:"suffix"`
 	// Options are passed to a registered resolver's constructor.
 	Options map[string]string `yaml:"options"`
 }

@@ -215,8 +215,6 @@ func validateSourceStore(p *Problems, s SourceStore) {
 	switch s.Type {
 	case "static":
 	case "persistent":
-		// Seeds from the config; API-managed sources arrive with the admin
-		// API, and until then a persistent store holds exactly its seeds.
 	case "redis":
 		p.add("source_store.type: redis is not available in this build; use static or persistent")
 	default:

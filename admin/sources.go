@@ -1,0 +1,419 @@
+package admin
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/ankusa/ankusa/config"
+	"github.com/ankusa/ankusa/meta"
+	"github.com/ankusa/ankusa/source"
+)
+
+// Backlog is what a source write asks dispatch: how many undelivered
+// hooks a source (or some of its sinks) has on this node, and to
+// dead-letter them. *dispatch.Dispatcher is one, as it is.
+type Backlog interface {
+	SourceBacklog(source string, sinks []string) (int64, error)
+	DeadLetterSource(source string, sinks []string, audit meta.AuditRow) (int64, error)
+}
+
+// Error codes of the source and route endpoints, beside source.Code*.
+const (
+	codeHasDeliveries = "source_has_deliveries"
+	codeInvalidSource = source.CodeInvalid
+)
+
+// sourceHandlers serves /v1/tenants/{tenant}/sources[/{name}].
+type sourceHandlers struct {
+	store    source.Store
+	backlog  Backlog // nil: the node holds no deliveries (wal.type: none)
+	resolver config.RouteResolver
+	maxBody  int64
+	log      *zap.Logger
+}
+
+func registerSources(mux *http.ServeMux, auth *Auth, h *sourceHandlers) {
+	route := func(pattern string, f http.HandlerFunc) { mux.Handle(pattern, auth.TenantGuard(f)) }
+	route("GET /v1/tenants/{tenant}/sources", h.list)
+	route("POST /v1/tenants/{tenant}/sources", h.create)
+	route("GET /v1/tenants/{tenant}/sources/{name}", h.get)
+	route("PUT /v1/tenants/{tenant}/sources/{name}", h.update)
+	route("DELETE /v1/tenants/{tenant}/sources/{name}", h.remove)
+}
+
+// sourceJSON is a source as the API shows it: its name, the keys of its
+// spec (no secret: secrets_set names those that hold one), and what the
+// store knows of it. The fields after the spec's are read-only.
+func (h *sourceHandlers) sourceJSON(src *source.Source) json.RawMessage {
+	var b bytes.Buffer
+	b.WriteString(`{"name":`)
+	b.Write(mustJSON(src.Name))
+	spec := config.EncodeSource(&src.Spec, false)
+	if len(spec) > 2 {
+		b.WriteByte(',')
+		b.Write(spec[1 : len(spec)-1])
+	}
+	fmt.Fprintf(&b, `,"secrets_set":%s,"from_config":%t`, mustJSON(source.SecretsSet(&src.Spec)), src.FromConfig)
+	if !src.Created.IsZero() {
+		fmt.Fprintf(&b, `,"created_at":%s,"updated_at":%s`, mustJSON(src.Created.Format(time.RFC3339Nano)), mustJSON(src.Updated.Format(time.RFC3339Nano)))
+	}
+	if p := urlPath(h.resolver, src); p != "" {
+		fmt.Fprintf(&b, `,"url_path":%s`, mustJSON(p))
+	}
+	b.WriteByte('}')
+	return b.Bytes()
+}
+
+// readOnlySourceKeys are the keys of an answer a write may not give.
+var readOnlySourceKeys = []string{"secrets_set", "from_config", "created_at", "updated_at", "url_path"}
+
+// urlPath is the catch URL path a source answers on under the node's
+// resolver ("{tenant}" where the request names the tenant); "" when it
+// answers only through routes (token) or a resolver of the program's.
+func urlPath(r config.RouteResolver, src *source.Source) string {
+	prefix := ""
+	for _, p := range r.Prefix {
+		prefix += "/" + p
+	}
+	tenant := src.TenantID
+	if src.Shared {
+		tenant = "{tenant}"
+	}
+	switch r.Type {
+	case "path":
+		return prefix + "/" + src.Name
+	case "tenantpath":
+		return prefix + "/" + tenant + "/" + src.Name
+	case "host":
+		return prefix + "/" + src.Name
+	}
+	return ""
+}
+
+func (h *sourceHandlers) list(w http.ResponseWriter, r *http.Request) {
+	tenant, ok := pathTenant(w, r)
+	if !ok {
+		return
+	}
+	cursor, limit, ok := pageQuery(w, r)
+	if !ok {
+		return
+	}
+	list, next := h.store.Snapshot().Sources(tenant, cursor, limit)
+	out := struct {
+		Sources []json.RawMessage `json:"sources"`
+		Next    string            `json:"next_cursor,omitempty"`
+	}{Sources: make([]json.RawMessage, 0, len(list)), Next: next}
+	for _, src := range list {
+		out.Sources = append(out.Sources, h.sourceJSON(src))
+	}
+	writeJSON(w, http.StatusOK, append(mustJSON(out), '\n'))
+}
+
+// pageQuery reads cursor and limit (1 to 1000, 100 when absent), or
+// answers a 400 naming the parameter.
+func pageQuery(w http.ResponseWriter, r *http.Request) (cursor string, limit int, ok bool) {
+	vs, msg := queryParams(r, "cursor", "limit")
+	limit = defaultDeliveryLimit
+	if v, given := vs["limit"]; given && msg == "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxDeliveryLimit {
+			msg = fmt.Sprintf("limit: %q must be a whole number from 1 to %d", v, maxDeliveryLimit)
+		}
+		limit = n
+	}
+	if c, given := vs["cursor"]; given && msg == "" && !config.ValidName([]byte(c)) {
+		msg = fmt.Sprintf("cursor: %q is not a cursor this listing gave", c)
+	}
+	if msg != "" {
+		writeError(w, http.StatusBadRequest, codeInvalidRequest, msg)
+		return "", 0, false
+	}
+	return vs["cursor"], limit, true
+}
+
+// pathSource returns the source {name} of the path's tenant, or answers
+// the one 404 (unknown, or another tenant's).
+func (h *sourceHandlers) pathSource(w http.ResponseWriter, r *http.Request) (string, *source.Source, bool) {
+	tenant, ok := pathTenant(w, r)
+	if !ok {
+		return "", nil, false
+	}
+	name := r.PathValue("name")
+	src := h.store.Snapshot().Lookup([]byte(name))
+	if src == nil || src.TenantID != tenant {
+		writeError(w, http.StatusNotFound, codeNotFound, "no source named "+strconv.Quote(name))
+		return "", nil, false
+	}
+	return tenant, src, true
+}
+
+func (h *sourceHandlers) get(w http.ResponseWriter, r *http.Request) {
+	if _, src, ok := h.pathSource(w, r); ok {
+		writeJSON(w, http.StatusOK, append(h.sourceJSON(src), '\n'))
+	}
+}
+
+func (h *sourceHandlers) create(w http.ResponseWriter, r *http.Request) {
+	tenant, ok := pathTenant(w, r)
+	if !ok {
+		return
+	}
+	if _, ok := queryOnly(w, r); !ok {
+		return
+	}
+	doc, ok := h.readDoc(w, r)
+	if !ok {
+		return
+	}
+	src, err := h.writer(w).PutSource(source.SourceWrite{Tenant: tenant, Create: true, Doc: doc, Audit: auditOf(r, "source.create")})
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, append(h.sourceJSON(src), '\n'))
+}
+
+func (h *sourceHandlers) update(w http.ResponseWriter, r *http.Request) {
+	tenant, ok := pathTenant(w, r)
+	if !ok {
+		return
+	}
+	deadLetter, ok := queryOnly(w, r, "deliveries")
+	if !ok {
+		return
+	}
+	doc, ok := h.readDoc(w, r)
+	if !ok {
+		return
+	}
+	name := r.PathValue("name")
+	if doc.HasName && doc.Name != name {
+		writeError(w, http.StatusBadRequest, codeInvalidSource, fmt.Sprintf("name: %q, but the path names source %q; a source cannot be renamed", doc.Name, name))
+		return
+	}
+	doc.Name, doc.HasName = name, true
+	var moved int64
+	check := func(old *source.Source, next *config.Source) error {
+		var err error
+		moved, err = h.settleBacklog(r, old, removedSinks(&old.Spec, next), deadLetter)
+		return err
+	}
+	src, err := h.writer(w).PutSource(source.SourceWrite{Tenant: tenant, Doc: doc, Audit: auditOf(r, "source.update"), Check: check})
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	if moved > 0 {
+		w.Header().Set("X-Ankusa-Dead-Lettered", strconv.FormatInt(moved, 10))
+	}
+	writeJSON(w, http.StatusOK, append(h.sourceJSON(src), '\n'))
+}
+
+func (h *sourceHandlers) remove(w http.ResponseWriter, r *http.Request) {
+	tenant, ok := pathTenant(w, r)
+	if !ok {
+		return
+	}
+	deadLetter, ok := queryOnly(w, r, "deliveries")
+	if !ok {
+		return
+	}
+	var moved int64
+	_, err := h.writer(w).DeleteSource(source.SourceDelete{
+		Tenant: tenant, Name: r.PathValue("name"), Audit: auditOf(r, "source.delete"),
+		Check: func(old *source.Source) error {
+			var err error
+			moved, err = h.settleBacklog(r, old, nil, deadLetter)
+			return err
+		},
+	})
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, append(mustJSON(map[string]any{"deleted": r.PathValue("name"), "dead_lettered": moved}), '\n'))
+}
+
+// settleBacklog applies the rule for a write that removes a source (sinks
+// nil) or some of its sinks: their undelivered hooks on this node refuse
+// it (409 source_has_deliveries with the count) unless
+// ?deliveries=dead_letter, which dead-letters them first; it returns how
+// many it dead-lettered.
+func (h *sourceHandlers) settleBacklog(r *http.Request, old *source.Source, sinks []string, deadLetter bool) (int64, error) {
+	if h.backlog == nil || sinks != nil && len(sinks) == 0 {
+		return 0, nil
+	}
+	n, err := h.backlog.SourceBacklog(old.Name, sinks)
+	if err != nil || n == 0 {
+		return 0, err
+	}
+	if !deadLetter {
+		what := "source"
+		if sinks != nil {
+			what = fmt.Sprintf("sinks %v of source", sinks)
+		}
+		return 0, &hasDeliveries{count: n, msg: fmt.Sprintf("the %s %q have %d undelivered hooks on this node; add ?deliveries=dead_letter to dead-letter them first", what, old.Name, n)}
+	}
+	audit := auditOf(r, "source.dead_letter")
+	audit.Tenant, audit.Entity = old.TenantID, "source/"+old.Name
+	return h.backlog.DeadLetterSource(old.Name, sinks, audit)
+}
+
+type hasDeliveries struct {
+	count int64
+	msg   string
+}
+
+func (e *hasDeliveries) Error() string { return e.msg }
+
+// removedSinks are the ids of old's sinks that next does not have.
+func removedSinks(old, next *config.Source) []string {
+	out := []string{}
+	for _, o := range old.Sinks {
+		if !slices.ContainsFunc(next.Sinks, func(s config.Sink) bool { return s.ID == o.ID }) {
+			out = append(out, o.ID)
+		}
+	}
+	return out
+}
+
+// queryOnly allows only the parameter deliveries (given in allowed), whose
+// one value is dead_letter; it reports whether it was given.
+func queryOnly(w http.ResponseWriter, r *http.Request, allowed ...string) (deadLetter, ok bool) {
+	vs, msg := queryParams(r, allowed...)
+	if v, given := vs["deliveries"]; given && msg == "" {
+		if v != "dead_letter" {
+			msg = fmt.Sprintf("deliveries: %q; the one value is dead_letter (dead-letter the undelivered hooks first)", v)
+		}
+		deadLetter = true
+	}
+	if msg != "" {
+		writeError(w, http.StatusBadRequest, codeInvalidRequest, msg)
+		return false, false
+	}
+	return deadLetter, true
+}
+
+// readDoc reads a source document from the body, bounded, or answers 413
+// or 400 invalid_source naming every problem.
+func (h *sourceHandlers) readDoc(w http.ResponseWriter, r *http.Request) (config.SourceDoc, bool) {
+	body, ok := readBody(w, r, h.maxBody)
+	if !ok {
+		return config.SourceDoc{}, false
+	}
+	doc, probs := config.ParseSourceDoc(body)
+	for _, k := range readOnlySourceKeys {
+		if hasTopKey(body, k) {
+			probs = append(probs, k+": read-only; it is part of the answer, not of a source")
+		}
+	}
+	probs = slices.DeleteFunc(probs, func(p string) bool {
+		return slices.ContainsFunc(readOnlySourceKeys, func(k string) bool { return strings.HasPrefix(p, k+": unknown key") })
+	})
+	if len(probs) > 0 {
+		writeError(w, http.StatusBadRequest, codeInvalidSource, probs.Error())
+		return config.SourceDoc{}, false
+	}
+	return doc, true
+}
+
+// hasTopKey reports whether the JSON object body has the key k at its top.
+func hasTopKey(body []byte, k string) bool {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(body, &m) != nil {
+		return false
+	}
+	_, ok := m[k]
+	return ok
+}
+
+// readBody reads the whole body within max bytes, or answers 413.
+func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		writeError(w, http.StatusRequestEntityTooLarge, "payload_too_large", fmt.Sprintf("the body is larger than %d bytes (admin.max_body_bytes)", max))
+		return nil, false
+	case err != nil:
+		writeError(w, http.StatusBadRequest, codeInvalidRequest, "cannot read the body: "+err.Error())
+		return nil, false
+	}
+	return body, true
+}
+
+// writer is the store as a writer; a static store answers 409
+// source_store_read_only.
+func (h *sourceHandlers) writer(http.ResponseWriter) source.Writer {
+	if wr, ok := h.store.(source.Writer); ok {
+		return wr
+	}
+	return readOnly{h.store}
+}
+
+// readOnly refuses every write of a store that has none.
+type readOnly struct{ source.Store }
+
+func (readOnly) PutSource(source.SourceWrite) (*source.Source, error)     { return nil, source.ErrReadOnly }
+func (readOnly) DeleteSource(source.SourceDelete) (*source.Source, error) { return nil, source.ErrReadOnly }
+func (readOnly) PutRoute(source.RouteWrite) (*source.Route, []string, error) {
+	return nil, nil, source.ErrReadOnly
+}
+func (readOnly) DeleteRoute(source.RouteDelete) (*source.Route, error) { return nil, source.ErrReadOnly }
+
+// fail answers a refused or failed write.
+func (h *sourceHandlers) fail(w http.ResponseWriter, err error) { failWrite(w, h.log, err) }
+
+func failWrite(w http.ResponseWriter, log *zap.Logger, err error) {
+	var se *source.Error
+	var hd *hasDeliveries
+	switch {
+	case errors.As(err, &hd):
+		writeJSON(w, http.StatusConflict, append(mustJSON(map[string]any{"error": codeHasDeliveries, "message": hd.msg, "count": hd.count}), '\n'))
+	case errors.As(err, &se):
+		status := map[string]int{
+			source.CodeInvalid: http.StatusBadRequest, source.CodeInvalidRoute: http.StatusBadRequest,
+			source.CodeNotFound: http.StatusNotFound, source.CodeUnavailable: http.StatusServiceUnavailable,
+		}[se.Code]
+		if status == 0 {
+			status = http.StatusConflict
+		}
+		if status == http.StatusServiceUnavailable {
+			log.Error("source store write failed", zap.Error(err))
+		}
+		writeError(w, status, se.Code, se.Message)
+	default:
+		log.Error("source store write failed", zap.Error(err))
+		writeError(w, http.StatusInternalServerError, codeInternal, "the change could not be made; the node's log says why")
+	}
+}
+
+// auditOf is the audit row of a write by r's principal.
+func auditOf(r *http.Request, action string) meta.AuditRow {
+	row := meta.AuditRow{Action: action}
+	if p := PrincipalFrom(r.Context()); p != nil {
+		row.Principal = p.Name
+	}
+	return row
+}
+
+func mustJSON(v any) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		panic("BUG: admin: cannot encode an answer: " + err.Error())
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte{'\n'})
+}

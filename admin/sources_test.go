@@ -1,0 +1,187 @@
+package admin
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/ankusa/ankusa/config"
+	"github.com/ankusa/ankusa/meta"
+	"github.com/ankusa/ankusa/source"
+)
+
+// fakeBacklog holds undelivered counts by source.
+type fakeBacklog struct {
+	mu     sync.Mutex
+	counts map[string]int64
+	moved  []meta.AuditRow
+}
+
+func (f *fakeBacklog) SourceBacklog(src string, sinks []string) (int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.counts[src], nil
+}
+
+func (f *fakeBacklog) DeadLetterSource(src string, sinks []string, audit meta.AuditRow) (int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := f.counts[src]
+	delete(f.counts, src)
+	f.moved = append(f.moved, audit)
+	return n, nil
+}
+
+func sourceMux(t *testing.T, storeType string) (*http.ServeMux, *fakeBacklog, *meta.Store) {
+	t.Helper()
+	cfg, err := config.Load([]byte(`
+route_resolver: {type: tenantpath}
+rate_limits: {default: {rate: 10, burst: 10}}
+source_store: {type: `+storeType+`}
+sources:
+  seeded: {verify: {type: hmac, header: X-Sig, secret: s3cret}}
+`), config.ValidateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := meta.Open(meta.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	var store source.Store = source.NewStatic(cfg)
+	if storeType == "persistent" {
+		p, _, err := source.OpenPersistent(source.PersistentOptions{Config: cfg, Backend: source.MetaBackend{Store: m},
+			Context: config.SourceContext{Resolver: "tenantpath", WALType: "disk", DedupeScope: "node"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		store = p
+	}
+	bl := &fakeBacklog{counts: map[string]int64{}}
+	mux := http.NewServeMux()
+	if err := Register(mux, Options{Tokens: testTokens(), Sources: store, Backlog: bl, Resolver: cfg.RouteResolver, MaxBodyBytes: 4096, Logger: zap.NewNop()}); err != nil {
+		t.Fatal(err)
+	}
+	return mux, bl, m
+}
+
+func call(mux http.Handler, method, path, token, body string) *httptest.ResponseRecorder {
+	r := httptest.NewRequest(method, path, strings.NewReader(body))
+	if token != "" {
+		r.Header.Set("Authorization", "Bearer tok-"+token)
+	}
+	w := httptest.NewRecorder()
+	mux.ServeHTTP(w, r)
+	return w
+}
+
+func wantAnswer(t *testing.T, w *httptest.ResponseRecorder, status int, contains ...string) map[string]any {
+	t.Helper()
+	if w.Code != status {
+		t.Fatalf("status %d, want %d: %s", w.Code, status, w.Body)
+	}
+	for _, c := range contains {
+		if !strings.Contains(w.Body.String(), c) {
+			t.Fatalf("answer %s does not contain %q", w.Body, c)
+		}
+	}
+	var m map[string]any
+	if w.Body.Len() > 0 {
+		if err := json.Unmarshal(w.Body.Bytes(), &m); err != nil {
+			t.Fatalf("answer %q is not JSON: %v", w.Body, err)
+		}
+	}
+	return m
+}
+
+func TestSourceEndpoints(t *testing.T) {
+	mux, bl, m := sourceMux(t, "persistent")
+	body := `{"name": "acme-gh", "verify": {"type": "github", "secret": "ghsecret"}, "sinks": [{"type": "http", "url": "https://example.com/in", "secret": "outsecret"}]}`
+	a := wantAnswer(t, call(mux, "POST", "/v1/tenants/acme/sources", "acme", body), 201, `"name":"acme-gh"`, `"url_path":"/webhooks/acme/acme-gh"`, `"secrets_set":["verify.secret","sinks[0].secret"]`)
+	if strings.Contains(a["verify"].(map[string]any)["type"].(string), "secret") {
+		t.Fatal(a)
+	}
+	got := call(mux, "GET", "/v1/tenants/acme/sources/acme-gh", "acme", "")
+	wantAnswer(t, got, 200, `"tenant_id":"acme"`)
+	if strings.Contains(got.Body.String(), "ghsecret") || strings.Contains(got.Body.String(), "outsecret") {
+		t.Fatalf("a secret in the answer: %s", got.Body)
+	}
+	// Another tenant's token, or another tenant's path: the one 404.
+	wantAnswer(t, call(mux, "GET", "/v1/tenants/globex/sources/acme-gh", "globex", ""), 404)
+	wantAnswer(t, call(mux, "GET", "/v1/tenants/acme/sources/acme-gh", "globex", ""), 403)
+	// The refusals.
+	wantAnswer(t, call(mux, "POST", "/v1/tenants/globex/sources", "globex", `{"name": "acme-gh", "verify": {"type": "none"}, "trust_url_tenant": true}`), 409, `"source_exists"`)
+	wantAnswer(t, call(mux, "PUT", "/v1/tenants/default/sources/seeded", "root", `{"verify": {"type": "none"}, "trust_url_tenant": true}`), 409, `"source_from_config"`)
+	wantAnswer(t, call(mux, "POST", "/v1/tenants/default/sources", "root", `{"name": "open", "verify": {"type": "none"}}`), 400, `"invalid_source"`, "trust_url_tenant: true")
+	wantAnswer(t, call(mux, "POST", "/v1/tenants/acme/sources", "acme", `{"name": "x", "tenant_id": "globex", "verify": {"type": "none"}}`), 400, "tenant_id")
+	wantAnswer(t, call(mux, "POST", "/v1/tenants/acme/sources", "acme", `{"name": "x", "verify": {"type": "none", "secrett": "k"}}`), 400, "verify.secrett: unknown key")
+	wantAnswer(t, call(mux, "POST", "/v1/tenants/acme/sources", "acme", `{"name": "x", "verify": {"type": "none"}, "created_at": "now"}`), 400, "created_at: read-only")
+	wantAnswer(t, call(mux, "POST", "/v1/tenants/acme/sources", "acme", `{"name": "Bad Name", "verify": {"type": "none"}}`), 400, "source name must match")
+	wantAnswer(t, call(mux, "POST", "/v1/tenants/acme/sources", "acme", `{"name": 1}`), 400, "name: must be a string")
+	wantAnswer(t, call(mux, "POST", "/v1/tenants/acme/sources", "acme", `{"name": "x", "verify": {"type": "none"}, "max_body_bytes": "`+strings.Repeat("9", 5000)+`"}`), 413, "payload_too_large")
+	wantAnswer(t, call(mux, "POST", "/v1/tenants/acme/sources?force=1", "acme", `{}`), 400, "force")
+	// Update keeps the secrets; the sink keeps its id.
+	wantAnswer(t, call(mux, "PUT", "/v1/tenants/acme/sources/acme-gh", "acme", `{"verify": {"type": "github"}, "sinks": [{"type": "http", "url": "https://example.com/new"}]}`), 200, `"secrets_set":["verify.secret","sinks[0].secret"]`, "example.com/new")
+	// Minted names.
+	a = wantAnswer(t, call(mux, "POST", "/v1/tenants/acme/sources", "acme", `{"verify": {"type": "hmac", "secret": "k"}}`), 201)
+	minted := a["name"].(string)
+	if !strings.HasPrefix(minted, "src-") || len(minted) < 30 {
+		t.Fatalf("minted %q", minted)
+	}
+	list := wantAnswer(t, call(mux, "GET", "/v1/tenants/acme/sources?limit=1", "acme", ""), 200, `"next_cursor":"acme-gh"`)
+	if len(list["sources"].([]any)) != 1 {
+		t.Fatal(list)
+	}
+	wantAnswer(t, call(mux, "GET", "/v1/tenants/acme/sources?limit=1&cursor=acme-gh", "acme", ""), 200, minted)
+	// A delete with undelivered hooks: 409 with the count, or dead-lettered first.
+	bl.counts["acme-gh"] = 7
+	wantAnswer(t, call(mux, "DELETE", "/v1/tenants/acme/sources/acme-gh", "acme", ""), 409, `"source_has_deliveries"`, `"count":7`)
+	wantAnswer(t, call(mux, "DELETE", "/v1/tenants/acme/sources/acme-gh?deliveries=dead_letter", "acme", ""), 200, `"dead_lettered":7`)
+	wantAnswer(t, call(mux, "GET", "/v1/tenants/acme/sources/acme-gh", "acme", ""), 404)
+	if len(bl.moved) != 1 || bl.moved[0].Principal != "acme" || bl.moved[0].Entity != "source/acme-gh" {
+		t.Fatalf("%+v", bl.moved)
+	}
+	rows, err := m.Audit(time.Time{}, 100)
+	if err != nil || len(rows) != 4 {
+		t.Fatalf("%v %+v", err, rows)
+	}
+	for _, r := range rows {
+		if r.Principal != "acme" || r.Tenant != "acme" || r.Outcome != "ok" {
+			t.Fatalf("audit row %+v", r)
+		}
+	}
+}
+
+func TestSourceWritesOnStaticStore(t *testing.T) {
+	mux, _, _ := sourceMux(t, "static")
+	wantAnswer(t, call(mux, "POST", "/v1/tenants/acme/sources", "acme", `{"name": "x", "verify": {"type": "none"}, "trust_url_tenant": true}`), 409, `"source_store_read_only"`)
+	wantAnswer(t, call(mux, "DELETE", "/v1/tenants/default/sources/seeded", "root", ""), 409, `"source_store_read_only"`)
+	wantAnswer(t, call(mux, "GET", "/v1/tenants/default/sources/seeded", "root", ""), 200, `"from_config":true`)
+}
+
+func TestRouteEndpoints(t *testing.T) {
+	mux, _, _ := sourceMux(t, "persistent")
+	a := wantAnswer(t, call(mux, "POST", "/v1/tenants/acme/routes", "acme", `{"source_id": "seeded", "token": "auto"}`), 201, `"tenant_id":"acme"`, `"token":"`)
+	id := a["id"].(string)
+	wantAnswer(t, call(mux, "GET", "/v1/tenants/acme/routes/"+id, "acme", ""), 200, `"tokens":[{"id":"tok-`)
+	wantAnswer(t, call(mux, "GET", "/v1/tenants/globex/routes/"+id, "globex", ""), 404)
+	wantAnswer(t, call(mux, "POST", "/v1/tenants/acme/routes", "acme", `{"source_id": "seeded", "token": "auto", "extra": 1}`), 400, "extra: unknown field")
+	wantAnswer(t, call(mux, "POST", "/v1/tenants/acme/routes", "acme", `{"source_id": 5}`), 400, "source_id")
+	wantAnswer(t, call(mux, "POST", "/v1/tenants/acme/routes", "acme", `{"source_id": "seeded", "tenant_id": "globex", "token": "auto"}`), 400, "tenant_id")
+	wantAnswer(t, call(mux, "POST", "/v1/tenants/acme/routes", "acme", `{"source_id": "nope", "token": "auto"}`), 400, "no source named")
+	wantAnswer(t, call(mux, "POST", "/v1/tenants/acme/routes", "acme", ``), 400, "JSON object is required")
+	wantAnswer(t, call(mux, "POST", "/v1/tenants/acme/routes", "acme", `{"path": "/a"} {}`), 400, "nothing after it")
+	wantAnswer(t, call(mux, "PUT", "/v1/tenants/acme/routes/"+id, "acme", `{"source_id": "seeded", "token": "auto"}`), 200, `"token":"`)
+	wantAnswer(t, call(mux, "GET", "/v1/tenants/acme/routes", "acme", ""), 200, id)
+	if w := call(mux, "DELETE", "/v1/tenants/acme/routes/"+id, "acme", ""); w.Code != 204 {
+		t.Fatal(w.Code, w.Body)
+	}
+	wantAnswer(t, call(mux, "DELETE", "/v1/tenants/acme/routes/"+id, "acme", ""), 404)
+}
