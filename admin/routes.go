@@ -186,4 +186,3 @@ func (h routeHandlers) remove(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
-

@@ -365,12 +365,16 @@ func (h *sourceHandlers) writer(http.ResponseWriter) source.Writer {
 // readOnly refuses every write of a store that has none.
 type readOnly struct{ source.Store }
 
-func (readOnly) PutSource(source.SourceWrite) (*source.Source, error)     { return nil, source.ErrReadOnly }
-func (readOnly) DeleteSource(source.SourceDelete) (*source.Source, error) { return nil, source.ErrReadOnly }
+func (readOnly) PutSource(source.SourceWrite) (*source.Source, error) { return nil, source.ErrReadOnly }
+func (readOnly) DeleteSource(source.SourceDelete) (*source.Source, error) {
+	return nil, source.ErrReadOnly
+}
 func (readOnly) PutRoute(source.RouteWrite) (*source.Route, []string, error) {
 	return nil, nil, source.ErrReadOnly
 }
-func (readOnly) DeleteRoute(source.RouteDelete) (*source.Route, error) { return nil, source.ErrReadOnly }
+func (readOnly) DeleteRoute(source.RouteDelete) (*source.Route, error) {
+	return nil, source.ErrReadOnly
+}
 
 // fail answers a refused or failed write.
 func (h *sourceHandlers) fail(w http.ResponseWriter, err error) { failWrite(w, h.log, err) }
