@@ -56,7 +56,7 @@ func serve(args []string) int {
 		return 1
 	}
 	if *path == "" {
-		fmt.Fprintf(os.Stderr, "\nAnkusa is running on its embedded default config (data under %s).\nSend a hook:\n\n  curl -i -X POST http://%s/webhooks/demo -H 'content-type: application/json' -d '{\"hello\":\"world\"}'\n\nMetrics: http://%s/metrics   Stop: Ctrl-C\n\n", cfg.Node.DataDir, n.publicAddr, cfg.Admin.Listen)
+		n.banner(os.Stderr)
 	}
 	sig := make(chan os.Signal, 2)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
@@ -93,6 +93,9 @@ type node struct {
 	public     *fasthttp.Server
 	publicAddr string
 	serveErr   chan error
+	// tokenPath is where admin.bootstrap_token keeps the node's admin
+	// token; tokenMinted the token when this start minted it.
+	tokenPath, tokenMinted string
 }
 
 // start opens every stage and starts serving. On an error, what was

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ankusa/ankusa/admin"
 	"github.com/ankusa/ankusa/archive"
+	"github.com/ankusa/ankusa/config"
 	"github.com/ankusa/ankusa/dispatch"
 	"github.com/ankusa/ankusa/edge"
 	"github.com/ankusa/ankusa/internal/vfsutil"
@@ -198,8 +199,17 @@ func (n *node) openDispatch(in *dispatch.Intake) error {
 // they are: the admin API holds the policy of its routes (a release's
 // verification, the audit rows), the stages the rows.
 func (n *node) openAdmin() error {
+	tokens := n.cfg.Admin.Tokens
+	if n.cfg.Admin.BootstrapToken {
+		tok, path, minted, err := n.bootstrapToken()
+		if err != nil {
+			return err
+		}
+		tokens = append(append([]config.AdminToken(nil), tokens...), tok)
+		n.tokenPath, n.tokenMinted = path, minted
+	}
 	opts := admin.Options{
-		Tokens: n.cfg.Admin.Tokens, Sources: n.sources, Logger: n.log,
+		Tokens: tokens, Sources: n.sources, Logger: n.log,
 		Resolver: n.cfg.RouteResolver, MaxBodyBytes: 1 << 20,
 	}
 	if n.wal != nil {

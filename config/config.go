@@ -39,6 +39,12 @@ type Node struct {
 type Admin struct {
 	Listen string       `yaml:"listen"`
 	Tokens []AdminToken `yaml:"tokens"`
+	// BootstrapToken makes the node mint an admin token of its own on its
+	// first start (scopes tenant:*, tenants:read, tenants:write): its
+	// digest is kept in the meta store, the token in the file
+	// <data_dir>/admin-token (mode 0600). The embedded default sets it, so
+	// make run has a token to show.
+	BootstrapToken bool `yaml:"bootstrap_token"`
 }
 
 // AdminToken is one bearer token, stored as the hex SHA-256 of the token.

@@ -44,6 +44,7 @@ var families = []Family{
 	{Name: "catalogue", Prefix: prefixSegSeq, Why: "segments are multi-tenant (DESIGN.md §2.5); an erased tenant's hooks answer gone"},
 	{Name: "catalogue-id", Prefix: prefixSegID, Why: "the catalogue's event-id index"},
 	{Name: "catalogue-gap", Prefix: prefixSegGap, Why: "seqs the log lost, of every tenant"},
+	{Name: "bootstrap-token", Prefix: keyBootstrapToken, Exact: true, Why: "the node's own admin token"},
 	{Name: "audit", Prefix: prefixAudit, Why: "kept after an erase by design (seed: \"What stays: the audit rows\")"},
 
 	{Name: "rows", Prefix: prefixRow, Scope: ByOrdinal},

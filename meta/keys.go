@@ -26,6 +26,8 @@ import "encoding/binary"
 //	c:g:                    "c:g:" | first seq u64        → last seq u64: seqs the log
 //	                        does not hold (cut by -wal-recovery=truncate)
 //	au/                     "au/" | at u64 (unix ns) | n u32  → AuditRow, JSON
+//	m:admin:bootstrap       "m:admin:bootstrap"           → AdminToken, JSON: the token
+//	                        admin.bootstrap_token minted (its digest only)
 //
 // Per-tenant keys, by ordinal (a tenant's keys under each prefix are one
 // range: prefix | ord u32):
@@ -72,6 +74,7 @@ const (
 	prefixSegID           = "c:i:"
 	prefixSegGap          = "c:g:"
 	prefixAudit           = "au/"
+	keyBootstrapToken     = "m:admin:bootstrap"
 
 	prefixRow         = "r/"
 	prefixDue         = "d/"

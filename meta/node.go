@@ -69,3 +69,33 @@ func (s *Store) SetWALCheckpoint(seq uint64, id envelope.ID) error {
 	}
 	return nil
 }
+
+// AdminToken is an admin token the node minted itself
+// (admin.bootstrap_token): its name, the hex SHA-256 of the token (the
+// token is never stored here) and its scopes.
+type AdminToken struct {
+	Name      string    `json:"name"`
+	SHA256    string    `json:"sha256"`
+	Scopes    []string  `json:"scopes"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// BootstrapToken returns the minted admin token, if there is one.
+func (s *Store) BootstrapToken() (AdminToken, bool, error) {
+	var t AdminToken
+	found, err := s.getKey("the bootstrap admin token", func(dst []byte) []byte { return append(dst, keyBootstrapToken...) },
+		func(v []byte) error { return json.Unmarshal(v, &t) })
+	return t, found, err
+}
+
+// SetBootstrapToken stores the minted admin token, synced.
+func (s *Store) SetBootstrapToken(t AdminToken) error {
+	b, err := json.Marshal(t)
+	if err == nil {
+		err = s.set([]byte(keyBootstrapToken), b, Sync)
+	}
+	if err != nil {
+		return fmt.Errorf("cannot store the bootstrap admin token: %w", err)
+	}
+	return nil
+}

@@ -84,6 +84,14 @@ var tenantFixtures = map[string]tenantFixture{
 // row names the first tenant: audit rows stay after an erase, so the
 // tenant's ranges must not hold it.
 var nodeFixtures = map[string]func(t *testing.T, s *Store){
+	"bootstrap-token": func(t *testing.T, s *Store) {
+		if err := s.SetBootstrapToken(AdminToken{Name: "local-admin", SHA256: "00", Scopes: []string{"tenant:*"}}); err != nil {
+			t.Fatal(err)
+		}
+		if tok, found, err := s.BootstrapToken(); err != nil || !found || tok.Name != "local-admin" {
+			t.Fatal(tok, found, err)
+		}
+	},
 	"node": func(t *testing.T, s *Store) {
 		if err := s.SetNodeIdentity(Node{Name: "edge-1", Ordinal: 3}); err != nil {
 			t.Fatal(err)
