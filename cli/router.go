@@ -11,6 +11,7 @@ import (
 	"github.com/ankusa/ankusa/dedupe"
 	"github.com/ankusa/ankusa/edge"
 	"github.com/ankusa/ankusa/internal/redisx"
+	"github.com/ankusa/ankusa/source"
 	"github.com/ankusa/ankusa/tenant"
 )
 
@@ -95,10 +96,11 @@ func (n *node) rateLimiter(policy *tenant.Policy) (edge.RateLimiter, error) {
 // dedupeStage is router step 13 for the configured scope, or nil when no
 // source dedupes.
 func (n *node) dedupeStage() (*dedupe.Stage, error) {
-	uses := false
-	for _, s := range n.cfg.Sources {
-		uses = uses || s.Dedupe != nil
-	}
+	// A writable store may gain a source with a dedupe key at any time:
+	// the stage exists whenever one is possible (node scope needs the
+	// node's log, and validation refuses such a source without one).
+	_, writable := n.sources.(source.Writer)
+	uses := n.sources.Snapshot().Dedupes() || writable && (n.cfg.Dedupe.Scope == "fleet" || n.dispatch != nil)
 	if !uses {
 		return nil, nil
 	}
