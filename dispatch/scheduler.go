@@ -130,8 +130,19 @@ func (d *Dispatcher) claimTenant(ord uint32) (nextDue int64, empty bool, err err
 // claim offers one due row to its sink; full means the sink takes no more
 // of this tenant now. due is the index entry as the pass saw it: the
 // pass's view may be older than an attempt that has since finished, so the
-// row is read again and must agree.
+// row is held first, then read again, and must agree (read before the
+// hold, it could be one an operator changed meanwhile, e.g. dead-lettered,
+// which the attempt would then write back as pending).
 func (d *Dispatcher) claim(id meta.RowID, due int64) (full bool, err error) {
+	if !d.hold(id) {
+		return false, nil
+	}
+	offered := false
+	defer func() {
+		if !offered {
+			d.unhold(id)
+		}
+	}()
 	row, found, err := d.meta.Row(id)
 	switch {
 	case errors.Is(err, meta.ErrBadRecord):
@@ -158,21 +169,12 @@ func (d *Dispatcher) claim(id meta.RowID, due int64) (full bool, err error) {
 		if err != nil {
 			reason = err.Error()
 		}
-		if !d.hold(id) {
-			return false, nil
-		}
-		defer d.unhold(id)
 		return false, d.deadLetter(id, row, reason)
 	}
 	if !r.hasRoom(id.Ord) {
 		return true, nil
 	}
-	if !d.hold(id) {
-		return false, nil
-	}
-	t := &task{id: id, row: row}
-	if !r.offer(t) {
-		d.unhold(t.id)
+	if offered = r.offer(&task{id: id, row: row}); !offered {
 		return true, nil
 	}
 	return false, nil

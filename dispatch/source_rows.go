@@ -27,6 +27,28 @@ import (
 // delivered). Asking again answers the rest.
 var ErrInFlight = errors.New("dispatch: deliveries of the source are still in flight; retry")
 
+// ErrRowsBehind: hooks committed before the call have not all got their
+// delivery rows yet (the row writer is behind), so a count now could miss
+// some; retry in a moment.
+var ErrRowsBehind = errors.New("dispatch: delivery rows of hooks committed a moment ago are still being written; retry")
+
+// rowsWait bounds how long the source calls wait for the row writer.
+const rowsWait = 5 * time.Second
+
+// waitRows waits until every hook committed before the call has its rows
+// in the store, so a scan that follows sees them.
+func (d *Dispatcher) waitRows() error {
+	target := d.in.handed.Load()
+	deadline := time.Now().Add(rowsWait)
+	for d.flushed.Load() < target {
+		if time.Now().After(deadline) {
+			return ErrRowsBehind
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	return nil
+}
+
 // deadLetterChunk bounds the rows of one synced batch (and the memory of
 // a source with millions of rows).
 const deadLetterChunk = 1000
@@ -49,8 +71,13 @@ func wantSink(sinks []string, sink string) bool { return sinks == nil || slices.
 // SourceBacklog is how many undelivered rows (pending or in flight, not
 // dead) this node holds for the source, across every tenant (a shared
 // source's rows are under each hook's tenant); sinks selects sink ids
-// (nil: every sink). One pass over the node's rows.
+// (nil: every sink). One pass over the node's rows, once the rows of every
+// hook committed before the call are written (ErrRowsBehind if that takes
+// past rowsWait).
 func (d *Dispatcher) SourceBacklog(source string, sinks []string) (int64, error) {
+	if err := d.waitRows(); err != nil {
+		return 0, err
+	}
 	var n int64
 	err := d.meta.SourceRows(source, func(id meta.RowID, row *meta.Delivery) (bool, error) {
 		if row.State == meta.RowPending && wantSink(sinks, id.Sink) {
@@ -70,7 +97,8 @@ func (d *Dispatcher) SourceBacklog(source string, sinks []string) (int64, error)
 // and asking again moves them under a new row). Nothing is written, audit
 // included, when the source has no undelivered row.
 //
-// A row an attempt holds is not written under it: it is marked, and its
+// Like SourceBacklog, it first waits for the rows of every hook committed
+// before the call. A row an attempt holds is not written under it: it is marked, and its
 // holder dead-letters it as it lets go (an attempt that fails cannot
 // reschedule it; one that succeeds deletes it, as it was delivered, and
 // it is not counted). A queued row's attempt does not start. The call
@@ -79,6 +107,9 @@ func (d *Dispatcher) SourceBacklog(source string, sinks []string) (int64, error)
 func (d *Dispatcher) DeadLetterSource(source string, sinks []string, audit meta.AuditRow) (int64, error) {
 	if audit.Action == "" || audit.At.IsZero() {
 		return 0, fmt.Errorf("BUG: dispatch: dead-lettering source %q without its audit row (%+v)", source, audit)
+	}
+	if err := d.waitRows(); err != nil {
+		return 0, err
 	}
 	d.dlmu.Lock()
 	defer d.dlmu.Unlock()
