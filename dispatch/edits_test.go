@@ -386,3 +386,40 @@ func TestDeadLetterSourceInFlight(t *testing.T) {
 		t.Fatalf("%d delivered, want 2", fk.ok.Load())
 	}
 }
+
+// Direct (wal.type: none) follows edits as the dispatcher does: an edited
+// sink is rebuilt for the next hook and the old one closed, an unrelated
+// edit keeps it, a deleted source's sinks close on SourcesChanged.
+func TestDirectFollowsSourceEdits(t *testing.T) {
+	mq2 := mqSink
+	mq2.URL = "amqp://guest:guest@127.0.0.1:5673/"
+	spec := func(s config.Sink) map[string]config.Source {
+		return map[string]config.Source{
+			"src":   srcSpec([]config.Sink{s, httpSink}),
+			"other": srcSpec([]config.Sink{mqSink}),
+		}
+	}
+	sources := newEditSources(spec(mqSink))
+	r := newDirectRig(t, vfs.NewMem(), "data", sources)
+	defer r.stop()
+	r.mustCommit("acme", "src", "one", "mq", "h")
+	sources.set(spec(mqSink)) // new pointers, same specs
+	r.d.SourcesChanged()
+	r.mustCommit("acme", "src", "two", "mq", "h")
+	if r.fk.builds("mq") != 1 || r.fk.builds("h") != 1 || r.fk.closes("mq") != 0 {
+		t.Fatalf("unchanged specs: builds mq=%d h=%d closes mq=%d; want 1 1 0", r.fk.builds("mq"), r.fk.builds("h"), r.fk.closes("mq"))
+	}
+	sources.set(spec(mq2))
+	r.mustCommit("acme", "src", "three", "mq", "h")
+	waitFor(t, 5*time.Second, "the old mq sink closed", func() bool { return r.fk.closes("mq") == 1 })
+	if r.fk.builds("mq") != 2 || r.fk.builds("h") != 1 || r.fk.closes("h") != 0 {
+		t.Fatalf("after editing mq: builds mq=%d h=%d closes h=%d; want 2 1 0", r.fk.builds("mq"), r.fk.builds("h"), r.fk.closes("h"))
+	}
+	r.mustCommit("acme", "other", "four", "mq")
+	sources.set(map[string]config.Source{"other": srcSpec([]config.Sink{mqSink})})
+	r.d.SourcesChanged()
+	waitFor(t, 5*time.Second, "src's sinks closed", func() bool { return r.fk.closes("mq") == 2 && r.fk.closes("h") == 1 })
+	if r.fk.builds("mq") != 3 {
+		t.Fatalf("mq sinks built %d, want 3 (src's twice, other's once)", r.fk.builds("mq"))
+	}
+}

@@ -225,7 +225,9 @@ func (n *node) commitMany(count, workers int, tenant func(i int) string) []envel
 
 // editSources is a source store whose snapshot a test replaces, as the
 // persistent store does on an admin write.
-type editSources struct{ p atomic.Pointer[source.Snapshot] }
+type editSources struct {
+	p atomic.Pointer[source.Snapshot]
+}
 
 func newEditSources(specs map[string]config.Source) *editSources {
 	s := &editSources{}
