@@ -33,7 +33,18 @@ type Direct struct {
 	resSeq, resMs uint64
 
 	rmu   sync.Mutex
-	sinks map[string]Sink // by source/sink id
+	sinks map[string]*directSink // by source/sink id
+}
+
+// directSink is a cached sink with the spec it was built from: an edit
+// that changes the spec replaces it (the old one closes once the hooks
+// it is delivering are done), one that does not keeps it.
+type directSink struct {
+	sink    Sink
+	spec    config.Sink
+	src     *source.Source // the snapshot's source it was last checked against
+	refs    int            // deliveries running on it
+	retired bool
 }
 
 // DirectOptions configure Direct.
@@ -61,7 +72,7 @@ func OpenDirect(o DirectOptions) (*Direct, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the numbering floor: %w", err)
 	}
-	return &Direct{o: o, num: wal.NewNumbers(o.Node, f, o.MaxTenants), sinks: map[string]Sink{}}, nil
+	return &Direct{o: o, num: wal.NewNumbers(o.Node, f, o.MaxTenants), sinks: map[string]*directSink{}}, nil
 }
 
 // Numbers are reserved ahead in the meta store so that none is given twice
@@ -137,14 +148,16 @@ func (c *Direct) deliverAll(src *source.Source, e *envelope.Envelope) error {
 	errs := make([]error, len(src.Spec.Sinks))
 	var wg sync.WaitGroup
 	for i, spec := range src.Spec.Sinks {
-		sk, err := c.sink(src.Name, spec)
+		ds, err := c.acquire(src, spec)
 		if err != nil {
 			errs[i] = err
 			continue
 		}
+		sk := ds.sink
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer c.release(ds)
 			ctx, cancel := context.WithTimeout(context.Background(), time.Duration(spec.ConnectTimeout+spec.Timeout))
 			defer cancel()
 			if err := sk.Deliver(ctx, &Delivery{Envelope: e, Attempt: 1, SinkID: spec.ID}); err != nil {
@@ -161,19 +174,81 @@ func (c *Direct) deliverAll(src *source.Source, e *envelope.Envelope) error {
 	return err
 }
 
-func (c *Direct) sink(src string, spec config.Sink) (Sink, error) {
-	key := src + "/" + spec.ID
+// acquire returns the cached sink for spec, a sink of src (the current
+// snapshot's), building it when there is none or its spec changed; the
+// caller releases it when its delivery is done.
+func (c *Direct) acquire(src *source.Source, spec config.Sink) (*directSink, error) {
+	key := src.Name + "/" + spec.ID
 	c.rmu.Lock()
 	defer c.rmu.Unlock()
-	if s, ok := c.sinks[key]; ok {
-		return s, nil
+	if e := c.sinks[key]; e != nil && (e.src == src || sameSink(&e.spec, &spec)) {
+		e.src = src
+		e.refs++
+		return e, nil
 	}
-	s, err := c.o.NewSink(src, spec)
+	s, err := c.o.NewSink(src.Name, spec)
 	if err != nil {
-		return nil, fmt.Errorf("cannot build sink %s of source %q: %w", spec.ID, src, err)
+		return nil, fmt.Errorf("cannot build sink %s of source %q: %w", spec.ID, src.Name, err)
 	}
-	c.sinks[key] = s
-	return s, nil
+	if e := c.sinks[key]; e != nil {
+		c.retireLocked(key, e)
+	}
+	e := &directSink{sink: s, spec: spec, src: src, refs: 1}
+	c.sinks[key] = e
+	return e, nil
+}
+
+// release ends one delivery on e; the last one on a retired sink closes it.
+func (c *Direct) release(e *directSink) {
+	c.rmu.Lock()
+	e.refs--
+	closeNow := e.retired && e.refs == 0
+	c.rmu.Unlock()
+	if closeNow {
+		c.closeSink(e)
+	}
+}
+
+// retireLocked takes e out of the cache (under rmu); it is closed now if
+// idle, else by its last delivery. An idle sink's Close runs on its own
+// goroutine, not under rmu, which every delivery takes.
+func (c *Direct) retireLocked(key string, e *directSink) {
+	delete(c.sinks, key)
+	e.retired = true
+	if e.refs == 0 {
+		go c.closeSink(e)
+	}
+}
+
+func (c *Direct) closeSink(e *directSink) {
+	if err := e.sink.Close(); err != nil {
+		c.o.Logger.Warn("cannot close a retired sink", zap.String("source", e.src.Name), zap.String("sink", e.spec.ID), zap.Error(err))
+	}
+	sinksRetired.Inc()
+}
+
+// SourcesChanged tells Direct the source store published a new snapshot:
+// the cached sinks of sources or sinks it no longer has, or whose spec
+// changed, are retired (closed once their deliveries are done). Without
+// it a delivery still uses the current spec (acquire checks); this only
+// lets go of connections sooner. It walks the cache, which holds only
+// sinks that delivered something, never the snapshot's sources: one
+// lookup per cached sink, under the lock deliveries take.
+func (c *Direct) SourcesChanged() {
+	snap := c.o.Sources.Snapshot()
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	for key, e := range c.sinks {
+		cur := snap.Lookup([]byte(e.src.Name))
+		if cur == e.src {
+			continue
+		}
+		if spec, ok := sinkSpec(cur, e.spec.ID); ok && sameSink(&e.spec, &spec) {
+			e.src = cur
+			continue
+		}
+		c.retireLocked(key, e)
+	}
 }
 
 // ordinal returns the tenant's ordinal, recording a new one with a synced
@@ -198,8 +273,8 @@ func (c *Direct) Close() error {
 	c.mu.Unlock()
 	errs := []error{c.o.Meta.SetWALCheckpoint(seq, last)}
 	c.rmu.Lock()
-	for k, s := range c.sinks {
-		if err := s.Close(); err != nil {
+	for k, e := range c.sinks {
+		if err := e.sink.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("cannot close sink %s: %w", k, err))
 		}
 	}

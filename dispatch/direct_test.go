@@ -81,7 +81,7 @@ type directRig struct {
 	t       *testing.T
 	fs      vfs.FS
 	dir     string
-	sources *source.Static
+	sources source.Store
 	fk      *fakeSinks
 	fail    map[string]string // sink id -> body marker that makes it fail
 	badSink string            // NewSink refuses this sink id
@@ -93,7 +93,7 @@ type directRig struct {
 	d    *dispatch.Direct
 }
 
-func newDirectRig(t *testing.T, fs vfs.FS, dir string, sources *source.Static) *directRig {
+func newDirectRig(t *testing.T, fs vfs.FS, dir string, sources source.Store) *directRig {
 	r := &directRig{t: t, fs: fs, dir: dir, sources: sources, fail: map[string]string{}, got: map[string][]seen{}}
 	r.fk = newFakeSinks(func(sink string, d *dispatch.Delivery) error {
 		e := d.Envelope
@@ -125,7 +125,7 @@ func (r *directRig) open() {
 			if spec.ID == r.badSink {
 				return nil, fmt.Errorf("fake: cannot build sink %s", spec.ID)
 			}
-			fs := &fakeSink{f: r.fk, id: spec.ID}
+			fs := r.fk.build(spec)
 			if spec.Durable() {
 				return durableFake{fs}, nil
 			}

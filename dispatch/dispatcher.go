@@ -88,9 +88,18 @@ type Dispatcher struct {
 
 	hmu  sync.Mutex
 	held map[meta.RowID]struct{} // rows an attempt holds (the in-memory lease)
+	// doomed are held rows an operator dead-lettered (source_rows.go):
+	// their holder dead-letters them as it lets go.
+	doomed map[meta.RowID]*doom
 
 	rmu     sync.Mutex
 	runners map[string]*runner // by source + "/" + sink id
+	// retiring are runners an edit replaced or removed whose attempts in
+	// flight have not all ended (edits.go).
+	retiring map[*runner]struct{}
+	srcKick  chan struct{} // SourcesChanged's pass is due
+	// dlmu serialises the operator's dead-lettering of a source's rows.
+	dlmu sync.Mutex
 
 	tmu sync.Mutex
 	// active holds the tenants that may have pending rows; the value is
@@ -130,7 +139,10 @@ func Open(o Options) (*Dispatcher, error) {
 		in:        o.Intake,
 		meta:      o.Meta,
 		held:      map[meta.RowID]struct{}{},
+		doomed:    map[meta.RowID]*doom{},
 		runners:   map[string]*runner{},
+		retiring:  map[*runner]struct{}{},
+		srcKick:   make(chan struct{}, 1),
 		active:    map[uint32]bool{},
 		inflight:  map[uint32]int{},
 		schedWake: make(chan struct{}, 1),
@@ -168,10 +180,11 @@ func Open(o Options) (*Dispatcher, error) {
 		o.Logger.Info("dispatch rows rebuilt past the checkpoint",
 			zap.Uint64("from_seq", ckpt+1), zap.Uint64("to_seq", o.LastSeq), zap.Int("rows_created", n), zap.Duration("took", time.Since(start)))
 	}
-	d.wg.Add(3)
+	d.wg.Add(4)
 	go d.writeLoop()
 	go d.scheduleLoop()
 	go d.sweepLoop()
+	go d.sourcesLoop()
 	return d, nil
 }
 
@@ -235,14 +248,20 @@ func (d *Dispatcher) Close() error {
 	close(d.stop)
 	d.wg.Wait()
 	d.rmu.Lock()
-	runners := d.runners
+	runners := make([]*runner, 0, len(d.runners)+len(d.retiring))
+	for _, r := range d.runners {
+		runners = append(runners, r)
+	}
+	for r := range d.retiring {
+		runners = append(runners, r)
+	}
 	d.rmu.Unlock()
 	for _, r := range runners {
 		r.wait()
 	}
 	var errs []error
 	for _, r := range runners {
-		if err := r.sink.Close(); err != nil {
+		if err := r.closeSink(); err != nil {
 			errs = append(errs, fmt.Errorf("cannot close sink %s: %w", r.name, err))
 		}
 	}
@@ -285,11 +304,25 @@ func (d *Dispatcher) isHeld(id meta.RowID) bool {
 	return ok
 }
 
+// unhold lets go of a row. A row an operator dead-lettered while it was
+// held is dead-lettered now, before the hold ends, so an attempt that
+// failed cannot leave it pending (one that succeeded deleted it: it was
+// delivered).
 func (d *Dispatcher) unhold(id meta.RowID) {
-	d.hmu.Lock()
-	delete(d.held, id)
-	inFlightRows.Set(float64(len(d.held)))
-	d.hmu.Unlock()
+	for {
+		d.hmu.Lock()
+		dm := d.doomed[id]
+		if dm == nil {
+			delete(d.held, id)
+			inFlightRows.Set(float64(len(d.held)))
+			d.hmu.Unlock()
+			return
+		}
+		delete(d.doomed, id)
+		d.hmu.Unlock()
+		dm.dead = d.buryHeld(id, dm.reason)
+		close(dm.done)
+	}
 }
 
 // markActive says the tenant has pending rows; call it after they are
@@ -305,36 +338,6 @@ func (d *Dispatcher) wakeScheduler() {
 	case d.schedWake <- struct{}{}:
 	default:
 	}
-}
-
-// runnerFor returns the runner of a source's sink, building it from the
-// current snapshot; nil when the source or the sink is gone.
-func (d *Dispatcher) runnerFor(src *source.Source, sourceName, sinkID string) (*runner, error) {
-	key := sourceName + "/" + sinkID
-	d.rmu.Lock()
-	defer d.rmu.Unlock()
-	if r, ok := d.runners[key]; ok {
-		return r, nil
-	}
-	if src == nil {
-		src = d.o.Sources.Snapshot().Lookup([]byte(sourceName))
-	}
-	if src == nil {
-		return nil, nil
-	}
-	for _, spec := range src.Spec.Sinks {
-		if spec.ID != sinkID {
-			continue
-		}
-		sk, err := d.o.NewSink(sourceName, spec)
-		if err != nil {
-			return nil, fmt.Errorf("cannot build sink %s of source %q: %w", sinkID, sourceName, err)
-		}
-		r := newRunner(d, sourceName, spec, sk)
-		d.runners[key] = r
-		return r, nil
-	}
-	return nil, nil
 }
 
 // countRows sets the backlog gauges from the store, and marks every

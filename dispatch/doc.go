@@ -30,9 +30,16 @@
 // the meta store (DurableCheckpoint, which Checkpoint also reports, and
 // HoldsLive over the rows and pen rows written here).
 //
+// Sources change at runtime (edits.go): every attempt checks the current
+// snapshot, so an edited sink spec is used for the next attempt of every
+// pending hook, a runner whose spec changed or whose source or sink is
+// gone is retired (its sink closed once idle), and a row whose source or
+// sink is gone is a dead letter naming it.
+//
 // Operator calls are primitives over these rows, each change a synced
-// write: dead letters and attempt logs (admin.go), and the quarantine pen
-// (pen.go), whose rows and release primitive are here. The policy around
+// write: dead letters and attempt logs (admin.go), a source's backlog and
+// its dead-lettering before a delete (source_rows.go), and the quarantine
+// pen (pen.go), whose rows and release primitive are here. The policy around
 // them is the caller's (package admin): a release says how the hook goes
 // (verified again with its source's current secrets, or forced), and every
 // change to the pen comes with the caller's audit row, written in the same

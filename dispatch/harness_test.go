@@ -3,6 +3,7 @@ package dispatch_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -33,6 +34,9 @@ type node struct {
 	disp  atomic.Pointer[dispatch.Dispatcher]
 	sinks *fakeSinks
 	fatal chan error
+	// sources is the node's source store; tests edit it as the admin API
+	// would (set, then the dispatcher's SourcesChanged).
+	sources *editSources
 }
 
 type nodeOptions struct {
@@ -51,6 +55,8 @@ type nodeOptions struct {
 	// dedupeNode writes node-scope dedupe keys; maxPenBytes caps the pen.
 	dedupeNode  bool
 	maxPenBytes int64
+	// newSink replaces the fake sinks (a real HTTP sink).
+	newSink func(src string, spec config.Sink) (dispatch.Sink, error)
 }
 
 func openNode(t testing.TB, fs vfs.FS, fk *fakeSinks, o nodeOptions) *node {
@@ -91,9 +97,12 @@ func openNode(t testing.TB, fs vfs.FS, fk *fakeSinks, o nodeOptions) *node {
 	if o.source != nil {
 		o.source(&spec)
 	}
-	cfg := &config.Config{Sources: map[string]config.Source{"src": spec}}
-	cfg.ApplyDefaults()
-	sources := source.NewStatic(cfg)
+	sources := newEditSources(map[string]config.Source{"src": spec})
+	n.sources = sources
+	newSink := fk.newSink
+	if o.newSink != nil {
+		newSink = o.newSink
+	}
 	in := dispatch.NewIntake(dispatch.IntakeOptions{Sources: sources, MaxBytes: o.intakeBytes, DedupeNode: o.dedupeNode})
 	w, err := wal.Open(wal.Options{
 		FS: fs, Dir: "data/wal", Node: 3, MaxFileBytes: 1 << 20, Meta: m,
@@ -118,7 +127,7 @@ func openNode(t testing.TB, fs vfs.FS, fk *fakeSinks, o nodeOptions) *node {
 	}
 	d, err := dispatch.Open(dispatch.Options{
 		Meta: m, Hooks: s, Sources: sources, Intake: in,
-		NewSink:         fk.newSink,
+		NewSink:         newSink,
 		Ordinal:         w.Ordinal,
 		LastSeq:         w.LastSeq(),
 		CheckpointEvery: 10 * time.Millisecond,
@@ -214,23 +223,79 @@ func (n *node) commitMany(count, workers int, tenant func(i int) string) []envel
 	return out
 }
 
+// editSources is a source store whose snapshot a test replaces, as the
+// persistent store does on an admin write.
+type editSources struct {
+	p atomic.Pointer[source.Snapshot]
+}
+
+func newEditSources(specs map[string]config.Source) *editSources {
+	s := &editSources{}
+	s.set(specs)
+	return s
+}
+
+func (s *editSources) Snapshot() *source.Snapshot { return s.p.Load() }
+
+// set publishes a snapshot of specs (config defaults applied, sink ids
+// derived as at load).
+func (s *editSources) set(specs map[string]config.Source) {
+	cfg := &config.Config{Sources: map[string]config.Source{}}
+	for name, spec := range specs {
+		spec.Sinks = slices.Clone(spec.Sinks)
+		cfg.Sources[name] = spec
+	}
+	cfg.ApplyDefaults()
+	s.p.Store(source.NewSnapshot(cfg.Sources, nil, int64(cfg.Limits.MaxBodyBytes)))
+}
+
 // fakeSinks records every attempt; behave decides each outcome.
 type fakeSinks struct {
 	mu       sync.Mutex
 	got      map[string]int // "<sink>/<event id>" -> successful deliveries
 	attempts map[string]int // "<sink>/<event id>" -> attempts
 	at       map[string][]time.Time
+	urls     map[string][]string // "<sink>/<event id>" -> the spec's URL of each attempt
+	built    map[string]int      // sink id -> sinks built
+	closed   map[string]int      // sink id -> Close calls
 	behave   func(sink string, d *dispatch.Delivery) error
 	ok       atomic.Int64
 	calls    atomic.Int64
 }
 
 func newFakeSinks(behave func(sink string, d *dispatch.Delivery) error) *fakeSinks {
-	return &fakeSinks{got: map[string]int{}, attempts: map[string]int{}, at: map[string][]time.Time{}, behave: behave}
+	return &fakeSinks{got: map[string]int{}, attempts: map[string]int{}, at: map[string][]time.Time{}, urls: map[string][]string{},
+		built: map[string]int{}, closed: map[string]int{}, behave: behave}
 }
 
 func (f *fakeSinks) newSink(src string, spec config.Sink) (dispatch.Sink, error) {
-	return &fakeSink{f: f, id: spec.ID}, nil
+	return f.build(spec), nil
+}
+
+func (f *fakeSinks) build(spec config.Sink) *fakeSink {
+	f.mu.Lock()
+	f.built[spec.ID]++
+	f.mu.Unlock()
+	return &fakeSink{f: f, id: spec.ID, url: spec.URL}
+}
+
+// builds and closes count the sinks built and closed for a sink id.
+func (f *fakeSinks) builds(sink string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.built[sink]
+}
+
+func (f *fakeSinks) closes(sink string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.closed[sink]
+}
+
+func (f *fakeSinks) urlsOf(sink string, id envelope.ID) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.urls[sink+"/"+id.String()])
 }
 
 func (f *fakeSinks) delivered(sink string, id envelope.ID) int {
@@ -252,8 +317,9 @@ func (f *fakeSinks) times(sink string, id envelope.ID) []time.Time {
 }
 
 type fakeSink struct {
-	f  *fakeSinks
-	id string
+	f   *fakeSinks
+	id  string
+	url string // the spec's
 }
 
 func (s *fakeSink) Deliver(ctx context.Context, d *dispatch.Delivery) error {
@@ -262,6 +328,7 @@ func (s *fakeSink) Deliver(ctx context.Context, d *dispatch.Delivery) error {
 	s.f.mu.Lock()
 	s.f.attempts[k]++
 	s.f.at[k] = append(s.f.at[k], time.Now())
+	s.f.urls[k] = append(s.f.urls[k], s.url)
 	s.f.mu.Unlock()
 	var err error
 	if s.f.behave != nil {
@@ -277,7 +344,12 @@ func (s *fakeSink) Deliver(ctx context.Context, d *dispatch.Delivery) error {
 }
 
 func (s *fakeSink) Durable() bool { return false }
-func (s *fakeSink) Close() error  { return nil }
+func (s *fakeSink) Close() error {
+	s.f.mu.Lock()
+	s.f.closed[s.id]++
+	s.f.mu.Unlock()
+	return nil
+}
 
 // Target makes the tenant the breaker's target, as a URL template over
 // the tenant would.

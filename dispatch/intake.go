@@ -26,6 +26,8 @@ type Intake struct {
 	mem    int64 // bytes held: queued records and the hooks of first attempts
 	signal chan struct{}
 	closed atomic.Bool // the dispatcher closed: keep nothing more in memory
+	// handed is the last seq handed off (rows up to it are on their way).
+	handed atomic.Uint64
 }
 
 // IntakeOptions configure an Intake.
@@ -95,6 +97,9 @@ func (in *Intake) Handoff(batch []*wal.Request) {
 		}
 		intakeOverflow.Inc()
 		in.addReadBack(r.Seq)
+	}
+	if len(batch) > 0 {
+		in.handed.Store(batch[len(batch)-1].Seq)
 	}
 	in.mu.Unlock()
 	select {

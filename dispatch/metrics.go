@@ -17,6 +17,8 @@ var (
 	sweptAttempts   = metrics.NewCounter("ankusa_dispatch_attempt_log_swept_total")
 	directFailures  = metrics.NewCounter("ankusa_dispatch_direct_refused_total")
 	damagedRows     = metrics.NewCounter("ankusa_dispatch_damaged_rows_total")
+	sinksRetired    = metrics.NewCounter("ankusa_dispatch_sinks_retired_total")
+	operatorDead    = metrics.NewCounter("ankusa_dispatch_operator_dead_letters_total")
 )
 
 // attemptCounter is the counter of one sink's attempts with one outcome;

@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/VictoriaMetrics/metrics"
 
@@ -17,7 +18,6 @@ type task struct {
 	row   meta.Delivery
 	env   *envelope.Envelope // nil: read back from the store first
 	sh    *shared            // the hook in memory (first attempts)
-	src   *source.Source     // the source when the task was made, or nil
 	first bool
 }
 
@@ -25,12 +25,25 @@ type task struct {
 // round-robin, at most spec.Concurrency attempts in flight and at most
 // spec.TenantConcurrency of them for one tenant, so a tenant whose
 // receiver is slow holds a bounded share of the slots.
+//
+// A runner serves one spec of its sink (edits.go): src is the snapshot's
+// source it was last checked against. When an edit changes the spec, a
+// new runner takes the key and this one is retired: it takes no more
+// tasks, hands its queued ones over, and closes its sink once the
+// attempts it has in flight end.
 type runner struct {
 	d      *Dispatcher
 	source string
 	spec   config.Sink
 	sink   Sink
-	name   string // source/sink id, the metric label
+	name   string // source/sink id, the metric label and the runners key
+	src    atomic.Pointer[source.Source]
+
+	// retired is set (under mu) when the runner leaves service; done is
+	// closed then, which ends loop.
+	retired   atomic.Bool
+	done      chan struct{}
+	closeOnce sync.Once
 
 	mu        sync.Mutex
 	tenants   map[uint32]*tenantQueue
@@ -55,9 +68,9 @@ type tenantQueue struct {
 	inRing   bool
 }
 
-func newRunner(d *Dispatcher, src string, spec config.Sink, sk Sink) *runner {
+func newRunner(d *Dispatcher, src *source.Source, spec config.Sink, sk Sink) *runner {
 	r := &runner{
-		d: d, source: src, spec: spec, sink: sk, name: src + "/" + spec.ID,
+		d: d, source: src.Name, spec: spec, sink: sk, name: src.Name + "/" + spec.ID, done: make(chan struct{}),
 		tenants:  map[uint32]*tenantQueue{},
 		breakers: map[string]*breaker{},
 		// First attempts wait here from memory; past it they are read back
@@ -73,6 +86,7 @@ func newRunner(d *Dispatcher, src string, spec config.Sink, sk Sink) *runner {
 	r.retried = attemptCounter(r.name, "retry")
 	r.deadened = attemptCounter(r.name, "dead")
 	r.circuit = attemptCounter(r.name, "circuit_open")
+	r.src.Store(src)
 	d.wg.Add(1)
 	go r.loop()
 	return r
@@ -90,7 +104,7 @@ func (r *runner) hasRoom(ord uint32) bool {
 func (r *runner) offer(t *task) bool {
 	r.mu.Lock()
 	q := r.tenants[t.id.Ord]
-	if r.queued >= r.queueCap || (q != nil && len(q.tasks) >= r.tenantCap) || r.d.stopping() {
+	if r.queued >= r.queueCap || (q != nil && len(q.tasks) >= r.tenantCap) || r.d.stopping() || r.retired.Load() {
 		r.mu.Unlock()
 		return false
 	}
@@ -130,6 +144,8 @@ func (r *runner) loop() {
 		r.mu.Unlock()
 		select {
 		case <-r.kick:
+		case <-r.done:
+			return // retired: its queued tasks were handed over
 		case <-r.d.stop:
 			r.dropQueued()
 			return
@@ -164,7 +180,9 @@ func (r *runner) pickLocked() (*task, *tenantQueue) {
 }
 
 func (r *runner) run(t *task, q *tenantQueue) {
-	r.d.attempt(r, t)
+	if !r.d.redirect(r, t) {
+		r.d.attempt(r, t)
+	}
 	r.d.tenantInFlight(t.id.Ord, -1)
 	r.mu.Lock()
 	r.inflight--
@@ -175,7 +193,11 @@ func (r *runner) run(t *task, q *tenantQueue) {
 	if r.inflight == 0 {
 		r.idle.Broadcast()
 	}
+	closeNow := r.inflight == 0 && r.retired.Load()
 	r.mu.Unlock()
+	if closeNow {
+		r.d.closeRetired(r)
+	}
 	select {
 	case r.kick <- struct{}{}:
 	default:

@@ -130,8 +130,19 @@ func (d *Dispatcher) claimTenant(ord uint32) (nextDue int64, empty bool, err err
 // claim offers one due row to its sink; full means the sink takes no more
 // of this tenant now. due is the index entry as the pass saw it: the
 // pass's view may be older than an attempt that has since finished, so the
-// row is read again and must agree.
+// row is held first, then read again, and must agree (read before the
+// hold, it could be one an operator changed meanwhile, e.g. dead-lettered,
+// which the attempt would then write back as pending).
 func (d *Dispatcher) claim(id meta.RowID, due int64) (full bool, err error) {
+	if !d.hold(id) {
+		return false, nil
+	}
+	offered := false
+	defer func() {
+		if !offered {
+			d.unhold(id)
+		}
+	}()
 	row, found, err := d.meta.Row(id)
 	switch {
 	case errors.Is(err, meta.ErrBadRecord):
@@ -149,9 +160,12 @@ func (d *Dispatcher) claim(id meta.RowID, due int64) (full bool, err error) {
 	if row.State != meta.RowPending || row.Due != due {
 		return false, nil // moved or finished since the pass began
 	}
-	r, err := d.runnerFor(nil, row.Source, id.Sink)
+	r, err := d.runnerFor(row.Source, id.Sink)
+	if errors.Is(err, errStopping) {
+		return true, nil
+	}
 	if err != nil || r == nil {
-		reason := fmt.Sprintf("sink %q is no longer a sink of source %q", id.Sink, row.Source)
+		reason := d.goneReason(row.Source, id.Sink)
 		if err != nil {
 			reason = err.Error()
 		}
@@ -160,12 +174,7 @@ func (d *Dispatcher) claim(id meta.RowID, due int64) (full bool, err error) {
 	if !r.hasRoom(id.Ord) {
 		return true, nil
 	}
-	if !d.hold(id) {
-		return false, nil
-	}
-	t := &task{id: id, row: row}
-	if !r.offer(t) {
-		d.unhold(t.id)
+	if offered = r.offer(&task{id: id, row: row}); !offered {
 		return true, nil
 	}
 	return false, nil
@@ -193,14 +202,19 @@ func (d *Dispatcher) deleteDue(id meta.RowID, due int64) error {
 	return b.Commit(meta.NoSync)
 }
 
-// deadLetter turns a pending row that cannot be attempted into a dead
-// letter.
+// deadLetter turns a pending row that cannot be attempted (its source or
+// sink is gone, or the sink cannot be built) into a dead letter, with an
+// attempt log entry saying why: it is never retried by itself nor dropped
+// unseen. The caller holds the row.
 func (d *Dispatcher) deadLetter(id meta.RowID, row meta.Delivery, reason string) error {
 	b := d.meta.NewBatch()
 	defer b.Close()
 	oldDue := row.Due
-	row.LastError = reason
+	now := d.o.Now().UnixNano()
+	row.Attempts++
+	row.LastAt, row.LastStatus, row.LastError = now, 0, reason
 	b.PutDead(id, oldDue, &row)
+	b.PutAttempt(id, row.Attempts, &meta.AttemptRecord{At: now, Outcome: outDead, Error: reason})
 	if err := b.Commit(meta.NoSync); err != nil {
 		return fmt.Errorf("cannot dead-letter a delivery: %w", err)
 	}
@@ -208,6 +222,7 @@ func (d *Dispatcher) deadLetter(id meta.RowID, row meta.Delivery, reason string)
 	d.dead.Add(1)
 	deadTotal.Inc()
 	backlogGauges(d)
-	d.o.Logger.Warn("dead letter", zap.Uint32("tenant_ordinal", id.Ord), zap.Uint64("seq", id.Seq), zap.String("sink", id.Sink), zap.String("error", reason))
+	d.o.Logger.Warn("dead letter: the delivery cannot be attempted", zap.String("source", row.Source), zap.String("sink", id.Sink),
+		zap.Uint32("tenant_ordinal", id.Ord), zap.Uint64("seq", id.Seq), zap.Stringer("event_id", row.EventID), zap.String("error", reason))
 	return nil
 }

@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -147,7 +148,12 @@ func (w *rowWriter) addHook(e *envelope.Envelope, sh *shared) error {
 	if src == nil || len(src.Spec.Sinks) == 0 {
 		release()
 		if src == nil {
+			// Committed while its source was being deleted: there is no
+			// sink left to give it a row. It stays in the log and the
+			// archive; say so rather than drop it unseen.
 			unknownSource.Inc()
+			d.o.Logger.Warn("a committed hook's source no longer exists: no delivery row is written",
+				zap.String("source", e.SourceID), zap.String("tenant", e.TenantID), zap.Stringer("event_id", e.ID), zap.Uint64("seq", e.Seq))
 		}
 		return nil
 	}
@@ -175,7 +181,7 @@ func (w *rowWriter) addHook(e *envelope.Envelope, sh *shared) error {
 			continue
 		}
 		sh.refs.Add(1)
-		w.tasks = append(w.tasks, &task{id: id, row: row, env: e, sh: sh, src: src, first: true})
+		w.tasks = append(w.tasks, &task{id: id, row: row, env: e, sh: sh, first: true})
 	}
 	if sh != nil {
 		d.doneWith(sh)
@@ -232,17 +238,29 @@ func (w *rowWriter) flush() error {
 	return nil
 }
 
-// offerFirst hands a first attempt to its sink; when the sink's queue is
-// full the row stays pending and the scheduler claims it later.
+// offerFirst hands a first attempt to its sink's runner for the current
+// spec (once more if that runner was retired by an edit meanwhile); when
+// the sink's queue is full, or the source or sink is gone, the row stays
+// pending and the scheduler claims it later (and dead-letters it when
+// the sink is gone).
 func (d *Dispatcher) offerFirst(t *task) {
-	r, err := d.runnerFor(t.src, t.row.Source, t.id.Sink)
-	if err != nil || r == nil || !r.offer(t) {
-		if err != nil {
+	for range 2 {
+		r, err := d.runnerFor(t.row.Source, t.id.Sink)
+		if err != nil && !errors.Is(err, errStopping) {
 			d.o.Logger.Error("cannot start deliveries to a sink", zap.Error(err))
 		}
-		d.finish(t)
-		d.wakeScheduler()
+		if r == nil {
+			break
+		}
+		if r.offer(t) {
+			return
+		}
+		if !r.retired.Load() {
+			break
+		}
 	}
+	d.finish(t)
+	d.wakeScheduler()
 }
 
 // doneWith drops one reference to a hook in memory.
