@@ -203,13 +203,14 @@ func (h *sourceHandlers) update(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	doc.Name, doc.HasName = name, true
+	var removed []string
 	var moved int64
 	check := func(old *source.Source, next *config.Source) error {
-		var err error
-		moved, err = h.settleBacklog(r, old, removedSinks(&old.Spec, next), deadLetter)
-		return err
+		removed = removedSinks(&old.Spec, next)
+		return h.checkBacklog(old, removed, deadLetter)
 	}
-	src, err := h.writer(w).PutSource(source.SourceWrite{Tenant: tenant, Doc: doc, Audit: auditOf(r, "source.update"), Check: check})
+	after := func(src *source.Source) { moved = h.deadLetter(r, src, removed, deadLetter) }
+	src, err := h.writer(w).PutSource(source.SourceWrite{Tenant: tenant, Doc: doc, Audit: auditOf(r, "source.update"), Check: check, After: after})
 	if err != nil {
 		h.fail(w, err)
 		return
@@ -232,11 +233,8 @@ func (h *sourceHandlers) remove(w http.ResponseWriter, r *http.Request) {
 	var moved int64
 	_, err := h.writer(w).DeleteSource(source.SourceDelete{
 		Tenant: tenant, Name: r.PathValue("name"), Audit: auditOf(r, "source.delete"),
-		Check: func(old *source.Source) error {
-			var err error
-			moved, err = h.settleBacklog(r, old, nil, deadLetter)
-			return err
-		},
+		Check:  func(old *source.Source) error { return h.checkBacklog(old, nil, deadLetter) },
+		After:  func(old *source.Source) { moved = h.deadLetter(r, old, nil, deadLetter) },
 	})
 	if err != nil {
 		h.fail(w, err)
@@ -245,29 +243,43 @@ func (h *sourceHandlers) remove(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, append(mustJSON(map[string]any{"deleted": r.PathValue("name"), "dead_lettered": moved}), '\n'))
 }
 
-// settleBacklog applies the rule for a write that removes a source (sinks
+// checkBacklog applies the rule for a write that removes a source (sinks
 // nil) or some of its sinks: their undelivered hooks on this node refuse
 // it (409 source_has_deliveries with the count) unless
-// ?deliveries=dead_letter, which dead-letters them first; it returns how
-// many it dead-lettered.
-func (h *sourceHandlers) settleBacklog(r *http.Request, old *source.Source, sinks []string, deadLetter bool) (int64, error) {
-	if h.backlog == nil || sinks != nil && len(sinks) == 0 {
-		return 0, nil
+// ?deliveries=dead_letter.
+func (h *sourceHandlers) checkBacklog(old *source.Source, sinks []string, deadLetter bool) error {
+	if h.backlog == nil || deadLetter || sinks != nil && len(sinks) == 0 {
+		return nil
 	}
 	n, err := h.backlog.SourceBacklog(old.Name, sinks)
 	if err != nil || n == 0 {
-		return 0, err
+		return err
 	}
-	if !deadLetter {
-		what := "source"
-		if sinks != nil {
-			what = fmt.Sprintf("sinks %v of source", sinks)
-		}
-		return 0, &hasDeliveries{count: n, msg: fmt.Sprintf("the %s %q have %d undelivered hooks on this node; add ?deliveries=dead_letter to dead-letter them first", what, old.Name, n)}
+	what := "source"
+	if sinks != nil {
+		what = fmt.Sprintf("sinks %v of source", sinks)
+	}
+	return &hasDeliveries{count: n, msg: fmt.Sprintf("the %s %q have %d undelivered hooks on this node; add ?deliveries=dead_letter to dead-letter them first", what, old.Name, n)}
+}
+
+// deadLetter is ?deliveries=dead_letter: once the write that removed the
+// source or its sinks is published (no new hook gets their rows), and
+// before the name can be written again, their undelivered hooks are
+// dead-lettered; it returns how many. A failure is logged: the rows left
+// are dead-lettered by dispatch when it reaches them (their source or
+// sink is gone).
+func (h *sourceHandlers) deadLetter(r *http.Request, old *source.Source, sinks []string, deadLetter bool) int64 {
+	if h.backlog == nil || !deadLetter || sinks != nil && len(sinks) == 0 {
+		return 0
 	}
 	audit := auditOf(r, "source.dead_letter")
 	audit.Tenant, audit.Entity = old.TenantID, "source/"+old.Name
-	return h.backlog.DeadLetterSource(old.Name, sinks, audit)
+	n, err := h.backlog.DeadLetterSource(old.Name, sinks, audit)
+	if err != nil {
+		h.log.Warn("cannot dead-letter every undelivered hook of a removed source; dispatch dead-letters the rest as it reaches them",
+			zap.String("source", old.Name), zap.Strings("sinks", sinks), zap.Int64("dead_lettered", n), zap.Error(err))
+	}
+	return n
 }
 
 type hasDeliveries struct {

@@ -136,6 +136,7 @@ func (n *node) open(recovery string) error {
 	if err != nil {
 		return err
 	}
+	n.followSources()
 	if err := n.openRouter(commit); err != nil {
 		return err
 	}

@@ -65,6 +65,23 @@ func (n *node) openSources() error {
 	return nil
 }
 
+// followSources has dispatch follow the store's writes: a changed sink is
+// rebuilt for its next attempt, a removed one closed once idle.
+func (n *node) followSources() {
+	p, ok := n.sources.(*source.Persistent)
+	if !ok {
+		return
+	}
+	p.OnPublish(func(*source.Snapshot) {
+		if n.dispatch != nil {
+			n.dispatch.SourcesChanged()
+		}
+		if n.direct != nil {
+			n.direct.SourcesChanged()
+		}
+	})
+}
+
 // claimIdentity records the node's name and ordinal in its data directory,
 // or checks them against the recorded ones, and returns the ordinal.
 func (n *node) claimIdentity() (uint16, error) {
@@ -221,6 +238,7 @@ func (n *node) openAdmin() error {
 	if n.dispatch != nil {
 		opts.Deliveries = n.dispatch
 		opts.Quarantine = n.dispatch
+		opts.Backlog = n.dispatch
 	}
 	s, err := admin.Listen(n.cfg.Admin.Listen, opts)
 	if err != nil {

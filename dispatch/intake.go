@@ -159,7 +159,7 @@ func (in *Intake) needs(snap *source.Snapshot, payload []byte) int {
 	if payload[envelope.OffFlags]&envelope.FlagQuarantined != 0 {
 		return needPenRow
 	}
-	src := snap.Lookup(name)
+	src := snap.LookupForDelivery(name)
 	if src == nil {
 		unknownSource.Inc()
 		return needNothing

@@ -141,7 +141,9 @@ func (w *rowWriter) addHook(e *envelope.Envelope, sh *shared) error {
 		release() // held in the quarantine pen, not dispatched
 		return w.addPenRow(e)
 	}
-	src := d.o.Sources.Snapshot().Lookup([]byte(e.SourceID))
+	// A source removed while its hook was being committed still gives it
+	// rows, which the scheduler dead-letters (the source is gone).
+	src := d.o.Sources.Snapshot().LookupForDelivery([]byte(e.SourceID))
 	if src != nil && d.in.o.DedupeNode && src.Dedupe != nil && e.DedupeKey != "" && !e.Verification.Flagged {
 		dedupe.AddKey(w.b, e.TenantOrdinal, e.TenantID, e.SourceID, []byte(e.DedupeKey), e.ID, e.Seq, e.ReceivedAt, src.DedupeTTL)
 	}

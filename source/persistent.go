@@ -101,9 +101,19 @@ type Persistent struct {
 	o    PersistentOptions
 	snap atomic.Pointer[Snapshot]
 
-	mu   sync.Mutex
-	busy map[string]chan struct{} // entities with a write in flight
-	subs []func(*Snapshot)
+	mu      sync.Mutex
+	busy    map[string]chan struct{} // entities with a write in flight
+	subs    []func(*Snapshot)
+	retired []retiredSource // oldest first
+}
+
+// RetiredFor is how long a removed source stays in LookupForDelivery: far
+// longer than a hook takes from the edge's lookup to its commit.
+const RetiredFor = 10 * time.Minute
+
+type retiredSource struct {
+	src *Source
+	at  time.Time
 }
 
 // OpenPersistent loads the seeds and every stored record. A record that
@@ -176,9 +186,10 @@ func (p *Persistent) OnPublish(fn func(*Snapshot)) {
 }
 
 // reserve marks entities as being written, waiting for a write in flight
-// on any of them to finish first; release publishes the result of the
-// write (next, unless nil) and frees them.
-func (p *Persistent) reserve(keys ...string) (release func(change func(*Snapshot) *Snapshot)) {
+// on any of them to finish first. release publishes the result of the
+// write (change, unless nil), tells the subscribers, runs after (unless
+// nil) while the entities are still reserved, and frees them.
+func (p *Persistent) reserve(keys ...string) (release func(change func(*Snapshot) *Snapshot, after func())) {
 	sort.Strings(keys)
 	for {
 		p.mu.Lock()
@@ -195,24 +206,20 @@ func (p *Persistent) reserve(keys ...string) (release func(change func(*Snapshot
 				p.busy[k] = ch
 			}
 			p.mu.Unlock()
-			return func(change func(*Snapshot) *Snapshot) { p.release(keys, ch, change) }
+			return func(change func(*Snapshot) *Snapshot, after func()) { p.release(keys, ch, change, after) }
 		}
 		p.mu.Unlock()
 		<-wait
 	}
 }
 
-func (p *Persistent) release(keys []string, ch chan struct{}, change func(*Snapshot) *Snapshot) {
+func (p *Persistent) release(keys []string, ch chan struct{}, change func(*Snapshot) *Snapshot, after func()) {
 	p.mu.Lock()
 	var published *Snapshot
 	if change != nil {
-		published = change(p.snap.Load())
+		published = p.pruneRetired(change(p.snap.Load()))
 		p.snap.Store(published)
 	}
-	for _, k := range keys {
-		delete(p.busy, k)
-	}
-	close(ch)
 	subs := p.subs
 	p.mu.Unlock()
 	if published != nil {
@@ -220,6 +227,26 @@ func (p *Persistent) release(keys []string, ch chan struct{}, change func(*Snaps
 			fn(published)
 		}
 	}
+	if after != nil {
+		after()
+	}
+	p.mu.Lock()
+	for _, k := range keys {
+		delete(p.busy, k)
+	}
+	close(ch)
+	p.mu.Unlock()
+}
+
+// pruneRetired forgets the sources retired more than RetiredFor ago;
+// p.mu is held.
+func (p *Persistent) pruneRetired(s *Snapshot) *Snapshot {
+	now := p.o.Now()
+	for len(p.retired) > 0 && now.Sub(p.retired[0].at) > RetiredFor {
+		s = s.withoutRetired(p.retired[0].src.Name, p.retired[0].src)
+		p.retired = p.retired[1:]
+	}
+	return s
 }
 
 // Error is a write the store refused, with the admin API's error code.

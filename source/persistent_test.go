@@ -262,3 +262,44 @@ func TestSnapshotLookupsDoNotAllocate(t *testing.T) {
 		t.Fatalf("%.1f allocations per lookup", n)
 	}
 }
+
+// A removed source stays findable for delivery a while, so a hook
+// admitted before the removal and committed after it still gets rows.
+func TestRetiredSources(t *testing.T) {
+	m := openMeta(t, t.TempDir())
+	defer m.Close()
+	now := time.Unix(1_800_000_000, 0)
+	p, _, err := OpenPersistent(PersistentOptions{Config: testConfig(t), Backend: MetaBackend{m}, Now: func() time.Time { return now },
+		Context: config.SourceContext{Resolver: "tenantpath", WALType: "disk", DedupeScope: "node"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	put := func(name string) *Source {
+		src, err := p.PutSource(SourceWrite{Tenant: "acme", Create: true, Doc: doc(t, `{"name": "`+name+`", "verify": {"type": "hmac", "secret": "k"}}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return src
+	}
+	old := put("a")
+	if _, err := p.DeleteSource(SourceDelete{Tenant: "acme", Name: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	snap := p.Snapshot()
+	if snap.Lookup([]byte("a")) != nil || snap.LookupForDelivery([]byte("a")) != old {
+		t.Fatal("a removed source is served, or not found for delivery")
+	}
+	again := put("a")
+	if p.Snapshot().LookupForDelivery([]byte("a")) != again {
+		t.Fatal("a re-created source is not the one found for delivery")
+	}
+	put("b")
+	if _, err := p.DeleteSource(SourceDelete{Tenant: "acme", Name: "b"}); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(RetiredFor + time.Second)
+	put("c") // any write prunes
+	if p.Snapshot().LookupForDelivery([]byte("b")) != nil {
+		t.Fatal("a source removed long ago is still found for delivery")
+	}
+}

@@ -76,10 +76,10 @@ func (p *Persistent) PutRoute(w RouteWrite) (*Route, []string, error) {
 	release := p.reserve(keys...)
 	r, err := p.putRouteReserved(w, tok)
 	if err != nil {
-		release(nil)
+		release(nil, nil)
 		return nil, nil, err
 	}
-	release(func(s *Snapshot) *Snapshot { return s.withRoute(r) })
+	release(func(s *Snapshot) *Snapshot { return s.withRoute(r) }, nil)
 	return r, minted, nil
 }
 
@@ -173,10 +173,10 @@ func (p *Persistent) DeleteRoute(w RouteDelete) (*Route, error) {
 		return nil
 	}()
 	if err != nil {
-		release(nil)
+		release(nil, nil)
 		return nil, err
 	}
-	release(func(s *Snapshot) *Snapshot { return s.withoutRoute(w.Tenant, w.ID) })
+	release(func(s *Snapshot) *Snapshot { return s.withoutRoute(w.Tenant, w.ID) }, nil)
 	return old, nil
 }
 

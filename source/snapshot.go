@@ -18,6 +18,7 @@ type Snapshot struct {
 	owned   *iradix.Tree[*Source] // by tenant | 0x00 | name, for listing
 	routes  *iradix.Tree[*Route]  // by tenant | 0x00 | id
 	tokens  *iradix.Tree[*Route]  // by SHA-256 of a token
+	retired *iradix.Tree[*Source] // sources removed lately (LookupForDelivery)
 	guard   routeTable            // the routes with a path, for the route guard
 	dedupe  int                   // sources with a dedupe key
 }
@@ -52,6 +53,7 @@ func emptySnapshot() *Snapshot {
 	return &Snapshot{
 		sources: iradix.New[*Source](), owned: iradix.New[*Source](),
 		routes: iradix.New[*Route](), tokens: iradix.New[*Route](),
+		retired: iradix.New[*Source](),
 	}
 }
 
@@ -65,6 +67,19 @@ func ownedKey(tenant, name string) []byte {
 // Lookup returns the source named name, or nil. It does not allocate.
 func (s *Snapshot) Lookup(name []byte) *Source {
 	src, _ := s.sources.Get(name)
+	return src
+}
+
+// LookupForDelivery is Lookup, or a source removed lately (kept
+// RetiredFor after its removal): a hook the edge admitted before the
+// removal and committed after it still gets its delivery rows, which
+// dispatch then dead-letters (their source is gone) rather than leave
+// the hook with none. It does not allocate.
+func (s *Snapshot) LookupForDelivery(name []byte) *Source {
+	if src, ok := s.sources.Get(name); ok {
+		return src
+	}
+	src, _ := s.retired.Get(name)
 	return src
 }
 
@@ -149,6 +164,7 @@ func (s *Snapshot) withSource(src *Source) *Snapshot {
 		}
 	}
 	n.owned, _, _ = n.owned.Insert(ownedKey(src.TenantID, src.Name), src)
+	n.retired, _, _ = n.retired.Delete([]byte(src.Name))
 	if src.Dedupe != nil {
 		n.dedupe++
 	}
@@ -162,10 +178,21 @@ func (s *Snapshot) withoutSource(name string) *Snapshot {
 	n.sources, old, _ = s.sources.Delete([]byte(name))
 	if old != nil {
 		n.owned, _, _ = n.owned.Delete(ownedKey(old.TenantID, old.Name))
+		n.retired, _, _ = n.retired.Insert([]byte(name), old)
 		if old.Dedupe != nil {
 			n.dedupe--
 		}
 	}
+	return &n
+}
+
+// withoutRetired is s less the retired source name, if it is still src.
+func (s *Snapshot) withoutRetired(name string, src *Source) *Snapshot {
+	if cur, ok := s.retired.Get([]byte(name)); !ok || cur != src {
+		return s
+	}
+	n := *s
+	n.retired, _, _ = s.retired.Delete([]byte(name))
 	return &n
 }
 

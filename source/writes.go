@@ -31,6 +31,10 @@ type SourceWrite struct {
 	// write to the source runs) and the old spec (nil on a create) and the
 	// new one; an error it returns refuses the write, as it is.
 	Check func(old *Source, next *config.Source) error
+	// After, when not nil, is called once the write is published, with the
+	// source still reserved: a write that removed sinks dead-letters their
+	// rows there, before the name can be written again.
+	After func(src *Source)
 }
 
 // SourceDelete removes one source of Tenant.
@@ -39,6 +43,16 @@ type SourceDelete struct {
 	Audit        meta.AuditRow
 	// Check is called as SourceWrite.Check is, with the source.
 	Check func(old *Source) error
+	// After is called as SourceWrite.After is, with the removed source.
+	After func(old *Source)
+}
+
+// afterOf binds an After hook to its source; nil stays nil.
+func afterOf(after func(*Source), src *Source) func() {
+	if after == nil {
+		return nil
+	}
+	return func() { after(src) }
 }
 
 // PutSource creates or updates a source: the document is validated by the
@@ -69,10 +83,10 @@ func (p *Persistent) PutSource(w SourceWrite) (*Source, error) {
 	release := p.reserve("source:" + doc.Name)
 	src, err := p.putSourceReserved(w, doc.Name, spec)
 	if err != nil {
-		release(nil)
+		release(nil, nil)
 		return nil, err
 	}
-	release(func(s *Snapshot) *Snapshot { return s.withSource(src) })
+	release(func(s *Snapshot) *Snapshot { return s.withSource(src) }, afterOf(w.After, src))
 	return src, nil
 }
 
@@ -140,10 +154,13 @@ func (p *Persistent) DeleteSource(w SourceDelete) (*Source, error) {
 		return nil
 	}()
 	if err != nil {
-		release(nil)
+		release(nil, nil)
 		return nil, err
 	}
-	release(func(s *Snapshot) *Snapshot { return s.withoutSource(w.Name) })
+	release(func(s *Snapshot) *Snapshot {
+		p.retired = append(p.retired, retiredSource{src: old, at: p.o.Now()}) // p.mu is held
+		return s.withoutSource(w.Name)
+	}, afterOf(w.After, old))
 	return old, nil
 }
 
