@@ -90,3 +90,54 @@
 //	{"error":"source_gone","message":"..."}                              409, drop it
 //	{"error":"unavailable","message":"..."}                              503, Retry-After: 1
 package admin
+
+// # Sources and routes
+//
+// The source store's sources and routes (Options.Sources, DESIGN.md §2.9),
+// under /v1/tenants/<t>/ with the tenant scopes; a shared source is one of
+// the tenant default (/v1/tenants/default/sources). Every write is one
+// synced record of the store with its audit row (source.create, .update,
+// .delete, .dead_letter; route.create, .update, .delete) and serves from
+// the next request on:
+//
+//	GET    sources[?cursor=C][&limit=N]   200 {"sources":[...],"next_cursor":"..."}, by name
+//	POST   sources                        201 the source; no "name" mints one (src-..., 128 random bits)
+//	GET    sources/<name>                 200 the source
+//	PUT    sources/<name>[?deliveries=dead_letter]     200 the source
+//	DELETE sources/<name>[?deliveries=dead_letter]     200 {"deleted":name,"dead_lettered":n}
+//	GET    routes[?cursor=C][&limit=N]    200 {"routes":[...],"next_cursor":"..."}, by id
+//	POST   routes                         201 the route, with "token" and "url_path" when it minted one
+//	GET    routes/<id>                    200 the route
+//	PUT    routes/<id>                    200 the route
+//	DELETE routes/<id>                    204
+//
+// A source's body is the JSON form of its YAML spec (the same keys, read by
+// the same schema walk and validated by config.ValidateSource, so the
+// messages are check-config's) plus "name"; its tenant is the path's. A
+// secret is the value itself (env: and file: are the config file's), is
+// never shown ("secrets_set" names the secret fields that hold one), and
+// an update that omits it keeps the stored one; a sink given without an id
+// keeps the id of the stored sink at its place when the types match (its
+// pending hooks stay its own). The answer adds the read-only "secrets_set",
+// "from_config", "created_at", "updated_at" and "url_path" (the catch URL
+// path under the node's resolver; "{tenant}" for a shared source under a
+// resolver that takes the tenant from the request).
+//
+// A route is {id, tenant_id, source_id, host, path, token}: a path for the
+// route guard (routes.enabled), a token for the token resolver, or both.
+// "token": "auto" mints one (128 random bits; a token given must be 22 to
+// 63 characters of the name grammar); the answer shows it once, the store
+// keeps its SHA-256. A PUT with a token adds it (two at most, for a
+// rotation); "tokens": [ids] keeps those and revokes the others. Besides
+// the errors above:
+//
+//	{"error":"source_store_read_only"}  409, source_store: static
+//	{"error":"source_from_config"}      409, the source or route is the config file's
+//	{"error":"source_exists"}           409, source names are global
+//	{"error":"route_exists"}            409, token_exists 409
+//	{"error":"invalid_source"}          400, the file's rules and messages
+//	{"error":"invalid_route"}           400, naming the field
+//	{"error":"source_has_deliveries","count":n}  409, undelivered hooks of a removed
+//	                                    source or sink; ?deliveries=dead_letter moves them
+//	                                    to the dead letters first
+//	{"error":"source_store_unavailable"}  503
