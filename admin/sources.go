@@ -233,8 +233,8 @@ func (h *sourceHandlers) remove(w http.ResponseWriter, r *http.Request) {
 	var moved int64
 	_, err := h.writer(w).DeleteSource(source.SourceDelete{
 		Tenant: tenant, Name: r.PathValue("name"), Audit: auditOf(r, "source.delete"),
-		Check:  func(old *source.Source) error { return h.checkBacklog(old, nil, deadLetter) },
-		After:  func(old *source.Source) { moved = h.deadLetter(r, old, nil, deadLetter) },
+		Check: func(old *source.Source) error { return h.checkBacklog(old, nil, deadLetter) },
+		After: func(old *source.Source) { moved = h.deadLetter(r, old, nil, deadLetter) },
 	})
 	if err != nil {
 		h.fail(w, err)
