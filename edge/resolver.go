@@ -140,6 +140,8 @@ func NewResolver(cfg config.RouteResolver) (Resolver, error) {
 func init() {
 	RegisterResolver("path", newPathResolver)
 	RegisterResolver("tenantpath", newTenantPathResolver)
+	RegisterResolver("host", newHostResolver)
+	RegisterResolver("token", newTokenResolver)
 }
 
 // b2s views b as a string without copying; the string is valid only while

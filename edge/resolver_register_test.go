@@ -65,7 +65,7 @@ func TestRegisterResolver(t *testing.T) {
 	if !slices.IsSorted(names) {
 		t.Errorf("Resolvers() = %v, not sorted", names)
 	}
-	for _, want := range []string{"path", "tenantpath", name} {
+	for _, want := range []string{"host", "path", "tenantpath", "token", name} {
 		if !slices.Contains(names, want) {
 			t.Errorf("Resolvers() = %v, missing %q", names, want)
 		}
@@ -123,7 +123,7 @@ func TestRegisterResolverTwicePanics(t *testing.T) {
 	if route, _ := r.Resolve(&fasthttp.RequestHeader{}, nil); route.SourceID != "first" {
 		t.Fatalf("after the refused registration %q builds %q's resolver, want the first", name, route.SourceID)
 	}
-	for _, builtin := range []string{"path", "tenantpath"} {
+	for _, builtin := range []string{"path", "tenantpath", "host", "token"} {
 		v := mustPanic(t, "RegisterResolver("+builtin+")", func() { edge.RegisterResolver(builtin, first) })
 		if msg, _ := v.(string); !strings.HasPrefix(msg, "BUG: ") || !strings.Contains(msg, builtin) {
 			t.Fatalf("re-registering %q panicked with %v, want BUG: naming it", builtin, v)
