@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/ankusa/ankusa/source"
 )
 
 // TestNotFoundIdentical checks DESIGN.md §2.1: every 404 is byte-for-byte
@@ -13,6 +15,16 @@ import (
 func TestNotFoundIdentical(t *testing.T) {
 	path := startNode(t, loadConfig(t, pathConfig))
 	tenant := startNode(t, loadConfig(t, tenantPathConfig))
+	host := startNode(t, loadConfig(t, hostConfig))
+	tokenCfg := loadConfig(t, tokenConfig)
+	store := openPersistent(t, tokenCfg)
+	token := startNode(t, tokenCfg, withStore(store))
+	revoked, tokRevoked := putRoute(t, store, source.RouteWrite{Tenant: "acme", Create: true, SourceID: "acme-stripe", Token: source.TokenAuto})
+	deleteRoute(t, store, "acme", revoked.ID)
+	_, tok := putRoute(t, store, source.RouteWrite{Tenant: "acme", Create: true, SourceID: "acme-stripe", Token: source.TokenAuto})
+	hostReq := func(h string) []byte {
+		return rawReq("POST /webhooks/shared HTTP/1.1", []string{"Host: " + h, "Content-Length: 1"}, "x")
+	}
 	long := "/webhooks/" + strings.Repeat("a", 8000)
 	deep := strings.Repeat("/webhooks", 40) + "/demo"
 	cases := []struct {
@@ -62,6 +74,21 @@ func TestNotFoundIdentical(t *testing.T) {
 		{"tenantpath: tenant of 64 chars", tenant.addr, post("/webhooks/"+strings.Repeat("t", 64)+"/shared", "x")},
 		{"tenantpath: tenant starts with -", tenant.addr, post("/webhooks/-t/shared", "x")},
 		{"tenantpath: empty tenant", tenant.addr, post("/webhooks//shared", "x")},
+		{"host: wrong suffix", host.addr, hostReq("acme.hooks.example.org")},
+		{"host: extra labels", host.addr, hostReq("x.acme.hooks.example.com")},
+		{"host: bad label", host.addr, hostReq("-acme.hooks.example.com")},
+		{"host: upper case", host.addr, hostReq("Acme.hooks.example.com")},
+		{"host: suffix alone", host.addr, hostReq("hooks.example.com")},
+		{"host: missing", host.addr, rawReq("POST /webhooks/shared HTTP/1.0", []string{"Content-Length: 1"}, "x")},
+		{"host: another tenant's source", host.addr, rawReq("POST /webhooks/acme-stripe HTTP/1.1", []string{"Host: globex.hooks.example.com", "Content-Length: 1"}, "x")},
+		{"host: absolute form naming another host", host.addr, rawReq("POST http://globex.hooks.example.com/webhooks/shared HTTP/1.1", []string{"Host: acme.hooks.example.com", "Content-Length: 1"}, "x")},
+		{"token: unknown", token.addr, post("/webhooks/catch/a/"+strings.Repeat("z", 26), "x")},
+		{"token: revoked", token.addr, post("/webhooks/catch/a/"+tokRevoked, "x")},
+		{"token: upper case", token.addr, post("/webhooks/catch/a/"+strings.ToUpper(tok), "x")},
+		{"token: outside the grammar", token.addr, post("/webhooks/catch/a/_"+tok, "x")},
+		{"token: no app id", token.addr, post("/webhooks/catch/"+tok, "x")},
+		{"token: extra segment", token.addr, post("/webhooks/catch/a/"+tok+"/x", "x")},
+		{"token: encoded", token.addr, post("/webhooks/catch/a/%7A"+tok[1:], "x")},
 	}
 	var want []byte
 	for _, tc := range cases {
@@ -81,7 +108,7 @@ func TestNotFoundIdentical(t *testing.T) {
 	if !bytes.HasPrefix(want, []byte("HTTP/1.1 404 Not Found\r\n")) || !bytes.HasSuffix(want, []byte(`{"error":"not_found","message":"no webhook endpoint at this URL"}`)) {
 		t.Errorf("the 404 is %q", want)
 	}
-	for _, n := range []*node{path, tenant} {
+	for _, n := range []*node{path, tenant, host, token} {
 		if got := len(n.stored(t)); got != 0 {
 			t.Errorf("404s committed %d records", got)
 		}

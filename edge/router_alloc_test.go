@@ -9,6 +9,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/ankusa/ankusa/config"
 	"github.com/ankusa/ankusa/edge"
 	"github.com/ankusa/ankusa/envelope"
 	"github.com/ankusa/ankusa/source"
@@ -56,6 +57,12 @@ func pathRouter(t testing.TB, w edge.Committer) *edge.Router {
 func configRouter(t testing.TB, yaml string, w edge.Committer) *edge.Router {
 	t.Helper()
 	cfg := loadConfig(t, yaml)
+	return storeRouter(t, cfg, source.NewStatic(cfg), w)
+}
+
+// storeRouter is a router of cfg serving from store in front of w.
+func storeRouter(t testing.TB, cfg *config.Config, store source.Store, w edge.Committer) *edge.Router {
+	t.Helper()
 	res, err := edge.NewResolver(cfg.RouteResolver)
 	if err != nil {
 		t.Fatal(err)
@@ -64,7 +71,7 @@ func configRouter(t testing.TB, yaml string, w edge.Committer) *edge.Router {
 	// caps are on the path too.
 	return edge.NewRouter(edge.Options{
 		Resolver:      res,
-		Sources:       source.NewStatic(cfg),
+		Sources:       store,
 		WAL:           w,
 		Limits:        cfg.Limits,
 		RoutesEnabled: cfg.Routes.Enabled,
@@ -87,11 +94,22 @@ type pathCtx struct {
 
 func newPathCtx(t testing.TB, r *edge.Router, bodyLen int) *pathCtx {
 	t.Helper()
+	return newTargetCtx(t, r, "", bodyLen)
+}
+
+// newTargetCtx is newPathCtx posting to target ("": /webhooks/demo) on the
+// host "hooks.example.com".
+func newTargetCtx(t testing.TB, r *edge.Router, target string, bodyLen int) *pathCtx {
+	t.Helper()
 	p := &pathCtx{
 		router: r,
 		body:   bytes.Repeat([]byte(`{"k":"v"}`), bodyLen/9+1)[:bodyLen],
 	}
-	fasthttpHeader(t, &p.ctx.Request.Header, fmt.Appendf(nil, routerPathHeader, bodyLen))
+	head := routerPathHeader
+	if target != "" {
+		head = strings.Replace(head, "/webhooks/demo", target, 1)
+	}
+	fasthttpHeader(t, &p.ctx.Request.Header, fmt.Appendf(nil, head, bodyLen))
 	return p
 }
 
@@ -120,15 +138,31 @@ func TestRouterPathZeroAllocs(t *testing.T) {
 		cfg    string
 		stream bool
 		params int // route parameters stored
+		tenant string
+		// setup, when set, serves from its store and posts to its target
+		// (default: the config's static store, /webhooks/demo).
+		setup func(testing.TB, *config.Config) (source.Store, string)
 	}{
-		{"stream", pathConfig, true, 0},
-		{"buffered", pathConfig, false, 0},
-		{"route guard", routedConfig, true, 1},
+		{"stream", pathConfig, true, 0, "default", nil},
+		{"buffered", pathConfig, false, 0, "default", nil},
+		{"route guard", routedConfig, true, 1, "default", nil},
+		{"host resolver", hostAllocConfig, true, 0, "hooks", nil},
+		{"token resolver", tokenAllocConfig, true, 1, "acme", func(t testing.TB, cfg *config.Config) (source.Store, string) {
+			p := openPersistent(t, cfg)
+			_, tok := putRoute(t, p, source.RouteWrite{Tenant: "acme", Create: true, SourceID: "demo", Token: source.TokenAuto})
+			return p, "/webhooks/catch/a1/" + tok
+		}},
 	} {
 		stream := tc.stream
 		t.Run(tc.name, func(t *testing.T) {
 			w := &instantWAL{}
-			p := newPathCtx(t, configRouter(t, tc.cfg, w), 1500)
+			cfg := loadConfig(t, tc.cfg)
+			var store source.Store = source.NewStatic(cfg)
+			target := ""
+			if tc.setup != nil {
+				store, target = tc.setup(t, cfg)
+			}
+			p := newTargetCtx(t, storeRouter(t, cfg, store, w), target, 1500)
 			var got envelope.Envelope
 			w.inspect = func(r *wal.Request) {
 				if _, err := envelope.Decode(r.Buf[wal.FrameHeaderSize:], &got); err != nil {
@@ -139,9 +173,9 @@ func TestRouterPathZeroAllocs(t *testing.T) {
 				t.Fatalf("status %d, want 201: %s", st, p.ctx.Response.Body())
 			}
 			w.inspect = nil
-			if got.TenantID != "default" || got.SourceID != "demo" || !bytes.Equal(got.Body, p.body) {
-				t.Fatalf("stored tenant %q source %q body %d bytes, want default, demo and the %d bytes sent",
-					got.TenantID, got.SourceID, len(got.Body), len(p.body))
+			if got.TenantID != tc.tenant || got.SourceID != "demo" || !bytes.Equal(got.Body, p.body) {
+				t.Fatalf("stored tenant %q source %q body %d bytes, want %s, demo and the %d bytes sent",
+					got.TenantID, got.SourceID, len(got.Body), tc.tenant, len(p.body))
 			}
 			if len(got.RouteParams) != tc.params {
 				t.Fatalf("stored route params %v, want %d", got.RouteParams, tc.params)
@@ -176,6 +210,24 @@ const routedConfig = pathConfig + `routes:
   enabled: true
   table:
     - {id: any, path: "/webhooks/:s"}
+`
+
+// hostAllocConfig serves demo through the host resolver: the request's
+// host, hooks.example.com, names the tenant "hooks".
+const hostAllocConfig = `node: {name: test}
+` + limitsYAML + `route_resolver: {type: host, suffix: example.com, prefix: [webhooks]}
+rate_limits: {default: {rate: 1e9, burst: 1e9}}
+sources:
+  demo: {verify: {type: none}, trust_url_tenant: true}
+`
+
+// tokenAllocConfig serves demo through the token resolver.
+const tokenAllocConfig = `node: {name: test}
+` + limitsYAML + `route_resolver: {type: token, path: "/webhooks/catch/:app_id/:token"}
+rate_limits: {default: {rate: 1e9, burst: 1e9}}
+source_store: {type: persistent}
+sources:
+  demo: {verify: {type: none}, trust_url_tenant: true}
 `
 
 // TestRouterRefusalZeroAllocs proves the refusals decided from the header
@@ -225,4 +277,49 @@ func hasHeader(hs []envelope.Header, name, value string) bool {
 		}
 	}
 	return false
+}
+
+// TestResolverRefusalZeroAllocs: the host and token resolvers' 404s cost
+// no garbage either, a revoked or unknown token's digest and lookup
+// included.
+func TestResolverRefusalZeroAllocs(t *testing.T) {
+	hostCfg := loadConfig(t, hostAllocConfig)
+	hostRouter := storeRouter(t, hostCfg, source.NewStatic(hostCfg), &instantWAL{})
+	tokenCfg := loadConfig(t, tokenAllocConfig)
+	p := openPersistent(t, tokenCfg)
+	r, revoked := putRoute(t, p, source.RouteWrite{Tenant: "acme", Create: true, SourceID: "demo", Token: source.TokenAuto})
+	deleteRoute(t, p, "acme", r.ID)
+	tokenRouter := storeRouter(t, tokenCfg, p, &instantWAL{})
+	for _, tc := range []struct {
+		name   string
+		router *edge.Router
+		head   string
+	}{
+		{"host: wrong suffix", hostRouter, "POST /webhooks/demo HTTP/1.1\r\nHost: a.example.org\r\nContent-Length: 5\r\n\r\n"},
+		{"host: extra labels", hostRouter, "POST /webhooks/demo HTTP/1.1\r\nHost: a.b.example.com\r\nContent-Length: 5\r\n\r\n"},
+		{"host: upper case", hostRouter, "POST /webhooks/demo HTTP/1.1\r\nHost: A.example.com\r\nContent-Length: 5\r\n\r\n"},
+		{"token: unknown", tokenRouter, "POST /webhooks/catch/a/" + strings.Repeat("q", 26) + " HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\n"},
+		{"token: revoked", tokenRouter, "POST /webhooks/catch/a/" + revoked + " HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\n"},
+		{"token: bad shape", tokenRouter, "POST /webhooks/catch/" + revoked + " HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var ctx fasthttp.RequestCtx
+			fasthttpHeader(t, &ctx.Request.Header, []byte(tc.head))
+			serve := func() int {
+				ctx.Response.Reset()
+				tc.router.HeaderReceived(&ctx.Request.Header)
+				tc.router.Handle(&ctx)
+				return ctx.Response.StatusCode()
+			}
+			if st := serve(); st != 404 {
+				t.Fatalf("status %d, want 404: %s", st, ctx.Response.Body())
+			}
+			if raceEnabled {
+				return // as in TestRouterRefusalZeroAllocs
+			}
+			if allocs := testing.AllocsPerRun(1000, func() { serve() }); allocs != 0 {
+				t.Errorf("%s allocates %.2f times per request, want 0", tc.name, allocs)
+			}
+		})
+	}
 }
