@@ -56,6 +56,10 @@ type Route struct {
 	SourceID string
 	TenantID string // empty: the source decides
 	Params   Params
+	// Via is the route of the snapshot the resolver found the request by
+	// (the token resolver's), if any: with routes.enabled it is the route
+	// that admitted the request, as a route matched by path would be.
+	Via *source.Route
 }
 
 // Resolver maps a request to a route. Resolve is URL-scheme work only: a pure

@@ -86,3 +86,18 @@ func TestHostResolverServes(t *testing.T) {
 		t.Fatalf("missing Host: %s, want the 404", r)
 	}
 }
+
+// TestTokenRoutesAreGuardRoutes: with routes.enabled, a token's route is
+// the route that admitted its request, as a route matched by path would
+// be; a request no route admits is still the 404.
+func TestTokenRoutesAreGuardRoutes(t *testing.T) {
+	cfg := loadConfig(t, strings.Replace(tokenConfig, "source_store:", "routes: {enabled: true}\nsource_store:", 1))
+	p := openPersistent(t, cfg)
+	n := startNode(t, cfg, withStore(p))
+	url := func(tok string) string { return "/webhooks/catch/app-7/" + tok }
+	_, tok := putRoute(t, p, source.RouteWrite{Tenant: "acme", Create: true, SourceID: "shared", Token: source.TokenAuto})
+	n.wantStored(t, "a token route under routes.enabled", postHook(t, n.addr, "", url(tok)), "acme", "shared")
+	_, own := putRoute(t, p, source.RouteWrite{Tenant: "acme", Create: true, SourceID: "acme-stripe", Token: source.TokenAuto})
+	n.wantStored(t, "acme's own source through its token", postHook(t, n.addr, "", url(own)), "acme", "acme-stripe")
+	wantNotFound(t, "an unknown token under routes.enabled", postHook(t, n.addr, "", url(strings.Repeat("c", 26))))
+}

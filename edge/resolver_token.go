@@ -91,7 +91,7 @@ func (r *tokenResolver) Resolve(h *fasthttp.RequestHeader, snap *source.Snapshot
 	if rt == nil || rt.SourceID == "" {
 		return Route{}, false
 	}
-	route.SourceID = rt.SourceID
+	route.SourceID, route.Via = rt.SourceID, rt
 	if !rt.Shared() {
 		route.TenantID = rt.TenantID
 	}

@@ -170,16 +170,17 @@ func (r *Router) check(h *fasthttp.RequestHeader, a *admitted, headersChecked bo
 		return vMethod
 	}
 	snap := r.o.Sources.Snapshot()
-	// 1. route guard
+	// 1. route guard: a route of the table matches host and path, or the
+	// resolver found the request's route itself (a token's)
 	var guardParams Params
-	guard, ok := r.routeGuard(h, snap, &guardParams)
-	if !ok {
-		return vNotFound
-	}
+	guard, guarded := r.routeGuard(h, snap, &guardParams)
 	// 2. resolver (a registered one may be any code: its names are held to
 	// the same rule as the shipped ones', since they end up in keys and paths)
 	route, ok := r.o.Resolver.Resolve(h, snap)
-	if !ok || route.TenantID != "" && !config.ValidName(s2b(route.TenantID)) {
+	if !guarded && ok && route.Via != nil {
+		guard, guarded = route.Via, true
+	}
+	if !guarded || !ok || route.TenantID != "" && !config.ValidName(s2b(route.TenantID)) {
 		return vNotFound
 	}
 	for i := 0; i < guardParams.Len(); i++ {
