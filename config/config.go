@@ -72,14 +72,19 @@ type Limits struct {
 	IdleTimeout        Duration `yaml:"idle_timeout"`
 }
 
-// RouteResolver selects the catch-URL scheme.
+// RouteResolver selects the catch-URL scheme. Which keys a resolver takes
+// (ResolverTakes): prefix for path, tenantpath, host and registered
+// resolvers; path for token only; suffix for host only; options for
+// registered resolvers only. Any other key given is refused, naming it.
 type RouteResolver struct {
 	Type   string   `yaml:"type"`
 	Prefix []string `yaml:"prefix"`
-	// Path is the token resolver's pattern (/webhooks/catch/:token).
+	// Path is the token resolver's URL pattern: literal segments and
+	// :params, exactly one of them :token ("/webhooks/catch/:token",
+	// "/webhooks/catch/:app_id/:token").
 	Path string `yaml:"path"`
-	// Suffix is the host resolver's domain: the tenant is the first label
-	// of a Host that ends in it.
+	// Suffix is the host resolver's domain: a request's Host must be
+	// <tenant>.<suffix> ("hooks.example.com").
 	Suffix string `yaml:"suffix"`
 	// Options are passed to a registered resolver's constructor.
 	Options map[string]string `yaml:"options"`

@@ -78,9 +78,10 @@ func (l *Limits) applyDefaults() {
 // and what bounds tenants.
 func (c *Config) applyRoutingDefaults() {
 	setString(&c.RouteResolver.Type, "path")
-	// The built-in resolvers default to /webhooks; a registered one keeps
-	// its own default when the config names no prefix.
-	if c.RouteResolver.Prefix == nil && builtinResolver(c.RouteResolver.Type) {
+	// The built-in resolvers that take a prefix default to /webhooks; a
+	// registered one keeps its own default when the config names no
+	// prefix, and token takes none (its path says everything).
+	if c.RouteResolver.Prefix == nil && builtinResolver(c.RouteResolver.Type) && ResolverTakes(c.RouteResolver.Type).Prefix {
 		c.RouteResolver.Prefix = []string{"webhooks"}
 	}
 	for i := range c.Routes.Table {

@@ -108,27 +108,6 @@ func validateLimits(p *Problems, c *Config) {
 	}
 }
 
-// builtinResolver reports whether name is one of the resolvers config
-// itself knows.
-func builtinResolver(name string) bool { return name == "path" || name == "tenantpath" }
-
-func validateResolver(p *Problems, r RouteResolver, opts ValidateOptions) {
-	switch {
-	case builtinResolver(r.Type):
-	case opts.ResolverKnown != nil && opts.ResolverKnown(r.Type):
-	default:
-		p.add("route_resolver.type: unknown resolver %q (path, tenantpath, or a registered one)", r.Type)
-	}
-	if builtinResolver(r.Type) && len(r.Options) > 0 {
-		p.add("route_resolver.options: resolver %q takes no options (only prefix)", r.Type)
-	}
-	for i, seg := range r.Prefix {
-		if seg == "" || !validSegment(seg) {
-			p.add("route_resolver.prefix[%d]: %q is not a plain path segment", i, seg)
-		}
-	}
-}
-
 func validateRateLimits(p *Problems, c *Config) {
 	rl := c.RateLimits
 	if rt := c.RouteResolver.Type; rt != "path" && !rl.Default.Finite() {

@@ -17,8 +17,16 @@
 //     admit; steps 11-14 in ingest: the body read within its bound straight
 //     into a pooled WAL record, the signature and on_verify_failure
 //     (quarantine pen, flag), dedupe, and the commit through Committer.
-//   - The resolvers (path, tenantpath) and their registry
-//     (RegisterResolver, NewResolver), Route and Params.
+//   - The resolvers and their registry (RegisterResolver, NewResolver),
+//     Route and Params: path (POST /<prefix>/:source_id, the source's
+//     tenant), tenantpath (POST /<prefix>/:tenant_id/:source_id), host
+//     (the tenant from the first label of Host before
+//     route_resolver.suffix, the source from the path; lower-case hosts
+//     only) and token (route_resolver.path with one :token, looked up in
+//     the snapshot's route table; the route names source and tenant, a
+//     route of the shared tenant leaves the tenant to the source).
+//     Every resolver is handed the snapshot the request is served from
+//     and does no I/O; every refusal is the one 404.
 //   - Its answers: every status code, error body, Retry-After and
 //     Connection: close (responses.go), and the ankusa_edge_* metrics.
 //

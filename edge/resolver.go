@@ -9,6 +9,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/ankusa/ankusa/config"
+	"github.com/ankusa/ankusa/source"
 )
 
 // MaxParams bounds the route parameters of a request (the route guard's
@@ -62,9 +63,20 @@ type Route struct {
 // so the edge can run it in fasthttp's HeaderReceived hook and answer 404 or
 // 413 before any body byte is read. Resolvers parse the raw request URI and
 // must answer false to dot segments, encoded slashes and empty segments.
+//
+// snap is the snapshot of sources and routes the router serves this
+// request from, loaded once per request: a resolver may read it (the token
+// resolver looks its token up in it) but must not keep it past the call,
+// and gets the same view the source lookup that follows sees. It is never
+// nil. A resolver must be safe for concurrent use.
 type Resolver interface {
-	Resolve(h *fasthttp.RequestHeader) (Route, bool)
+	Resolve(h *fasthttp.RequestHeader, snap *source.Snapshot) (Route, bool)
 }
+
+// Snapshot is the view of sources and routes a Resolver is handed: the
+// source store's snapshot, named here so that a program implementing its
+// own resolver needs nothing but edge (and config) to do so.
+type Snapshot = source.Snapshot
 
 // ResolverFactory builds a resolver from the route_resolver config section.
 type ResolverFactory func(cfg config.RouteResolver) (Resolver, error)
@@ -128,6 +140,8 @@ func NewResolver(cfg config.RouteResolver) (Resolver, error) {
 func init() {
 	RegisterResolver("path", newPathResolver)
 	RegisterResolver("tenantpath", newTenantPathResolver)
+	RegisterResolver("host", newHostResolver)
+	RegisterResolver("token", newTokenResolver)
 }
 
 // b2s views b as a string without copying; the string is valid only while

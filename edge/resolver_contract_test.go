@@ -17,7 +17,7 @@ import (
 // much, as third-party code may.
 type headerTenantResolver struct{}
 
-func (headerTenantResolver) Resolve(h *fasthttp.RequestHeader) (edge.Route, bool) {
+func (headerTenantResolver) Resolve(h *fasthttp.RequestHeader, _ *edge.Snapshot) (edge.Route, bool) {
 	var segs edge.Segments
 	if !edge.SplitPath(h.RequestURI(), &segs) || segs.Len() == 0 {
 		return edge.Route{}, false
@@ -28,11 +28,11 @@ func (headerTenantResolver) Resolve(h *fasthttp.RequestHeader) (edge.Route, bool
 // panicResolver panics on a marked request, as broken third-party code may.
 type panicResolver struct{ headerTenantResolver }
 
-func (p panicResolver) Resolve(h *fasthttp.RequestHeader) (edge.Route, bool) {
+func (p panicResolver) Resolve(h *fasthttp.RequestHeader, _ *edge.Snapshot) (edge.Route, bool) {
 	if len(h.Peek("X-Boom")) > 0 {
 		panic("resolver bug")
 	}
-	return p.headerTenantResolver.Resolve(h)
+	return p.headerTenantResolver.Resolve(h, nil)
 }
 
 func init() {

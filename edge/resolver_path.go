@@ -4,6 +4,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/ankusa/ankusa/config"
+	"github.com/ankusa/ankusa/source"
 )
 
 // pathResolver resolves POST /<prefix...>/:source_id. It leaves the tenant
@@ -14,7 +15,7 @@ func newPathResolver(cfg config.RouteResolver) (Resolver, error) {
 	return pathResolver{prefix: cfg.Prefix}, nil
 }
 
-func (r pathResolver) Resolve(h *fasthttp.RequestHeader) (Route, bool) {
+func (r pathResolver) Resolve(h *fasthttp.RequestHeader, _ *source.Snapshot) (Route, bool) {
 	var segs Segments
 	if !SplitPath(h.RequestURI(), &segs) || segs.n != len(r.prefix)+1 || !matchPrefix(&segs, r.prefix) {
 		return Route{}, false

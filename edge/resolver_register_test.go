@@ -31,7 +31,7 @@ type fixedResolver struct {
 	cfg    config.RouteResolver
 }
 
-func (r *fixedResolver) Resolve(*fasthttp.RequestHeader) (edge.Route, bool) {
+func (r *fixedResolver) Resolve(*fasthttp.RequestHeader, *edge.Snapshot) (edge.Route, bool) {
 	return edge.Route{SourceID: r.source}, true
 }
 
@@ -65,7 +65,7 @@ func TestRegisterResolver(t *testing.T) {
 	if !slices.IsSorted(names) {
 		t.Errorf("Resolvers() = %v, not sorted", names)
 	}
-	for _, want := range []string{"path", "tenantpath", name} {
+	for _, want := range []string{"host", "path", "tenantpath", "token", name} {
 		if !slices.Contains(names, want) {
 			t.Errorf("Resolvers() = %v, missing %q", names, want)
 		}
@@ -88,7 +88,7 @@ func TestRegisterResolver(t *testing.T) {
 	if fr.cfg.Type != name || !slices.Equal(fr.cfg.Prefix, cfg.Prefix) || fr.cfg.Options["k"] != "v" {
 		t.Fatalf("the factory got %+v, want %+v", fr.cfg, cfg)
 	}
-	if route, ok := r.Resolve(&fasthttp.RequestHeader{}); !ok || route.SourceID != "demo" {
+	if route, ok := r.Resolve(&fasthttp.RequestHeader{}, nil); !ok || route.SourceID != "demo" {
 		t.Fatalf("the built resolver answers %+v %v", route, ok)
 	}
 	if _, err := edge.NewResolver(cfg); err != nil || built != 2 {
@@ -120,10 +120,10 @@ func TestRegisterResolverTwicePanics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if route, _ := r.Resolve(&fasthttp.RequestHeader{}); route.SourceID != "first" {
+	if route, _ := r.Resolve(&fasthttp.RequestHeader{}, nil); route.SourceID != "first" {
 		t.Fatalf("after the refused registration %q builds %q's resolver, want the first", name, route.SourceID)
 	}
-	for _, builtin := range []string{"path", "tenantpath"} {
+	for _, builtin := range []string{"path", "tenantpath", "host", "token"} {
 		v := mustPanic(t, "RegisterResolver("+builtin+")", func() { edge.RegisterResolver(builtin, first) })
 		if msg, _ := v.(string); !strings.HasPrefix(msg, "BUG: ") || !strings.Contains(msg, builtin) {
 			t.Fatalf("re-registering %q panicked with %v, want BUG: naming it", builtin, v)
@@ -203,7 +203,7 @@ func TestRegistryConcurrent(t *testing.T) {
 				_ = edge.ResolverKnown(name)
 				_ = edge.Resolvers()
 				if r, err := edge.NewResolver(config.RouteResolver{Type: name}); err == nil {
-					if route, _ := r.Resolve(&fasthttp.RequestHeader{}); route.SourceID != name {
+					if route, _ := r.Resolve(&fasthttp.RequestHeader{}, nil); route.SourceID != name {
 						t.Errorf("%s built a resolver for %q", name, route.SourceID)
 					}
 				}

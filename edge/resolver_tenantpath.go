@@ -4,6 +4,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/ankusa/ankusa/config"
+	"github.com/ankusa/ankusa/source"
 )
 
 // tenantPathResolver resolves POST /<prefix...>/:tenant_id/:source_id. The
@@ -15,7 +16,7 @@ func newTenantPathResolver(cfg config.RouteResolver) (Resolver, error) {
 	return tenantPathResolver{prefix: cfg.Prefix}, nil
 }
 
-func (r tenantPathResolver) Resolve(h *fasthttp.RequestHeader) (Route, bool) {
+func (r tenantPathResolver) Resolve(h *fasthttp.RequestHeader, _ *source.Snapshot) (Route, bool) {
 	var segs Segments
 	if !SplitPath(h.RequestURI(), &segs) || segs.n != len(r.prefix)+2 || !matchPrefix(&segs, r.prefix) {
 		return Route{}, false

@@ -178,7 +178,7 @@ func (r *Router) check(h *fasthttp.RequestHeader, a *admitted, headersChecked bo
 	}
 	// 2. resolver (a registered one may be any code: its names are held to
 	// the same rule as the shipped ones', since they end up in keys and paths)
-	route, ok := r.o.Resolver.Resolve(h)
+	route, ok := r.o.Resolver.Resolve(h, snap)
 	if !ok || route.TenantID != "" && !config.ValidName(s2b(route.TenantID)) {
 		return vNotFound
 	}

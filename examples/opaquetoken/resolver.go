@@ -43,11 +43,14 @@ func newResolver(cfg config.RouteResolver) (edge.Resolver, error) {
 }
 
 // Resolve is a pure function of the request line: no I/O, no allocation.
+// It keeps its own token table, so it does not read the snapshot (the
+// built-in token resolver, route_resolver.type: token, reads its tokens
+// from the snapshot, minted through the admin API).
 // The route's strings are the table's own (source, tenant) or views into the
 // header (app id), valid while the request is handled, as edge.Route says.
 // Dot segments, any percent-encoding, empty segments (edge.SplitPath), a
 // malformed app id and an unknown token all answer false: the same 404.
-func (r *resolver) Resolve(h *fasthttp.RequestHeader) (edge.Route, bool) {
+func (r *resolver) Resolve(h *fasthttp.RequestHeader, _ *edge.Snapshot) (edge.Route, bool) {
 	var segs edge.Segments
 	n := len(r.prefix)
 	if !edge.SplitPath(h.RequestURI(), &segs) || segs.Len() != n+2 || !segs.HasPrefix(r.prefix) {
