@@ -6,7 +6,6 @@ package main
 // records what dispatch delivered.
 
 import (
-	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -289,16 +288,6 @@ func waitFor(within time.Duration, cond func() bool) bool {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return true
-}
-
-// compactJSON is s compacted, for comparing bodies by value.
-func compactJSON(t *testing.T, b []byte) string {
-	t.Helper()
-	var out bytes.Buffer
-	if err := json.Compact(&out, b); err != nil {
-		t.Fatalf("%v in %s", err, b)
-	}
-	return out.String()
 }
 
 // writeFile writes text to path, mode 0644.
