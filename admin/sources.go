@@ -273,7 +273,10 @@ func (h *sourceHandlers) deadLetter(r *http.Request, old *source.Source, sinks [
 		return 0
 	}
 	audit := auditOf(r, "source.dead_letter")
-	audit.Tenant, audit.Entity = old.TenantID, "source/"+old.Name
+	audit.At, audit.Tenant, audit.Entity, audit.Outcome = time.Now().UTC(), old.TenantID, "source/"+old.Name, "ok"
+	if sinks != nil {
+		audit.Detail = fmt.Sprintf("sinks %v", sinks)
+	}
 	n, err := h.backlog.DeadLetterSource(old.Name, sinks, audit)
 	if err != nil {
 		h.log.Warn("cannot dead-letter every undelivered hook of a removed source; dispatch dead-letters the rest as it reaches them",
@@ -322,6 +325,10 @@ func queryOnly(w http.ResponseWriter, r *http.Request, allowed ...string) (deadL
 func (h *sourceHandlers) readDoc(w http.ResponseWriter, r *http.Request) (config.SourceDoc, bool) {
 	body, ok := readBody(w, r, h.maxBody)
 	if !ok {
+		return config.SourceDoc{}, false
+	}
+	if !json.Valid(body) {
+		writeError(w, http.StatusBadRequest, codeInvalidSource, "body: not a JSON document (a source is the JSON form of its YAML spec)")
 		return config.SourceDoc{}, false
 	}
 	doc, probs := config.ParseSourceDoc(body)

@@ -2,6 +2,7 @@ package admin
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -32,6 +33,9 @@ func (f *fakeBacklog) SourceBacklog(src string, sinks []string) (int64, error) {
 func (f *fakeBacklog) DeadLetterSource(src string, sinks []string, audit meta.AuditRow) (int64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if audit.Action == "" || audit.At.IsZero() || audit.Principal == "" {
+		return 0, fmt.Errorf("an audit row without its action, time or principal: %+v", audit) // as dispatch refuses it
+	}
 	n := f.counts[src]
 	delete(f.counts, src)
 	f.moved = append(f.moved, audit)

@@ -199,6 +199,16 @@ func validateSourceStore(p *Problems, s SourceStore) {
 	default:
 		p.add("source_store.type: %q must be static, persistent or redis", s.Type)
 	}
+	if s.Type != "redis" {
+		for _, k := range []struct {
+			key string
+			set bool
+		}{{"url", s.URL != ""}, {"namespace", s.Namespace != ""}, {"tick_ms", s.TickMs != 0}} {
+			if k.set {
+				p.add("source_store.%s: only the redis store takes it (source_store.type is %q)", k.key, s.Type)
+			}
+		}
+	}
 }
 
 // validateShared checks what a fleet shares through Redis: dedupe keys
