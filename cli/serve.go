@@ -50,6 +50,9 @@ func serve(args []string) int {
 		return exitConfig
 	}
 	defer log.Sync()
+	for _, w := range config.Warnings(cfg) {
+		log.Warn("config: " + w)
+	}
 	n, err := start(cfg, *recovery, log)
 	if err != nil {
 		log.Error("cannot start", zap.Error(err))
