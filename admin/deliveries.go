@@ -54,7 +54,7 @@ func registerDeliveries(mux *http.ServeMux, auth *Auth, d Deliveries, log *zap.L
 	route("POST /v1/tenants/{tenant}/deliveries/drop", h.dropAll)
 	route("POST /v1/tenants/{tenant}/deliveries/{event_id}/{sink}/retry", h.retryOne)
 	route("DELETE /v1/tenants/{tenant}/deliveries/{event_id}/{sink}", h.dropOne)
-	route("GET /v1/tenants/{tenant}/hooks/{id}/attempts", h.attempts)
+	route("GET /v1/tenants/{tenant}/hooks/{event_id}/attempts", h.attempts)
 }
 
 // deliveryHandlers serves the deliveries endpoints from d; it logs to log
@@ -142,7 +142,7 @@ func (h *deliveryHandlers) attempts(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	id, err := envelope.ParseID([]byte(r.PathValue("id")))
+	id, err := envelope.ParseID([]byte(r.PathValue("event_id")))
 	if err != nil {
 		writeNotFound(w)
 		return

@@ -55,6 +55,8 @@ type Options struct {
 	Logger *zap.Logger
 	// Now stamps the audit rows; nil: time.Now.
 	Now func() time.Time
+	// Listener bounds the admin listener (Listen only).
+	Listener ListenerOptions
 }
 
 // Validate reports what is wrong with o (the tokens, see ValidateTokens).
@@ -67,6 +69,11 @@ func Register(mux *http.ServeMux, o Options) error {
 	if err != nil {
 		return err
 	}
+	return register(mux, auth, o)
+}
+
+// register adds the /v1 routes, behind auth's guards.
+func register(mux *http.ServeMux, auth *Auth, o Options) error {
 	if o.Quarantine != nil && (o.Hooks == nil || o.Sources == nil) {
 		return errors.New("BUG: admin: the quarantine routes without Options.Hooks and Options.Sources (a release verifies the hook again)")
 	}
@@ -75,7 +82,7 @@ func Register(mux *http.ServeMux, o Options) error {
 		log = zap.NewNop()
 	}
 	if o.Hooks != nil {
-		mux.Handle("GET /v1/tenants/{tenant}/hooks/{id}", auth.TenantGuard(&hookHandler{fetch: o.Hooks, log: log}))
+		mux.Handle("GET /v1/tenants/{tenant}/hooks/{event_id}", auth.TenantGuard(&hookHandler{fetch: o.Hooks, log: log}))
 	}
 	if o.Deliveries != nil {
 		registerDeliveries(mux, auth, o.Deliveries, log)
@@ -90,7 +97,7 @@ func Register(mux *http.ServeMux, o Options) error {
 	return nil
 }
 
-// hookHandler serves GET /v1/tenants/{tenant}/hooks/{id}: the hook's JSON
+// hookHandler serves GET /v1/tenants/{tenant}/hooks/{event_id}: the hook's JSON
 // form (package envelope) and a newline.
 type hookHandler struct {
 	fetch HookFetcher
@@ -102,7 +109,7 @@ type hookHandler struct {
 const notFoundHook = "no hook with this id"
 
 func (h *hookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	tenant, text := r.PathValue("tenant"), r.PathValue("id")
+	tenant, text := r.PathValue("tenant"), r.PathValue("event_id")
 	id, err := envelope.ParseID([]byte(text))
 	if err != nil || !config.ValidName([]byte(tenant)) {
 		writeError(w, http.StatusNotFound, codeNotFound, notFoundHook)

@@ -174,7 +174,11 @@ func (n *node) openDispatch(in *dispatch.Intake) error {
 // they are: the admin API holds the policy of its routes (a release's
 // verification, the audit rows), the stages the rows.
 func (n *node) openAdmin() error {
-	opts := admin.Options{Tokens: n.cfg.Admin.Tokens, Sources: n.sources, Logger: n.log}
+	a := n.cfg.Admin
+	opts := admin.Options{Tokens: a.Tokens, Sources: n.sources, Logger: n.log, Listener: admin.ListenerOptions{
+		ReadTimeout: a.ReadTimeout.D(), ReadHeaderTimeout: a.ReadHeaderTimeout.D(), WriteTimeout: a.WriteTimeout.D(),
+		IdleTimeout: a.IdleTimeout.D(), MaxConnections: a.MaxConnections, MaxBodyBytes: int64(a.MaxBodyBytes),
+	}}
 	if n.wal != nil {
 		opts.Health = n.wal
 	}
@@ -185,7 +189,7 @@ func (n *node) openAdmin() error {
 		opts.Deliveries = n.dispatch
 		opts.Quarantine = n.dispatch
 	}
-	s, err := admin.Listen(n.cfg.Admin.Listen, opts)
+	s, err := admin.Listen(a.Listen, opts)
 	if err != nil {
 		return err
 	}
