@@ -10,6 +10,7 @@ import (
 	"github.com/ankusa/ankusa/config"
 	"github.com/ankusa/ankusa/dispatch"
 	"github.com/ankusa/ankusa/envelope"
+	"github.com/ankusa/ankusa/meta"
 	"github.com/ankusa/ankusa/segment"
 	"github.com/ankusa/ankusa/source"
 )
@@ -30,6 +31,12 @@ var (
 	_ HookFetcher = (*segment.Store)(nil)
 	_ Deliveries  = (*dispatch.Dispatcher)(nil)
 	_ Quarantine  = (*dispatch.Dispatcher)(nil)
+	// *tenant.Policy is a RateLimits; cli holds that (admin does not
+	// import tenant).
+	_ TenantDirectory = (*meta.Store)(nil)
+	_ TenantCounter   = (*dispatch.Dispatcher)(nil)
+	_ OverrideStore   = (*meta.Store)(nil)
+	_ AuditLog        = (*meta.Store)(nil)
 )
 
 // Options is what Register needs.
@@ -55,6 +62,19 @@ type Options struct {
 	Logger *zap.Logger
 	// Now stamps the audit rows; nil: time.Now.
 	Now func() time.Time
+	// Tenants serves GET /v1/tenants and /v1/tenants/{tenant} (the meta
+	// store); nil leaves them out.
+	Tenants TenantDirectory
+	// Counts gives each tenant's committed hooks and bytes (the
+	// dispatcher's live counts); nil: they are null.
+	Counts TenantCounter
+	// Limits and Overrides serve the rate_limit routes (the policy the
+	// router reads, the meta store that keeps overrides with their audit
+	// rows); both or neither.
+	Limits    RateLimits
+	Overrides OverrideStore
+	// Audit serves GET /v1/audit (the meta store); nil leaves it out.
+	Audit AuditLog
 	// Listener bounds the admin listener (Listen only).
 	Listener ListenerOptions
 }
@@ -74,6 +94,9 @@ func Register(mux *http.ServeMux, o Options) error {
 
 // register adds the /v1 routes, behind auth's guards.
 func register(mux *http.ServeMux, auth *Auth, o Options) error {
+	if (o.Limits == nil) != (o.Overrides == nil) {
+		return errors.New("BUG: admin: Options.Limits without Options.Overrides, or the other way round")
+	}
 	if o.Quarantine != nil && (o.Hooks == nil || o.Sources == nil) {
 		return errors.New("BUG: admin: the quarantine routes without Options.Hooks and Options.Sources (a release verifies the hook again)")
 	}
@@ -87,11 +110,13 @@ func register(mux *http.ServeMux, auth *Auth, o Options) error {
 	if o.Deliveries != nil {
 		registerDeliveries(mux, auth, o.Deliveries, log)
 	}
+	now := o.Now
+	if now == nil {
+		now = time.Now
+	}
+	registerTenants(mux, auth, &tenantHandlers{dir: o.Tenants, counts: o.Counts, limits: o.Limits, overrides: o.Overrides,
+		audit: o.Audit, now: now, log: log})
 	if o.Quarantine != nil {
-		now := o.Now
-		if now == nil {
-			now = time.Now
-		}
 		registerQuarantine(mux, auth, &quarantineHandlers{q: o.Quarantine, hooks: o.Hooks, sources: o.Sources, now: now, log: log})
 	}
 	return nil

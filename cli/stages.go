@@ -18,6 +18,7 @@ import (
 	"github.com/ankusa/ankusa/internal/vfsutil"
 	"github.com/ankusa/ankusa/meta"
 	"github.com/ankusa/ankusa/segment"
+	"github.com/ankusa/ankusa/tenant"
 	"github.com/ankusa/ankusa/wal"
 )
 
@@ -170,6 +171,9 @@ func (n *node) openDispatch(in *dispatch.Intake) error {
 	return nil
 }
 
+// The policy serves the admin API as it is.
+var _ admin.RateLimits = (*tenant.Policy)(nil)
+
 // openAdmin starts the admin listener over the stages that serve it, as
 // they are: the admin API holds the policy of its routes (a release's
 // verification, the audit rows), the stages the rows.
@@ -179,6 +183,12 @@ func (n *node) openAdmin() error {
 		ReadTimeout: a.ReadTimeout.D(), ReadHeaderTimeout: a.ReadHeaderTimeout.D(), WriteTimeout: a.WriteTimeout.D(),
 		IdleTimeout: a.IdleTimeout.D(), MaxConnections: a.MaxConnections, MaxBodyBytes: int64(a.MaxBodyBytes),
 	}}
+	// The meta store's tenant mirror, overrides and audit log; the
+	// dispatcher's live counts (ahead of the checkpointed ones in meta).
+	opts.Tenants, opts.Audit = n.meta, n.meta
+	if n.policy != nil {
+		opts.Limits, opts.Overrides = n.policy, n.meta
+	}
 	if n.wal != nil {
 		opts.Health = n.wal
 	}
@@ -188,6 +198,7 @@ func (n *node) openAdmin() error {
 	if n.dispatch != nil {
 		opts.Deliveries = n.dispatch
 		opts.Quarantine = n.dispatch
+		opts.Counts = n.dispatch
 	}
 	s, err := admin.Listen(a.Listen, opts)
 	if err != nil {
