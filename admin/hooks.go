@@ -104,15 +104,15 @@ func register(mux *http.ServeMux, auth *Auth, o Options) error {
 	if log == nil {
 		log = zap.NewNop()
 	}
+	now := o.Now
+	if now == nil {
+		now = time.Now
+	}
 	if o.Hooks != nil {
 		mux.Handle("GET /v1/tenants/{tenant}/hooks/{event_id}", auth.TenantGuard(&hookHandler{fetch: o.Hooks, log: log}))
 	}
 	if o.Deliveries != nil {
-		registerDeliveries(mux, auth, o.Deliveries, log)
-	}
-	now := o.Now
-	if now == nil {
-		now = time.Now
+		registerDeliveries(mux, auth, o.Deliveries, now, log)
 	}
 	registerTenants(mux, auth, &tenantHandlers{dir: o.Tenants, counts: o.Counts, limits: o.Limits, overrides: o.Overrides,
 		audit: o.Audit, now: now, log: log})
