@@ -20,6 +20,7 @@ const (
 	ScopeTenantsWrite = "tenants:write"
 	ScopeTenantPrefix = "tenant:"
 	ScopeAllTenants   = "tenant:*"
+	ScopeDebug        = "debug"
 )
 
 // Principal is the holder of a configured token: its name (what audit rows
@@ -29,6 +30,7 @@ type Principal struct {
 	tenantsRead  bool
 	tenantsWrite bool
 	allTenants   bool
+	debug        bool
 	tenants      []string
 }
 
@@ -51,6 +53,14 @@ func (p *Principal) CanReadTenants() bool { return p.tenantsRead }
 
 // CanWriteTenants reports whether p holds tenants:write.
 func (p *Principal) CanWriteTenants() bool { return p.tenantsWrite }
+
+// CanDebug reports whether p holds debug (the profiles under
+// /debug/pprof/).
+func (p *Principal) CanDebug() bool { return p.debug }
+
+// OnlyTenants reports whether p sees tenants only through tenant scopes:
+// neither tenants:read nor tenant:*.
+func (p *Principal) OnlyTenants() bool { return !p.tenantsRead && !p.allTenants }
 
 // credential is one configured token.
 type credential struct {
@@ -85,6 +95,8 @@ func NewAuth(tokens []config.AdminToken) (*Auth, error) {
 				c.principal.tenantsWrite = true
 			case ScopeAllTenants:
 				c.principal.allTenants = true
+			case ScopeDebug:
+				c.principal.debug = true
 			default:
 				c.principal.tenants = append(c.principal.tenants, strings.TrimPrefix(s, ScopeTenantPrefix))
 			}
@@ -97,7 +109,8 @@ func NewAuth(tokens []config.AdminToken) (*Auth, error) {
 // naming the token ("admin.tokens[1] (ci): ...") and the field: a name is
 // required and unique, sha256 is 64 hex characters (the SHA-256 of the
 // token, not the token) and unique, and each scope is one of tenants:read,
-// tenants:write, tenant:* and tenant:<t> with t a valid tenant name.
+// tenants:write, tenant:*, tenant:<t> with t a valid tenant name, and
+// debug.
 //
 // config.Validate checks the sha256 form as well; the rest is checked here,
 // because config cannot import this package.
@@ -135,7 +148,7 @@ func ValidateTokens(tokens []config.AdminToken) error {
 
 func checkScope(s string) error {
 	switch {
-	case s == ScopeTenantsRead, s == ScopeTenantsWrite, s == ScopeAllTenants:
+	case s == ScopeTenantsRead, s == ScopeTenantsWrite, s == ScopeAllTenants, s == ScopeDebug:
 		return nil
 	case strings.HasPrefix(s, ScopeTenantPrefix):
 		if !config.ValidName([]byte(s[len(ScopeTenantPrefix):])) {
@@ -143,7 +156,7 @@ func checkScope(s string) error {
 		}
 		return nil
 	}
-	return fmt.Errorf("%q is not a scope (%s, %s, %s<tenant>, %s)", s, ScopeTenantsRead, ScopeTenantsWrite, ScopeTenantPrefix, ScopeAllTenants)
+	return fmt.Errorf("%q is not a scope (%s, %s, %s<tenant>, %s, %s)", s, ScopeTenantsRead, ScopeTenantsWrite, ScopeTenantPrefix, ScopeAllTenants, ScopeDebug)
 }
 
 func isHex(s string) bool {
@@ -197,15 +210,20 @@ func bearerToken(h http.Header) (string, bool) {
 	return token, true
 }
 
-// Guard serves h to requests whose principal check admits: 401 without a
-// known token, 403 when check returns what is missing (it returns "" to
-// admit). h finds the principal in the request's context (PrincipalFrom).
+// Guard serves h to requests whose principal check admits, answering in
+// this order: 401 without a known token (WWW-Authenticate: Bearer); 400
+// invalid_name when a wildcard of the route's pattern holds a value
+// outside its grammar (checkPathValues), before any scope is looked at;
+// 403 when check returns what is missing (it returns "" to admit). h
+// finds the principal in the request's context (PrincipalFrom).
 func (a *Auth) Guard(check func(p *Principal, r *http.Request) (missing string), h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p, why := a.Authenticate(r)
-		if p == nil {
-			w.Header().Set("WWW-Authenticate", "Bearer")
-			writeError(w, http.StatusUnauthorized, codeUnauthorized, why)
+		p, ok := a.authenticate(w, r)
+		if !ok {
+			return
+		}
+		if msg := checkPathValues(r); msg != "" {
+			writeError(w, http.StatusBadRequest, codeInvalidName, msg)
 			return
 		}
 		if missing := check(p, r); missing != "" {
@@ -216,15 +234,58 @@ func (a *Auth) Guard(check func(p *Principal, r *http.Request) (missing string),
 	})
 }
 
+// authenticate returns r's principal, or answers 401.
+func (a *Auth) authenticate(w http.ResponseWriter, r *http.Request) (*Principal, bool) {
+	p, why := a.Authenticate(r)
+	if p == nil {
+		w.Header().Set("WWW-Authenticate", "Bearer")
+		writeError(w, http.StatusUnauthorized, codeUnauthorized, why)
+		return nil, false
+	}
+	return p, true
+}
+
 // TenantGuard guards a handler under /v1/tenants/{tenant}/: it needs
 // tenant:<tenant> or tenant:*.
-func (a *Auth) TenantGuard(h http.Handler) http.Handler {
-	return a.Guard(func(p *Principal, r *http.Request) string {
-		if t := r.PathValue("tenant"); !p.CanTenant(t) {
-			return ScopeTenantPrefix + t + " (or " + ScopeAllTenants + ")"
-		}
-		return ""
-	}, h)
+func (a *Auth) TenantGuard(h http.Handler) http.Handler { return a.Guard(needTenant, h) }
+
+// TenantsReadGuard guards a node-wide read: it needs tenants:read.
+func (a *Auth) TenantsReadGuard(h http.Handler) http.Handler { return a.Guard(needTenantsRead, h) }
+
+// TenantsWriteGuard guards a change of tenant-level settings: it needs
+// tenants:write.
+func (a *Auth) TenantsWriteGuard(h http.Handler) http.Handler { return a.Guard(needTenantsWrite, h) }
+
+// DebugGuard guards the profiles: it needs debug.
+func (a *Auth) DebugGuard(h http.Handler) http.Handler { return a.Guard(needDebug, h) }
+
+// The checks of the guards above, for Guard.
+func needTenant(p *Principal, r *http.Request) string {
+	if t := r.PathValue("tenant"); !p.CanTenant(t) {
+		return ScopeTenantPrefix + t + " (or " + ScopeAllTenants + ")"
+	}
+	return ""
+}
+
+func needTenantsRead(p *Principal, _ *http.Request) string {
+	if !p.CanReadTenants() {
+		return ScopeTenantsRead
+	}
+	return ""
+}
+
+func needTenantsWrite(p *Principal, _ *http.Request) string {
+	if !p.CanWriteTenants() {
+		return ScopeTenantsWrite
+	}
+	return ""
+}
+
+func needDebug(p *Principal, _ *http.Request) string {
+	if !p.CanDebug() {
+		return ScopeDebug
+	}
+	return ""
 }
 
 type principalKey struct{}

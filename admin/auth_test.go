@@ -26,6 +26,8 @@ func testTokens() []config.AdminToken {
 		{Name: "globex", SHA256: digest("tok-globex"), Scopes: []string{"tenant:globex", "tenant:initech"}},
 		{Name: "reader", SHA256: digest("tok-reader"), Scopes: []string{"tenants:read"}},
 		{Name: "none", SHA256: digest("tok-none")},
+		{Name: "prof", SHA256: digest("tok-prof"), Scopes: []string{"debug"}},
+		{Name: "writer", SHA256: digest("tok-writer"), Scopes: []string{"tenants:write"}},
 	}
 }
 

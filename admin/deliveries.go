@@ -3,18 +3,22 @@ package admin
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/ankusa/ankusa/config"
 	"github.com/ankusa/ankusa/dispatch"
 	"github.com/ankusa/ankusa/envelope"
+	"github.com/ankusa/ankusa/meta"
 )
 
 // Deliveries is the dispatch stage's dead letters and attempt log, as the
 // admin API uses them: *dispatch.Dispatcher is one, as it is. Every change
-// is a synced write. Each method acts on the rows of tenant only: another
+// is a synced write, with the audit row the handler makes for it in the
+// same batch. Each method acts on the rows of tenant only: another
 // tenant's delivery is dispatch.ErrNoDelivery, exactly as one that does
 // not exist. The handlers map dispatch.ErrNoDelivery (the one 404),
 // dispatch.ErrNotDead (409) and dispatch.ErrBadCursor (400); any other
@@ -23,13 +27,14 @@ type Deliveries interface {
 	// Dead lists the tenant's dead letters in (seq, sink) order after cursor ("" = from the start), at most limit, filtered; next is "" at the end.
 	Dead(ctx context.Context, tenant string, f dispatch.Filter, cursor string, limit int) (rows []dispatch.Row, next string, err error)
 	// Retry makes one dead letter pending again, due now, with its attempt count and max_age clock reset.
-	Retry(ctx context.Context, tenant string, id envelope.ID, sink string) error
-	// RetryAll does that for every dead letter of the tenant passing the filter; n is how many.
-	RetryAll(ctx context.Context, tenant string, f dispatch.Filter) (n int, err error)
+	Retry(ctx context.Context, tenant string, id envelope.ID, sink string, audit meta.AuditRow) error
+	// RetryAll does that for every dead letter of the tenant passing the
+	// filter, in batches, each with the row audit(n) makes; n is how many.
+	RetryAll(ctx context.Context, tenant string, f dispatch.Filter, audit func(n int) meta.AuditRow) (n int, err error)
 	// Drop deletes one dead letter.
-	Drop(ctx context.Context, tenant string, id envelope.ID, sink string) error
+	Drop(ctx context.Context, tenant string, id envelope.ID, sink string, audit meta.AuditRow) error
 	// DropAll deletes every dead letter of the tenant passing the filter.
-	DropAll(ctx context.Context, tenant string, f dispatch.Filter) (n int, err error)
+	DropAll(ctx context.Context, tenant string, f dispatch.Filter, audit func(n int) meta.AuditRow) (n int, err error)
 	// Attempts is a hook's attempt log, oldest first, every sink.
 	Attempts(ctx context.Context, tenant string, id envelope.ID) ([]dispatch.Attempt, error)
 }
@@ -46,22 +51,49 @@ const (
 
 // registerDeliveries adds the routes of the dead-letter endpoints (see the
 // package doc), each behind auth's tenant guard.
-func registerDeliveries(mux *http.ServeMux, auth *Auth, d Deliveries, log *zap.Logger) {
-	h := &deliveryHandlers{d: d, log: log}
+func registerDeliveries(mux *http.ServeMux, auth *Auth, d Deliveries, now func() time.Time, log *zap.Logger) {
+	h := &deliveryHandlers{d: d, now: now, log: log}
 	route := func(pattern string, f http.HandlerFunc) { mux.Handle(pattern, auth.TenantGuard(f)) }
 	route("GET /v1/tenants/{tenant}/deliveries", h.list)
 	route("POST /v1/tenants/{tenant}/deliveries/retry", h.retryAll)
 	route("POST /v1/tenants/{tenant}/deliveries/drop", h.dropAll)
 	route("POST /v1/tenants/{tenant}/deliveries/{event_id}/{sink}/retry", h.retryOne)
 	route("DELETE /v1/tenants/{tenant}/deliveries/{event_id}/{sink}", h.dropOne)
-	route("GET /v1/tenants/{tenant}/hooks/{id}/attempts", h.attempts)
+	route("GET /v1/tenants/{tenant}/hooks/{event_id}/attempts", h.attempts)
 }
 
 // deliveryHandlers serves the deliveries endpoints from d; it logs to log
 // what a client is not told.
 type deliveryHandlers struct {
 	d   Deliveries
+	now func() time.Time // stamps the audit rows
 	log *zap.Logger
+}
+
+// Audit actions of the dead-letter changes.
+const (
+	actionDeadRetry    = "deliveries.retry"
+	actionDeadDrop     = "deliveries.drop"
+	actionDeadRetryAll = "deliveries.retry_all"
+	actionDeadDropAll  = "deliveries.drop_all"
+)
+
+// auditRow records a dead-letter change by r's principal.
+func (h *deliveryHandlers) auditRow(r *http.Request, action, tenant, entity, detail string) meta.AuditRow {
+	return meta.AuditRow{At: h.now().UTC(), Principal: principalName(r), Action: action, Tenant: tenant,
+		Entity: entity, Detail: detail, Outcome: outcomeOK}
+}
+
+// batchAudit makes the audit row of each batch of a change to every dead
+// letter passing f: how many, and the source when f names one.
+func (h *deliveryHandlers) batchAudit(r *http.Request, action, tenant string, f dispatch.Filter) func(n int) meta.AuditRow {
+	return func(n int) meta.AuditRow {
+		detail := fmt.Sprintf("%d dead letters", n)
+		if f.Source != "" {
+			detail += ", source " + f.Source
+		}
+		return h.auditRow(r, action, tenant, "", detail)
+	}
 }
 
 func (h *deliveryHandlers) list(w http.ResponseWriter, r *http.Request) {
@@ -85,17 +117,17 @@ func (h *deliveryHandlers) list(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *deliveryHandlers) retryAll(w http.ResponseWriter, r *http.Request) {
-	h.all(w, r, "retried", h.d.RetryAll, false)
+	h.all(w, r, "retried", actionDeadRetryAll, h.d.RetryAll, false)
 }
 
 func (h *deliveryHandlers) dropAll(w http.ResponseWriter, r *http.Request) {
-	h.all(w, r, "dropped", h.d.DropAll, true)
+	h.all(w, r, "dropped", actionDeadDropAll, h.d.DropAll, true)
 }
 
 // all serves retry and drop of every dead letter passing the query's
 // filter: {"<verb>": n}. needFilter refuses an empty filter without all=true.
-func (h *deliveryHandlers) all(w http.ResponseWriter, r *http.Request, verb string,
-	do func(context.Context, string, dispatch.Filter) (int, error), needFilter bool) {
+func (h *deliveryHandlers) all(w http.ResponseWriter, r *http.Request, verb, action string,
+	do func(context.Context, string, dispatch.Filter, func(int) meta.AuditRow) (int, error), needFilter bool) {
 	tenant, ok := pathTenant(w, r)
 	if !ok {
 		return
@@ -104,7 +136,7 @@ func (h *deliveryHandlers) all(w http.ResponseWriter, r *http.Request, verb stri
 	if !ok {
 		return
 	}
-	n, err := do(r.Context(), tenant, f)
+	n, err := do(r.Context(), tenant, f, h.batchAudit(r, action, tenant, f))
 	if err != nil {
 		h.fail(w, r, "cannot change dead letters", err, zap.String("action", verb), zap.Any("filter", f))
 		return
@@ -117,7 +149,8 @@ func (h *deliveryHandlers) retryOne(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if err := h.d.Retry(r.Context(), tenant, id, sink); err != nil {
+	row := h.auditRow(r, actionDeadRetry, tenant, id.String(), "sink "+sink)
+	if err := h.d.Retry(r.Context(), tenant, id, sink, row); err != nil {
 		h.fail(w, r, "cannot retry dead letter", err, zap.Stringer("id", id), zap.String("sink", sink))
 		return
 	}
@@ -129,7 +162,8 @@ func (h *deliveryHandlers) dropOne(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if err := h.d.Drop(r.Context(), tenant, id, sink); err != nil {
+	row := h.auditRow(r, actionDeadDrop, tenant, id.String(), "sink "+sink)
+	if err := h.d.Drop(r.Context(), tenant, id, sink, row); err != nil {
 		h.fail(w, r, "cannot drop dead letter", err, zap.Stringer("id", id), zap.String("sink", sink))
 		return
 	}
@@ -142,7 +176,7 @@ func (h *deliveryHandlers) attempts(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	id, err := envelope.ParseID([]byte(r.PathValue("id")))
+	id, err := envelope.ParseID([]byte(r.PathValue("event_id")))
 	if err != nil {
 		writeNotFound(w)
 		return

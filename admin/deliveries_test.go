@@ -18,6 +18,7 @@ import (
 
 	"github.com/ankusa/ankusa/dispatch"
 	"github.com/ankusa/ankusa/envelope"
+	"github.com/ankusa/ankusa/meta"
 )
 
 var (
@@ -59,6 +60,13 @@ type fakeDeliveries struct {
 	calls   []string // "method tenant ..."
 	filters []dispatch.Filter
 	leak    bool // Dead returns globex's row to everyone
+	audits  []meta.AuditRow
+}
+
+func (f *fakeDeliveries) audited(row meta.AuditRow) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.audits = append(f.audits, row)
 }
 
 func (f *fakeDeliveries) record(call string, filter *dispatch.Filter) {
@@ -123,12 +131,20 @@ func (f *fakeDeliveries) one(method, tenant string, id envelope.ID, sink string)
 	return fmt.Errorf("dispatch: %s/%s: %w", id, sink, dispatch.ErrNoDelivery)
 }
 
-func (f *fakeDeliveries) Retry(_ context.Context, tenant string, id envelope.ID, sink string) error {
-	return f.one("Retry", tenant, id, sink)
+func (f *fakeDeliveries) Retry(_ context.Context, tenant string, id envelope.ID, sink string, audit meta.AuditRow) error {
+	err := f.one("Retry", tenant, id, sink)
+	if err == nil {
+		f.audited(audit)
+	}
+	return err
 }
 
-func (f *fakeDeliveries) Drop(_ context.Context, tenant string, id envelope.ID, sink string) error {
-	return f.one("Drop", tenant, id, sink)
+func (f *fakeDeliveries) Drop(_ context.Context, tenant string, id envelope.ID, sink string, audit meta.AuditRow) error {
+	err := f.one("Drop", tenant, id, sink)
+	if err == nil {
+		f.audited(audit)
+	}
+	return err
 }
 
 func (f *fakeDeliveries) many(method, tenant string, filter dispatch.Filter) (int, error) {
@@ -139,12 +155,56 @@ func (f *fakeDeliveries) many(method, tenant string, filter dispatch.Filter) (in
 	return len(f.matching(tenant, filter)), nil
 }
 
-func (f *fakeDeliveries) RetryAll(_ context.Context, tenant string, filter dispatch.Filter) (int, error) {
-	return f.many("RetryAll", tenant, filter)
+func (f *fakeDeliveries) RetryAll(_ context.Context, tenant string, filter dispatch.Filter, audit func(int) meta.AuditRow) (int, error) {
+	n, err := f.many("RetryAll", tenant, filter)
+	if err == nil && n > 0 {
+		f.audited(audit(n))
+	}
+	return n, err
 }
 
-func (f *fakeDeliveries) DropAll(_ context.Context, tenant string, filter dispatch.Filter) (int, error) {
-	return f.many("DropAll", tenant, filter)
+func (f *fakeDeliveries) DropAll(_ context.Context, tenant string, filter dispatch.Filter, audit func(int) meta.AuditRow) (int, error) {
+	n, err := f.many("DropAll", tenant, filter)
+	if err == nil && n > 0 {
+		f.audited(audit(n))
+	}
+	return n, err
+}
+
+// Every dead-letter change hands dispatch its audit row: who, what, which
+// tenant and entity, how it went.
+func TestDeliveriesAuditRows(t *testing.T) {
+	d := &fakeDeliveries{}
+	mux := http.NewServeMux()
+	at := time.Date(2025, 11, 29, 19, 40, 0, 0, time.UTC)
+	if err := Register(mux, Options{Tokens: testTokens(), Hooks: &fakeFetcher{}, Deliveries: d, Now: func() time.Time { return at }}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ method, path string }{
+		{"POST", acmeDeliveries + "/" + goodID.String() + "/http-acme/retry"},
+		{"DELETE", acmeDeliveries + "/" + goodID.String() + "/http-acme"},
+		{"POST", acmeDeliveries + "/retry?source=stripe"},
+		{"POST", acmeDeliveries + "/drop?all=true"},
+		{"DELETE", acmeDeliveries + "/" + unknownID.String() + "/http-acme"}, // 404: no change, no row
+	} {
+		do(mux, c.method, c.path, "tok-acme")
+	}
+	var got []string
+	for _, r := range d.audits {
+		if !r.At.Equal(at) {
+			t.Errorf("row at %s", r.At)
+		}
+		got = append(got, strings.Join([]string{r.Principal, r.Action, r.Tenant, r.Entity, r.Detail, r.Outcome}, "|"))
+	}
+	want := []string{
+		"acme|deliveries.retry|acme|" + goodID.String() + "|sink http-acme|ok",
+		"acme|deliveries.drop|acme|" + goodID.String() + "|sink http-acme|ok",
+		"acme|deliveries.retry_all|acme||3 dead letters, source stripe|ok",
+		"acme|deliveries.drop_all|acme||5 dead letters|ok",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("audit rows:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
 }
 
 func (f *fakeDeliveries) Attempts(_ context.Context, tenant string, id envelope.ID) ([]dispatch.Attempt, error) {
@@ -406,7 +466,6 @@ func TestDeliveriesNotFoundIdentical(t *testing.T) {
 		{"POST", acmeDeliveries + "/" + unknownID.String() + "/http-acme/retry", "tok-acme"},
 		{"POST", acmeDeliveries + "/" + goodID.String() + "/rabbit/retry", "tok-acme"},
 		{"POST", acmeDeliveries + "/evt_nope/http-acme/retry", "tok-acme"},
-		{"POST", acmeDeliveries + "/" + goodID.String() + "/HTTP-acme/retry", "tok-acme"},
 		{"POST", acmeDeliveries + "/" + globexID.String() + "/http-globex/retry", "tok-acme"},
 		{"DELETE", acmeDeliveries + "/" + unknownID.String() + "/http-acme", "tok-acme"},
 		{"DELETE", acmeDeliveries + "/evt_8ZZZZZZZZZZZZZZZZZZZZZZZZZ/http-acme", "tok-acme"},
@@ -414,8 +473,6 @@ func TestDeliveriesNotFoundIdentical(t *testing.T) {
 		{"GET", hooks + unknownID.String() + "/attempts", "tok-acme"},
 		{"GET", hooks + "not-an-id/attempts", "tok-acme"},
 		{"GET", hooks + globexID.String() + "/attempts", "tok-acme"},
-		{"GET", "/v1/tenants/ACME/deliveries?state=dead", "tok-root"},
-		{"POST", "/v1/tenants/ACME/deliveries/" + goodID.String() + "/http-acme/retry", "tok-root"},
 	}
 	var first *httptest.ResponseRecorder
 	for _, r := range reqs {

@@ -6,7 +6,8 @@
 // the policy of the operator's changes: a quarantined hook's release
 // verifies it again with its source's current secrets (package verify over
 // source.Store), and every change to the pen carries the audit row admin
-// builds (time, principal, action, tenant, entity, detail). The data it
+// builds (time, principal, action, tenant, entity, detail, spec_sha256,
+// outcome; never a body or a secret). The data it
 // serves and changes belongs to the stages, which it is given as they are
 // (*segment.Store, *dispatch.Dispatcher) behind small interfaces of their
 // own method sets, testing their own errors (segment.ErrNotFound,
@@ -23,20 +24,91 @@
 // is hashed and compared, in constant time, with every configured digest.
 // Scopes:
 //
-//	tenants:read    read the list of tenants and node-wide views
-//	tenants:write   create and erase tenants
-//	tenant:<t>      everything under /v1/tenants/<t>/
+//	tenants:read    the list of tenants, every tenant's audit rows
+//	tenants:write   tenant-level settings: rate-limit overrides
+//	tenant:<t>      everything under /v1/tenants/<t>/ (reads of its rate limit)
 //	tenant:*        everything under /v1/tenants/<any>/
+//	debug           the profiles under /debug/pprof/
+//
+// /metrics, /healthz and /readyz need no token. A guarded request is
+// answered in this order: 401 without a known token; 400 invalid_name when
+// the path is not plain (a percent-encoded byte, a backslash, an empty or
+// a dot segment: refused before the mux could decode or redirect it) or a
+// wildcard holds a value outside its grammar ({tenant} and every other
+// name per config.NameRE, lower case; {event_id} letters, digits and
+// ._- in either case); 403 naming the missing scope; then the handler,
+// whose 404 for another tenant's entity is the one of an unknown entity.
+// A path the mux does not know is 404 not_found, a method it does not
+// serve 405 method_not_allowed with Allow, both JSON.
+//
+// # The listener
+//
+// admin.read_timeout bounds a whole request, body included (a body too
+// slow for it is 408 request_timeout), admin.read_header_timeout its
+// header and a new connection's silence, admin.write_timeout an answer
+// (a profile's ?seconds= must end inside it, else 400), and
+// admin.idle_timeout a keep-alive connection between requests. Past
+// admin.max_connections a connection is answered 503 overloaded and
+// closed; a body past admin.max_body_bytes is 413 payload_too_large,
+// whether sent with a length or chunked.
+//
+// # Request bodies and pages
+//
+// A body is one JSON value (no Content-Type needed), decoded strictly: an
+// unknown field, a wrong type, trailing data or an empty body is 400
+// invalid_json naming the field. A listing takes ?cursor= (opaque, the
+// next_cursor of the page before) and ?limit= (1 to 1000, 100 when
+// absent); a bad one is 400 invalid_query. (The deliveries and quarantine
+// listings, older, say invalid_request for the same.)
+//
+// # Tenants, rate limits and audit
+//
+//	GET    /v1/tenants[?cursor=C][&limit=N]        tenants:read
+//	         200 {"tenants":[{"tenant","ordinal","first_seen","hooks","bytes","rate_limit"}],"next_cursor":"..."}
+//	GET    /v1/tenants/<t>                         tenant scope; 404 for a tenant the node does not know
+//	GET    /v1/tenants/<t>/rate_limit              tenant scope
+//	         200 {"tenant","effective":{"rate","burst","max_queue","max_queue_bytes","limited"},"override":{...}|null}
+//	PUT    /v1/tenants/<t>/rate_limit              tenants:write; body {"rate","burst","max_queue","max_queue_bytes"}, all required
+//	DELETE /v1/tenants/<t>/rate_limit              tenants:write; 204, 404 without an override
+//	GET    /v1/audit[?tenant=T][&since=T][&until=T][&cursor=C][&limit=N]
+//	         200 {"audit":[{"at","principal","action","tenant","entity","detail","spec_sha256","outcome"}],"next_cursor":"..."}
+//
+// Tenants are listed in name order from the meta store's mirror of the
+// WAL's tenant records. first_seen is when this node first mirrored the
+// tenant (null when an older node did, which did not record it); hooks
+// and bytes are the dispatcher's live counts of what the tenant has
+// committed (every hook whose delivery rows are written: ahead of the
+// counts the meta store persists with the dispatch checkpoint), null on a
+// node without a dispatch stage; rate_limit is the runtime override or
+// null. A rate is hooks per second or "inf" (no limit); 0 for max_queue
+// and max_queue_bytes is no cap. A PUT or DELETE writes the override and
+// its audit row (tenant.rate_limit.set / .clear, entity rate_limit,
+// spec_sha256 the hash of the stored override JSON) in one synced batch,
+// then the policy the router reads: the next request sees it.
+//
+// The audit log is listed oldest first (so a cursor follows it as it
+// grows); since is inclusive, until exclusive. tenants:read sees every
+// row; a token with only tenant scopes must name one of its tenants as
+// ?tenant= (else 403) and sees only that tenant's rows. A page may end
+// short of limit with a next_cursor when the tenant filter skipped many
+// rows.
 //
 // # Errors
 //
 // Every error is a JSON object with a stable code and a message for people:
 //
-//	{"error":"unauthorized","message":"..."}   401, with WWW-Authenticate: Bearer
-//	{"error":"forbidden","message":"..."}      403
-//	{"error":"not_found","message":"..."}      404
-//	{"error":"gone","message":"..."}           410
-//	{"error":"internal","message":"..."}       500, the cause is in the node's log
+//	{"error":"invalid_name","message":"..."}        400, a path or a name in it outside the grammar
+//	{"error":"invalid_json","message":"..."}        400, naming the field
+//	{"error":"invalid_query","message":"..."}       400, naming the parameter
+//	{"error":"unauthorized","message":"..."}        401, with WWW-Authenticate: Bearer
+//	{"error":"forbidden","message":"..."}           403, naming the scope
+//	{"error":"not_found","message":"..."}           404
+//	{"error":"method_not_allowed","message":"..."}  405, with Allow
+//	{"error":"request_timeout","message":"..."}     408
+//	{"error":"gone","message":"..."}                410
+//	{"error":"payload_too_large","message":"..."}   413
+//	{"error":"internal","message":"..."}            500, the cause is in the node's log
+//	{"error":"overloaded","message":"..."}          503, Retry-After: 1
 //
 // A resource of another tenant, or an id that does not parse, is the same
 // 404 as one that does not exist, so a tenant learns nothing about others.
@@ -53,6 +125,11 @@
 //	POST   deliveries/<event_id>/<sink>/retry                  200 {"retried":1}
 //	DELETE deliveries/<event_id>/<sink>                        204
 //	GET    hooks/<event_id>/attempts                           200 {"attempts":[...]}
+//
+// Every change carries an audit row naming the token, written in the
+// change's synced batch: deliveries.retry and .drop (entity: the event
+// id, detail: "sink S"), .retry_all and .drop_all (one row per batch of at
+// most 1000, detail: "n dead letters[, source S]").
 //
 // state is required and only dead is listed; limit is 1 to 1000, 100 when
 // absent; since (inclusive) and until (exclusive) are RFC 3339 times and
@@ -83,8 +160,8 @@
 // unverified and is delivered flagged. Every change is a synced write with
 // an audit row naming the token: quarantine.release, .release_forced and
 // .drop (entity: the event id, detail: "source S"), .drop_all (one row per
-// batch of at most 1000, detail: "n hooks[, source S]"). Dead-letter
-// changes write none. Besides the errors above:
+// batch of at most 1000, detail: "n hooks[, source S]"). Besides the
+// errors above:
 //
 //	{"error":"signature_invalid","message":"... (reason: mismatch) ..."}  409, it stays held
 //	{"error":"source_gone","message":"..."}                              409, drop it

@@ -19,6 +19,10 @@ const (
 	codeNotFound     = "not_found"
 	codeGone         = "gone"
 	codeInternal     = "internal"
+	codeInvalidName  = "invalid_name"
+	codeNotAllowed   = "method_not_allowed"
+	codeTooLarge     = "payload_too_large"
+	codeOverloaded   = "overloaded"
 )
 
 type errorBody struct {

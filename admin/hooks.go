@@ -10,6 +10,7 @@ import (
 	"github.com/ankusa/ankusa/config"
 	"github.com/ankusa/ankusa/dispatch"
 	"github.com/ankusa/ankusa/envelope"
+	"github.com/ankusa/ankusa/meta"
 	"github.com/ankusa/ankusa/segment"
 	"github.com/ankusa/ankusa/source"
 )
@@ -30,6 +31,12 @@ var (
 	_ HookFetcher = (*segment.Store)(nil)
 	_ Deliveries  = (*dispatch.Dispatcher)(nil)
 	_ Quarantine  = (*dispatch.Dispatcher)(nil)
+	// *tenant.Policy is a RateLimits; cli holds that (admin does not
+	// import tenant).
+	_ TenantDirectory = (*meta.Store)(nil)
+	_ TenantCounter   = (*dispatch.Dispatcher)(nil)
+	_ OverrideStore   = (*meta.Store)(nil)
+	_ AuditLog        = (*meta.Store)(nil)
 )
 
 // Options is what Register needs.
@@ -58,8 +65,6 @@ type Options struct {
 	// Resolver is route_resolver: answers show the URL path a source or a
 	// token answers on.
 	Resolver config.RouteResolver
-	// MaxBodyBytes bounds a request body (default 1 MiB).
-	MaxBodyBytes int64
 	// Health makes /healthz and /readyz answer 503 once storage failed;
 	// nil: nothing to ask (wal.type: none).
 	Health Health
@@ -67,6 +72,21 @@ type Options struct {
 	Logger *zap.Logger
 	// Now stamps the audit rows; nil: time.Now.
 	Now func() time.Time
+	// Tenants serves GET /v1/tenants and /v1/tenants/{tenant} (the meta
+	// store); nil leaves them out.
+	Tenants TenantDirectory
+	// Counts gives each tenant's committed hooks and bytes (the
+	// dispatcher's live counts); nil: they are null.
+	Counts TenantCounter
+	// Limits and Overrides serve the rate_limit routes (the policy the
+	// router reads, the meta store that keeps overrides with their audit
+	// rows); both or neither.
+	Limits    RateLimits
+	Overrides OverrideStore
+	// Audit serves GET /v1/audit (the meta store); nil leaves it out.
+	Audit AuditLog
+	// Listener bounds the admin listener (Listen only).
+	Listener ListenerOptions
 }
 
 // Validate reports what is wrong with o (the tokens, see ValidateTokens).
@@ -79,6 +99,14 @@ func Register(mux *http.ServeMux, o Options) error {
 	if err != nil {
 		return err
 	}
+	return register(mux, auth, o)
+}
+
+// register adds the /v1 routes, behind auth's guards.
+func register(mux *http.ServeMux, auth *Auth, o Options) error {
+	if (o.Limits == nil) != (o.Overrides == nil) {
+		return errors.New("BUG: admin: Options.Limits without Options.Overrides, or the other way round")
+	}
 	if o.Quarantine != nil && (o.Hooks == nil || o.Sources == nil) {
 		return errors.New("BUG: admin: the quarantine routes without Options.Hooks and Options.Sources (a release verifies the hook again)")
 	}
@@ -86,32 +114,30 @@ func Register(mux *http.ServeMux, o Options) error {
 	if log == nil {
 		log = zap.NewNop()
 	}
+	now := o.Now
+	if now == nil {
+		now = time.Now
+	}
 	if o.Sources != nil {
-		maxBody := o.MaxBodyBytes
-		if maxBody <= 0 {
-			maxBody = 1 << 20
-		}
-		sh := &sourceHandlers{store: o.Sources, backlog: o.Backlog, resolver: o.Resolver, maxBody: maxBody, log: log}
+		sh := &sourceHandlers{store: o.Sources, backlog: o.Backlog, resolver: o.Resolver, log: log}
 		registerSources(mux, auth, sh)
 		registerRoutes(mux, auth, routeHandlers{sh})
 	}
 	if o.Hooks != nil {
-		mux.Handle("GET /v1/tenants/{tenant}/hooks/{id}", auth.TenantGuard(&hookHandler{fetch: o.Hooks, log: log}))
+		mux.Handle("GET /v1/tenants/{tenant}/hooks/{event_id}", auth.TenantGuard(&hookHandler{fetch: o.Hooks, log: log}))
 	}
 	if o.Deliveries != nil {
-		registerDeliveries(mux, auth, o.Deliveries, log)
+		registerDeliveries(mux, auth, o.Deliveries, now, log)
 	}
+	registerTenants(mux, auth, &tenantHandlers{dir: o.Tenants, counts: o.Counts, limits: o.Limits, overrides: o.Overrides,
+		audit: o.Audit, now: now, log: log})
 	if o.Quarantine != nil {
-		now := o.Now
-		if now == nil {
-			now = time.Now
-		}
 		registerQuarantine(mux, auth, &quarantineHandlers{q: o.Quarantine, hooks: o.Hooks, sources: o.Sources, now: now, log: log})
 	}
 	return nil
 }
 
-// hookHandler serves GET /v1/tenants/{tenant}/hooks/{id}: the hook's JSON
+// hookHandler serves GET /v1/tenants/{tenant}/hooks/{event_id}: the hook's JSON
 // form (package envelope) and a newline.
 type hookHandler struct {
 	fetch HookFetcher
@@ -123,7 +149,7 @@ type hookHandler struct {
 const notFoundHook = "no hook with this id"
 
 func (h *hookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	tenant, text := r.PathValue("tenant"), r.PathValue("id")
+	tenant, text := r.PathValue("tenant"), r.PathValue("event_id")
 	id, err := envelope.ParseID([]byte(text))
 	if err != nil || !config.ValidName([]byte(tenant)) {
 		writeError(w, http.StatusNotFound, codeNotFound, notFoundHook)

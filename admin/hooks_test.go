@@ -138,7 +138,8 @@ func TestHookStatuses(t *testing.T) {
 	f("404 malformed id", "/v1/tenants/acme/hooks/evt_nope", bearer("tok-acme"), 404, notFoundBody)
 	f("404 id past 128 bits", "/v1/tenants/acme/hooks/evt_8ZZZZZZZZZZZZZZZZZZZZZZZZZ", bearer("tok-acme"), 404, notFoundBody)
 	f("404 other tenant's hook", "/v1/tenants/acme/hooks/"+globexID.String(), bearer("tok-root"), 404, notFoundBody)
-	f("404 invalid tenant name", "/v1/tenants/ACME/hooks/"+goodID.String(), bearer("tok-root"), 404, notFoundBody)
+	f("400 invalid tenant name", "/v1/tenants/ACME/hooks/"+goodID.String(), bearer("tok-root"), 400,
+		`{"error":"invalid_name","message":"tenant: \"ACME\" is not a name (names match ^[a-z0-9][a-z0-9._-]{0,62}$: lower case, at most 63 characters)"}`+"\n")
 	f("410 gone", "/v1/tenants/acme/hooks/"+goneID.String(), bearer("tok-acme"), 410,
 		`{"error":"gone","message":"this hook's tenant was erased"}`+"\n")
 	f("500 internal", "/v1/tenants/acme/hooks/"+brokenID.String(), bearer("tok-acme"), 500,

@@ -87,7 +87,7 @@ func (h *quarantineHandlers) dropHook(ctx context.Context, tenant string, id env
 // auditRow records an action on one held hook.
 func (h *quarantineHandlers) auditRow(principal, action, tenant string, it dispatch.PenItem) meta.AuditRow {
 	return meta.AuditRow{At: h.now().UTC(), Principal: principal, Action: action, Tenant: tenant,
-		Entity: it.ID.String(), Detail: "source " + it.Source}
+		Entity: it.ID.String(), Detail: "source " + it.Source, Outcome: outcomeOK}
 }
 
 // dropAllAudit makes the audit row of each batch of a drop of every held
@@ -98,7 +98,7 @@ func (h *quarantineHandlers) dropAllAudit(tenant string, f dispatch.Filter, prin
 		if f.Source != "" {
 			detail += ", source " + f.Source
 		}
-		return meta.AuditRow{At: h.now().UTC(), Principal: principal, Action: actionDropAll, Tenant: tenant, Detail: detail}
+		return meta.AuditRow{At: h.now().UTC(), Principal: principal, Action: actionDropAll, Tenant: tenant, Detail: detail, Outcome: outcomeOK}
 	}
 }
 

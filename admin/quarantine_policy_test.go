@@ -29,7 +29,7 @@ func TestReleaseVerifiesAgain(t *testing.T) {
 	}
 	at := penNow.UTC()
 	row := func(action, entity, detail string) meta.AuditRow {
-		return meta.AuditRow{At: at, Principal: "acme", Action: action, Tenant: "acme", Entity: entity, Detail: detail}
+		return meta.AuditRow{At: at, Principal: "acme", Action: action, Tenant: "acme", Entity: entity, Detail: detail, Outcome: "ok"}
 	}
 	f := func(method, path string, status int, wantCalls, wantFetches []string, wantAudit ...meta.AuditRow) {
 		t.Helper()

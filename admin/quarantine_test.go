@@ -597,10 +597,6 @@ func TestQuarantineNotFoundIdentical(t *testing.T) {
 		{"DELETE", acmePen + "/" + globexID.String(), "tok-root"},
 		{"DELETE", acmePen + "/not-an-id", "tok-acme"},
 		{"DELETE", acmePen + "/drop", "tok-acme"},
-		{"GET", "/v1/tenants/ACME/quarantine", "tok-root"},
-		{"POST", "/v1/tenants/ACME/quarantine/drop?all=true", "tok-root"},
-		{"POST", "/v1/tenants/ACME/quarantine/" + goodID.String() + "/release", "tok-root"},
-		{"DELETE", "/v1/tenants/-acme/quarantine/" + goodID.String(), "tok-root"},
 	}
 	var first *httptest.ResponseRecorder
 	for _, r := range reqs {

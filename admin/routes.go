@@ -120,7 +120,7 @@ func (h routeHandlers) write(w http.ResponseWriter, r *http.Request, create bool
 		return
 	}
 	var body routeBody
-	if !h.readRoute(w, r, &body) {
+	if !decodeJSONAs(w, r, &body, source.CodeInvalidRoute) {
 		return
 	}
 	msg := ""
@@ -156,20 +156,6 @@ func (h routeHandlers) write(w http.ResponseWriter, r *http.Request, create bool
 		status = http.StatusCreated
 	}
 	writeJSON(w, status, append(h.routeJSON(rt, minted), '\n'))
-}
-
-// readRoute decodes a route body strictly: unknown fields, wrong types and
-// trailing data are a 400 naming the field.
-func (h routeHandlers) readRoute(w http.ResponseWriter, r *http.Request, v *routeBody) bool {
-	body, ok := readBody(w, r, h.maxBody)
-	if !ok {
-		return false
-	}
-	if err := strictJSON(body, v); err != nil {
-		writeError(w, http.StatusBadRequest, source.CodeInvalidRoute, err.Error())
-		return false
-	}
-	return true
 }
 
 func (h routeHandlers) remove(w http.ResponseWriter, r *http.Request) {

@@ -6,57 +6,112 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"strconv"
 	"sync/atomic"
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
 	"go.uber.org/zap"
+
+	"github.com/ankusa/ankusa/config"
 )
 
 // Health says whether the node's storage has failed (the WAL: a failed
 // write or sync stops it for good).
 type Health interface{ Failed() bool }
 
-// Server is the admin listener: the /v1 API behind the token guard, and,
-// open to anyone who can reach the listener (loopback by default),
-// /metrics (Prometheus text), /healthz (503 once storage has failed),
-// /readyz (503 until SetReady(true), and once storage has failed) and the
-// profiles under /debug/pprof/.
+// ListenerOptions bound what a client may hold of the admin listener
+// (config keys admin.*); a zero field takes the config default.
+type ListenerOptions struct {
+	ReadTimeout       time.Duration // admin.read_timeout: a whole request, body included
+	ReadHeaderTimeout time.Duration // admin.read_header_timeout
+	WriteTimeout      time.Duration // admin.write_timeout
+	IdleTimeout       time.Duration // admin.idle_timeout: a keep-alive connection between requests
+	MaxConnections    int           // admin.max_connections: one past it is 503 overloaded
+	MaxBodyBytes      int64         // admin.max_body_bytes: 413 past it
+}
+
+// defaultMaxBody bounds a body read outside a front (a bare mux).
+const defaultMaxBody = config.DefaultAdminMaxBodyBytes
+
+// maxHeaderBytes bounds a request's header: admin requests carry a token
+// and little else.
+const maxHeaderBytes = 64 << 10
+
+// EnsureDefaults fills every zero field with the config default.
+func (l *ListenerOptions) EnsureDefaults() {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	def(&l.ReadTimeout, config.DefaultAdminReadTimeout)
+	def(&l.ReadHeaderTimeout, config.DefaultAdminReadHeaderTimeout)
+	def(&l.WriteTimeout, config.DefaultAdminWriteTimeout)
+	def(&l.IdleTimeout, config.DefaultAdminIdleTimeout)
+	if l.MaxConnections == 0 {
+		l.MaxConnections = config.DefaultAdminMaxConnections
+	}
+	if l.MaxBodyBytes == 0 {
+		l.MaxBodyBytes = config.DefaultAdminMaxBodyBytes
+	}
+}
+
+// Server is the admin listener: the /v1 API behind the token guard, the
+// profiles under /debug/pprof/ behind the debug scope, and, open to anyone
+// who can reach the listener (loopback by default), /metrics (Prometheus
+// text), /healthz (503 once storage has failed) and /readyz (503 until
+// SetReady(true), and once storage has failed).
 type Server struct {
 	srv    *http.Server
-	ln     net.Listener
+	ln     *limitListener
 	health Health
 	ready  atomic.Bool
 	log    *zap.Logger
+	limits ListenerOptions
 }
 
-// Listen checks o, listens on addr (config key admin.listen) and serves.
+// Listen checks o, listens on addr (config key admin.listen) and serves,
+// within o.Listener's bounds.
 func Listen(addr string, o Options) (*Server, error) {
-	mux := http.NewServeMux()
-	if err := Register(mux, o); err != nil {
+	auth, err := NewAuth(o.Tokens)
+	if err != nil {
 		return nil, err
 	}
-	s := &Server{health: o.Health, log: o.Logger}
+	s := &Server{health: o.Health, log: o.Logger, limits: o.Listener}
+	s.limits.EnsureDefaults()
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}
-	s.registerOpen(mux)
+	mux := http.NewServeMux()
+	if err := register(mux, auth, o); err != nil {
+		return nil, err
+	}
+	s.registerOpen(mux, auth)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("cannot listen on %s (config key admin.listen): %w", addr, err)
 	}
-	s.ln = ln
-	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	s.ln = newLimitListener(ln, s.limits.MaxConnections)
+	s.srv = &http.Server{
+		Handler:           &front{mux: mux, auth: auth, maxBody: s.limits.MaxBodyBytes},
+		ReadTimeout:       s.limits.ReadTimeout,
+		ReadHeaderTimeout: s.limits.ReadHeaderTimeout,
+		WriteTimeout:      s.limits.WriteTimeout,
+		IdleTimeout:       s.limits.IdleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ErrorLog:          zap.NewStdLog(s.log.Named("admin-http")),
+	}
 	go func() {
-		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := s.srv.Serve(s.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.log.Error("admin listener failed", zap.Error(err))
 		}
 	}()
 	return s, nil
 }
 
-// registerOpen adds the routes that need no token.
-func (s *Server) registerOpen(mux *http.ServeMux) {
+// registerOpen adds the routes that need no token, and the profiles.
+func (s *Server) registerOpen(mux *http.ServeMux, auth *Auth) {
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) {
 		metrics.WritePrometheus(w, true)
 	})
@@ -74,11 +129,35 @@ func (s *Server) registerOpen(mux *http.ServeMux) {
 		}
 		fmt.Fprintln(w, "ready")
 	})
-	// Profiles, for measuring before optimising.
-	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
-	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	// Profiles, for measuring before optimising: the index serves the
+	// named ones (heap, goroutine, allocs, block, mutex, threadcreate).
+	mux.Handle("GET /debug/pprof/", auth.DebugGuard(http.HandlerFunc(pprof.Index)))
+	mux.Handle("GET /debug/pprof/profile", auth.DebugGuard(s.timed(pprof.Profile, 30)))
+	mux.Handle("GET /debug/pprof/symbol", auth.DebugGuard(http.HandlerFunc(pprof.Symbol)))
+	mux.Handle("GET /debug/pprof/trace", auth.DebugGuard(s.timed(pprof.Trace, 1)))
+}
+
+// timed serves a profile that runs for ?seconds= (def when absent): it
+// must end inside admin.write_timeout, or the answer would be cut, so a
+// longer one is 400 naming the key.
+func (s *Server) timed(h http.HandlerFunc, def float64) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sec, v := def, r.URL.Query().Get("seconds")
+		if v != "" {
+			n, err := strconv.ParseFloat(v, 64)
+			if err != nil || !(n > 0) {
+				writeError(w, http.StatusBadRequest, codeInvalidQuery, fmt.Sprintf("seconds: %q must be a number of seconds above 0", v))
+				return
+			}
+			sec = n
+		}
+		if limit := s.limits.WriteTimeout; time.Duration(sec*float64(time.Second)) >= limit-time.Second/2 {
+			writeError(w, http.StatusBadRequest, codeInvalidQuery, fmt.Sprintf(
+				"seconds: %v is not below admin.write_timeout (%s) less half a second, so the profile could not be sent; ask for fewer seconds or raise admin.write_timeout", sec, limit))
+			return
+		}
+		h(w, r)
+	})
 }
 
 func (s *Server) failed() bool { return s.health != nil && s.health.Failed() }

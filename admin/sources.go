@@ -38,7 +38,6 @@ type sourceHandlers struct {
 	store    source.Store
 	backlog  Backlog // nil: the node holds no deliveries (wal.type: none)
 	resolver config.RouteResolver
-	maxBody  int64
 	log      *zap.Logger
 }
 
@@ -120,26 +119,22 @@ func (h *sourceHandlers) list(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, append(mustJSON(out), '\n'))
 }
 
-// pageQuery reads cursor and limit (1 to 1000, 100 when absent), or
-// answers a 400 naming the parameter.
+// pageQuery reads cursor and limit (pageParams) and refuses any other
+// parameter, answering 400 invalid_query naming it.
 func pageQuery(w http.ResponseWriter, r *http.Request) (cursor string, limit int, ok bool) {
-	vs, msg := queryParams(r, "cursor", "limit")
-	limit = defaultDeliveryLimit
-	if v, given := vs["limit"]; given && msg == "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > maxDeliveryLimit {
-			msg = fmt.Sprintf("limit: %q must be a whole number from 1 to %d", v, maxDeliveryLimit)
-		}
-		limit = n
+	_, msg := queryParams(r, "cursor", "limit")
+	cursor, limit, err := pageParams(r)
+	if msg == "" && err != nil {
+		msg = err.Error()
 	}
-	if c, given := vs["cursor"]; given && msg == "" && !config.ValidName([]byte(c)) {
-		msg = fmt.Sprintf("cursor: %q is not a cursor this listing gave", c)
+	if msg == "" && cursor != "" && !config.ValidName([]byte(cursor)) {
+		msg = fmt.Sprintf("cursor: %q is not a cursor this listing gave", cursor)
 	}
 	if msg != "" {
-		writeError(w, http.StatusBadRequest, codeInvalidRequest, msg)
+		writeError(w, http.StatusBadRequest, codeInvalidQuery, msg)
 		return "", 0, false
 	}
-	return vs["cursor"], limit, true
+	return cursor, limit, true
 }
 
 // pathSource returns the source {name} of the path's tenant, or answers
@@ -323,7 +318,7 @@ func queryOnly(w http.ResponseWriter, r *http.Request, allowed ...string) (deadL
 // readDoc reads a source document from the body, bounded, or answers 413
 // or 400 invalid_source naming every problem.
 func (h *sourceHandlers) readDoc(w http.ResponseWriter, r *http.Request) (config.SourceDoc, bool) {
-	body, ok := readBody(w, r, h.maxBody)
+	body, ok := readBody(w, r)
 	if !ok {
 		return config.SourceDoc{}, false
 	}
@@ -357,16 +352,14 @@ func hasTopKey(body []byte, k string) bool {
 	return ok
 }
 
-// readBody reads the whole body within max bytes, or answers 413.
-func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, bool) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
-	var tooBig *http.MaxBytesError
-	switch {
-	case errors.As(err, &tooBig):
-		writeError(w, http.StatusRequestEntityTooLarge, "payload_too_large", fmt.Sprintf("the body is larger than %d bytes (admin.max_body_bytes)", max))
-		return nil, false
-	case err != nil:
-		writeError(w, http.StatusBadRequest, codeInvalidRequest, "cannot read the body: "+err.Error())
+// readBody reads the whole body within admin.max_body_bytes, or answers
+// 413 (408 when it arrives too slowly) as decodeJSON does.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyOf(r)))
+	if err != nil {
+		status, code, msg := jsonProblem(err, maxBodyOf(r))
+		w.Header().Set("Connection", "close")
+		writeError(w, status, code, msg)
 		return nil, false
 	}
 	return body, true

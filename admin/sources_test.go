@@ -70,7 +70,7 @@ sources:
 	}
 	bl := &fakeBacklog{counts: map[string]int64{}}
 	mux := http.NewServeMux()
-	if err := Register(mux, Options{Tokens: testTokens(), Sources: store, Backlog: bl, Resolver: cfg.RouteResolver, MaxBodyBytes: 4096, Logger: zap.NewNop()}); err != nil {
+	if err := Register(mux, Options{Tokens: testTokens(), Sources: store, Backlog: bl, Resolver: cfg.RouteResolver, Logger: zap.NewNop()}); err != nil {
 		t.Fatal(err)
 	}
 	return mux, bl, m
@@ -129,7 +129,7 @@ func TestSourceEndpoints(t *testing.T) {
 	wantAnswer(t, call(mux, "POST", "/v1/tenants/acme/sources", "acme", `{"name": "x", "verify": {"type": "none"}, "created_at": "now"}`), 400, "created_at: read-only")
 	wantAnswer(t, call(mux, "POST", "/v1/tenants/acme/sources", "acme", `{"name": "Bad Name", "verify": {"type": "none"}}`), 400, "source name must match")
 	wantAnswer(t, call(mux, "POST", "/v1/tenants/acme/sources", "acme", `{"name": 1}`), 400, "name: must be a string")
-	wantAnswer(t, call(mux, "POST", "/v1/tenants/acme/sources", "acme", `{"name": "x", "verify": {"type": "none"}, "max_body_bytes": "`+strings.Repeat("9", 5000)+`"}`), 413, "payload_too_large")
+	wantAnswer(t, call(mux, "POST", "/v1/tenants/acme/sources", "acme", `{"name": "x", "verify": {"type": "none"}, "max_body_bytes": "`+strings.Repeat("9", 2<<20)+`"}`), 413, "payload_too_large")
 	wantAnswer(t, call(mux, "POST", "/v1/tenants/acme/sources?force=1", "acme", `{}`), 400, "force")
 	// Update keeps the secrets; the sink keeps its id.
 	wantAnswer(t, call(mux, "PUT", "/v1/tenants/acme/sources/acme-gh", "acme", `{"verify": {"type": "github"}, "sinks": [{"type": "http", "url": "https://example.com/new"}]}`), 200, `"secrets_set":["verify.secret","sinks[0].secret"]`, "example.com/new")
@@ -180,8 +180,8 @@ func TestRouteEndpoints(t *testing.T) {
 	wantAnswer(t, call(mux, "POST", "/v1/tenants/acme/routes", "acme", `{"source_id": 5}`), 400, "source_id")
 	wantAnswer(t, call(mux, "POST", "/v1/tenants/acme/routes", "acme", `{"source_id": "seeded", "tenant_id": "globex", "token": "auto"}`), 400, "tenant_id")
 	wantAnswer(t, call(mux, "POST", "/v1/tenants/acme/routes", "acme", `{"source_id": "nope", "token": "auto"}`), 400, "no source named")
-	wantAnswer(t, call(mux, "POST", "/v1/tenants/acme/routes", "acme", ``), 400, "JSON object is required")
-	wantAnswer(t, call(mux, "POST", "/v1/tenants/acme/routes", "acme", `{"path": "/a"} {}`), 400, "nothing after it")
+	wantAnswer(t, call(mux, "POST", "/v1/tenants/acme/routes", "acme", ``), 400, "needs a JSON body")
+	wantAnswer(t, call(mux, "POST", "/v1/tenants/acme/routes", "acme", `{"path": "/a"} {}`), 400, "more than one JSON value")
 	wantAnswer(t, call(mux, "PUT", "/v1/tenants/acme/routes/"+id, "acme", `{"source_id": "seeded", "token": "auto"}`), 200, `"token":"`)
 	wantAnswer(t, call(mux, "GET", "/v1/tenants/acme/routes", "acme", ""), 200, id)
 	if w := call(mux, "DELETE", "/v1/tenants/acme/routes/"+id, "acme", ""); w.Code != 204 {

@@ -26,7 +26,7 @@ const bootstrapTokenName = "local-admin"
 
 // bootstrapScopes are the minted token's scopes: everything an operator
 // at the node's own console does.
-var bootstrapScopes = []string{admin.ScopeAllTenants, admin.ScopeTenantsRead, admin.ScopeTenantsWrite}
+var bootstrapScopes = []string{admin.ScopeAllTenants, admin.ScopeTenantsRead, admin.ScopeTenantsWrite, admin.ScopeDebug}
 
 // bootstrapToken is admin.bootstrap_token: the token the node minted for
 // itself, its digest in the meta store and the token in

@@ -72,10 +72,14 @@ func checkConfig(args []string) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	_, err := loadConfig(*path)
+	cfg, err := loadConfig(*path)
 	if err != nil {
 		printProblems(err)
 		return exitConfig
+	}
+	// A warning is for the operator to read; the config is still valid.
+	for _, w := range config.Warnings(cfg) {
+		fmt.Fprintln(os.Stderr, "config: warning:", w)
 	}
 	fmt.Println("config ok")
 	return 0

@@ -28,6 +28,7 @@ func (n *node) openRouter(commit edge.Committer) error {
 	if err := policy.LoadOverrides(n.meta); err != nil {
 		return err
 	}
+	n.policy = policy // the admin API changes its overrides
 	limiter, err := n.rateLimiter(policy)
 	if err != nil {
 		return err

@@ -22,6 +22,7 @@ import (
 	"github.com/ankusa/ankusa/meta"
 	"github.com/ankusa/ankusa/segment"
 	"github.com/ankusa/ankusa/source"
+	"github.com/ankusa/ankusa/tenant"
 	"github.com/ankusa/ankusa/wal"
 )
 
@@ -50,6 +51,9 @@ func serve(args []string) int {
 		return exitConfig
 	}
 	defer log.Sync()
+	for _, w := range config.Warnings(cfg) {
+		log.Warn("config: " + w)
+	}
 	n, err := start(cfg, *recovery, log)
 	if err != nil {
 		log.Error("cannot start", zap.Error(err))
@@ -88,6 +92,7 @@ type node struct {
 	fleet    *dedupe.Fleet        // dedupe.scope: fleet
 	rdb      *redis.Client        // rate_limits.scope: fleet
 
+	policy     *tenant.Policy // every tenant's limits: the router's and the admin API's
 	router     *edge.Router
 	admin      *admin.Server
 	public     *fasthttp.Server

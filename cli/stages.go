@@ -20,6 +20,7 @@ import (
 	"github.com/ankusa/ankusa/meta"
 	"github.com/ankusa/ankusa/segment"
 	"github.com/ankusa/ankusa/source"
+	"github.com/ankusa/ankusa/tenant"
 	"github.com/ankusa/ankusa/wal"
 )
 
@@ -212,12 +213,16 @@ func (n *node) openDispatch(in *dispatch.Intake) error {
 	return nil
 }
 
+// The policy serves the admin API as it is.
+var _ admin.RateLimits = (*tenant.Policy)(nil)
+
 // openAdmin starts the admin listener over the stages that serve it, as
 // they are: the admin API holds the policy of its routes (a release's
 // verification, the audit rows), the stages the rows.
 func (n *node) openAdmin() error {
-	tokens := n.cfg.Admin.Tokens
-	if n.cfg.Admin.BootstrapToken {
+	a := n.cfg.Admin
+	tokens := a.Tokens
+	if a.BootstrapToken {
 		tok, path, minted, err := n.bootstrapToken()
 		if err != nil {
 			return err
@@ -225,9 +230,15 @@ func (n *node) openAdmin() error {
 		tokens = append(append([]config.AdminToken(nil), tokens...), tok)
 		n.tokenPath, n.tokenMinted = path, minted
 	}
-	opts := admin.Options{
-		Tokens: tokens, Sources: n.sources, Logger: n.log,
-		Resolver: n.cfg.RouteResolver, MaxBodyBytes: 1 << 20,
+	opts := admin.Options{Tokens: tokens, Sources: n.sources, Logger: n.log, Resolver: n.cfg.RouteResolver, Listener: admin.ListenerOptions{
+		ReadTimeout: a.ReadTimeout.D(), ReadHeaderTimeout: a.ReadHeaderTimeout.D(), WriteTimeout: a.WriteTimeout.D(),
+		IdleTimeout: a.IdleTimeout.D(), MaxConnections: a.MaxConnections, MaxBodyBytes: int64(a.MaxBodyBytes),
+	}}
+	// The meta store's tenant mirror, overrides and audit log; the
+	// dispatcher's live counts (ahead of the checkpointed ones in meta).
+	opts.Tenants, opts.Audit = n.meta, n.meta
+	if n.policy != nil {
+		opts.Limits, opts.Overrides = n.policy, n.meta
 	}
 	if n.wal != nil {
 		opts.Health = n.wal
@@ -239,8 +250,9 @@ func (n *node) openAdmin() error {
 		opts.Deliveries = n.dispatch
 		opts.Quarantine = n.dispatch
 		opts.Backlog = n.dispatch
+		opts.Counts = n.dispatch
 	}
-	s, err := admin.Listen(n.cfg.Admin.Listen, opts)
+	s, err := admin.Listen(a.Listen, opts)
 	if err != nil {
 		return err
 	}

@@ -35,16 +35,33 @@ type Node struct {
 	Ordinal *int `yaml:"ordinal"`
 }
 
-// Admin is the admin listener.
+// Admin is the admin listener and its bounds: a client of the admin API
+// holds no more of the node than these allow.
 type Admin struct {
 	Listen string       `yaml:"listen"`
 	Tokens []AdminToken `yaml:"tokens"`
 	// BootstrapToken makes the node mint an admin token of its own on its
-	// first start (scopes tenant:*, tenants:read, tenants:write): its
+	// first start (scopes tenant:*, tenants:read, tenants:write, debug): its
 	// digest is kept in the meta store, the token in the file
 	// <data_dir>/admin-token (mode 0600). The embedded default sets it, so
 	// make run has a token to show.
 	BootstrapToken bool `yaml:"bootstrap_token"`
+	// ReadTimeout bounds reading a whole request, body included;
+	// ReadHeaderTimeout its header (and how long a new connection may
+	// stay silent).
+	ReadTimeout       Duration `yaml:"read_timeout"`
+	ReadHeaderTimeout Duration `yaml:"read_header_timeout"`
+	// WriteTimeout bounds writing an answer, counted from the end of the
+	// request's header; a CPU profile (/debug/pprof/profile?seconds=N)
+	// must finish inside it.
+	WriteTimeout Duration `yaml:"write_timeout"`
+	// IdleTimeout closes a keep-alive connection idle that long.
+	IdleTimeout Duration `yaml:"idle_timeout"`
+	// MaxConnections caps open connections; one past it is answered 503
+	// overloaded and closed.
+	MaxConnections int `yaml:"max_connections"`
+	// MaxBodyBytes bounds a request body (413 past it, chunked too).
+	MaxBodyBytes Size `yaml:"max_body_bytes"`
 }
 
 // AdminToken is one bearer token, stored as the hex SHA-256 of the token.

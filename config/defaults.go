@@ -33,6 +33,16 @@ const (
 	DefaultTenant            = "default"
 )
 
+// Defaults of the admin listener's bounds (admin.*).
+const (
+	DefaultAdminReadTimeout       = 10 * time.Second
+	DefaultAdminReadHeaderTimeout = 5 * time.Second
+	DefaultAdminWriteTimeout      = 60 * time.Second
+	DefaultAdminIdleTimeout       = 60 * time.Second
+	DefaultAdminMaxConnections    = 256
+	DefaultAdminMaxBodyBytes      = 1 << 20
+)
+
 // ApplyDefaults fills every key left out, section by section.
 func (c *Config) ApplyDefaults() {
 	c.applyNodeDefaults()
@@ -57,9 +67,19 @@ func (c *Config) applyNodeDefaults() {
 		c.Node.Roles = slices.Clone(allRoles)
 	}
 	setString(&c.Listen, DefaultListen)
-	setString(&c.Admin.Listen, DefaultAdminListen)
+	c.Admin.applyDefaults()
 	setString(&c.Log.Level, "info")
 	setString(&c.Log.Format, "json")
+}
+
+func (a *Admin) applyDefaults() {
+	setString(&a.Listen, DefaultAdminListen)
+	setDur(&a.ReadTimeout, DefaultAdminReadTimeout)
+	setDur(&a.ReadHeaderTimeout, DefaultAdminReadHeaderTimeout)
+	setDur(&a.WriteTimeout, DefaultAdminWriteTimeout)
+	setDur(&a.IdleTimeout, DefaultAdminIdleTimeout)
+	setInt(&a.MaxConnections, DefaultAdminMaxConnections)
+	setSize(&a.MaxBodyBytes, DefaultAdminMaxBodyBytes)
 }
 
 func (l *Limits) applyDefaults() {

@@ -13,6 +13,7 @@ import (
 func Validate(c *Config, opts ValidateOptions) Problems {
 	var p Problems
 	validateNode(&p, c)
+	validateAdmin(&p, c.Admin)
 	validateLimits(&p, c)
 	validateRoutes(&p, c)
 	validateResolver(&p, c.RouteResolver, opts)

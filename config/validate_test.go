@@ -118,6 +118,24 @@ func TestValidate(t *testing.T) {
 			want: []string{"admin.tokens[0] (ops): "}},
 		{name: "admin token hash ok", yaml: "admin: {tokens: [{name: ops, sha256: " + strings.Repeat("aB", 32) + "}]}"},
 
+		// The admin listener's bounds.
+		{name: "admin bounds set", yaml: "admin: {read_timeout: 2s, read_header_timeout: 1s, write_timeout: 5s, idle_timeout: 1s, max_connections: 8, max_body_bytes: 4KiB}"},
+		{name: "admin read_timeout too short", yaml: "admin: {read_timeout: 10ms, read_header_timeout: 1s}",
+			want: []string{"admin.read_timeout: 10ms must be between 100ms and 24h", "admin.read_header_timeout: 1s must not exceed admin.read_timeout (10ms)"}},
+		{name: "admin read_header_timeout above read_timeout", yaml: "admin: {read_timeout: 1s, read_header_timeout: 2s}",
+			want: []string{"admin.read_header_timeout: 2s must not exceed admin.read_timeout (1s)"}},
+		{name: "admin write_timeout too short", yaml: "admin: {write_timeout: 10ms}",
+			want: []string{"admin.write_timeout: 10ms must be between 1s and 24h"}},
+		{name: "admin idle_timeout too long", yaml: "admin: {idle_timeout: 25h}",
+			want: []string{"admin.idle_timeout: 25h0m0s must be between 100ms and 24h"}},
+		{name: "admin max_connections negative", yaml: "admin: {max_connections: -1}",
+			want: []string{"admin.max_connections: -1 must be between 1 and 65536"}},
+		{name: "admin max_body_bytes too small", yaml: "admin: {max_body_bytes: 100}",
+			want: []string{"admin.max_body_bytes: 100 must be between 1KiB and 64MiB"}},
+		{name: "admin max_body_bytes too large", yaml: "admin: {max_body_bytes: 65MiB}",
+			want: []string{"admin.max_body_bytes: 68157440 must be between 1KiB and 64MiB"}},
+		{name: "admin unknown key", yaml: "admin: {read_timout: 1s}", want: []string{"admin.read_timout"}},
+
 		// Limits and the WAL.
 		{name: "max_header_bytes below 1KiB", yaml: "limits: {max_header_bytes: 512}",
 			want: []string{"limits.max_header_bytes: 512 must be between 1KiB and 1MiB"}},
@@ -527,5 +545,36 @@ func TestApplySourceDefaults(t *testing.T) {
 	ApplySourceDefaults(&s, Duration(2*time.Hour))
 	if *s.Quarantine != *before.Quarantine || s.Dedupe != nil {
 		t.Fatalf("second ApplySourceDefaults changed %+v", s)
+	}
+}
+
+func TestWarnings(t *testing.T) {
+	f := func(listen string, warn bool) {
+		t.Helper()
+		c, err := Load([]byte("admin: {listen: '"+listen+"'}"), ValidateOptions{})
+		if err != nil {
+			t.Fatalf("%s: %v", listen, err)
+		}
+		w := Warnings(c)
+		if got := len(w) == 1 && strings.HasPrefix(w[0], "admin.listen: \""+listen+"\" is not a loopback address"); got != warn || (!warn && len(w) != 0) {
+			t.Errorf("Warnings(admin.listen %s) = %q, want a warning: %v", listen, w, warn)
+		}
+	}
+	f("127.0.0.1:9090", false)
+	f("127.3.4.5:9090", false)
+	f("[::1]:9090", false)
+	f("localhost:9090", false)
+	f(":9090", true)
+	f("0.0.0.0:9090", true)
+	f("[::]:9090", true)
+	f("10.0.0.7:9090", true)
+	f("admin.example.com:9090", true)
+	// The default has none.
+	c, err := Load(nil, ValidateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := Warnings(c); len(w) != 0 {
+		t.Errorf("Warnings(default) = %q", w)
 	}
 }

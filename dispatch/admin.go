@@ -81,8 +81,9 @@ func (d *Dispatcher) scanDead(tenant string, ord uint32, after *meta.RowID, f Fi
 }
 
 // Retry makes one dead letter pending again, due now, with its attempt
-// count and max_age clock reset (a synced write).
-func (d *Dispatcher) Retry(ctx context.Context, tenant string, id envelope.ID, sink string) error {
+// count and max_age clock reset: a synced write, with audit (the caller's
+// record of the change) in the same batch.
+func (d *Dispatcher) Retry(ctx context.Context, tenant string, id envelope.ID, sink string, audit meta.AuditRow) error {
 	rid, row, err := d.deadRow(tenant, id, sink)
 	if err != nil {
 		return err
@@ -90,6 +91,9 @@ func (d *Dispatcher) Retry(ctx context.Context, tenant string, id envelope.ID, s
 	b := d.meta.NewBatch()
 	defer b.Close()
 	d.revive(b, rid, &row)
+	if err := addAudit(b, audit); err != nil {
+		return err
+	}
 	if err := b.Commit(meta.Sync); err != nil {
 		return fmt.Errorf("cannot retry a dead letter: %w", err)
 	}
@@ -97,14 +101,16 @@ func (d *Dispatcher) Retry(ctx context.Context, tenant string, id envelope.ID, s
 	return nil
 }
 
-// RetryAll retries every dead letter of the tenant passing the filter.
-func (d *Dispatcher) RetryAll(ctx context.Context, tenant string, f Filter) (int, error) {
-	return d.eachDead(tenant, f, d.revive, func(ord uint32, n int) { d.revived(ord, n) })
+// RetryAll retries every dead letter of the tenant passing the filter, in
+// synced batches of at most 1000, each with the audit row audit(n) makes
+// for its n rows.
+func (d *Dispatcher) RetryAll(ctx context.Context, tenant string, f Filter, audit func(n int) meta.AuditRow) (int, error) {
+	return d.eachDead(tenant, f, audit, d.revive, func(ord uint32, n int) { d.revived(ord, n) })
 }
 
-// Drop deletes one dead letter (a synced write); its attempt log stays
-// until it ages out.
-func (d *Dispatcher) Drop(ctx context.Context, tenant string, id envelope.ID, sink string) error {
+// Drop deletes one dead letter (a synced write, with audit in its batch);
+// its attempt log stays until it ages out.
+func (d *Dispatcher) Drop(ctx context.Context, tenant string, id envelope.ID, sink string, audit meta.AuditRow) error {
 	rid, _, err := d.deadRow(tenant, id, sink)
 	if err != nil {
 		return err
@@ -112,6 +118,9 @@ func (d *Dispatcher) Drop(ctx context.Context, tenant string, id envelope.ID, si
 	b := d.meta.NewBatch()
 	defer b.Close()
 	b.DeleteDead(rid)
+	if err := addAudit(b, audit); err != nil {
+		return err
+	}
 	if err := b.Commit(meta.Sync); err != nil {
 		return fmt.Errorf("cannot drop a dead letter: %w", err)
 	}
@@ -120,9 +129,10 @@ func (d *Dispatcher) Drop(ctx context.Context, tenant string, id envelope.ID, si
 	return nil
 }
 
-// DropAll drops every dead letter of the tenant passing the filter.
-func (d *Dispatcher) DropAll(ctx context.Context, tenant string, f Filter) (int, error) {
-	return d.eachDead(tenant, f, func(b *meta.Batch, id meta.RowID, _ *meta.Delivery) {
+// DropAll drops every dead letter of the tenant passing the filter, in
+// batches as RetryAll's, each with its audit row.
+func (d *Dispatcher) DropAll(ctx context.Context, tenant string, f Filter, audit func(n int) meta.AuditRow) (int, error) {
+	return d.eachDead(tenant, f, audit, func(b *meta.Batch, id meta.RowID, _ *meta.Delivery) {
 		b.DeleteDead(id)
 	}, func(_ uint32, n int) { d.dead.Add(-int64(n)); backlogGauges(d) })
 }
@@ -161,8 +171,10 @@ func (d *Dispatcher) deadRow(tenant string, id envelope.ID, sink string) (meta.R
 }
 
 // eachDead applies fn to every dead letter of the tenant passing the
-// filter, in synced batches; done is told how many each batch held.
-func (d *Dispatcher) eachDead(tenant string, f Filter, fn func(*meta.Batch, meta.RowID, *meta.Delivery), done func(uint32, int)) (int, error) {
+// filter, in synced batches, each with the audit row audit makes for it;
+// done is told how many each batch held.
+func (d *Dispatcher) eachDead(tenant string, f Filter, audit func(n int) meta.AuditRow,
+	fn func(*meta.Batch, meta.RowID, *meta.Delivery), done func(uint32, int)) (int, error) {
 	ord, ok := d.ordinal(tenant)
 	if !ok {
 		return 0, nil
@@ -173,6 +185,9 @@ func (d *Dispatcher) eachDead(tenant string, f Filter, fn func(*meta.Batch, meta
 	commit := func() error {
 		if inBatch == 0 {
 			return nil
+		}
+		if err := addAudit(b, audit(inBatch)); err != nil {
+			return err
 		}
 		if err := b.Commit(meta.Sync); err != nil {
 			return fmt.Errorf("cannot change dead letters: %w", err)
@@ -194,6 +209,15 @@ func (d *Dispatcher) eachDead(tenant string, f Filter, fn func(*meta.Batch, meta
 		return total, err
 	}
 	return total, commit()
+}
+
+// addAudit adds an operator change's audit row to its batch; a change
+// without one is a bug of the caller.
+func addAudit(b *meta.Batch, audit meta.AuditRow) error {
+	if audit.Action == "" || audit.At.IsZero() {
+		return fmt.Errorf("BUG: dispatch: a dead-letter change without its audit row (%+v)", audit)
+	}
+	return b.AddAudit(audit)
 }
 
 // revive adds to b what makes a dead row pending and due now.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ankusa/ankusa/config"
 	"github.com/ankusa/ankusa/dispatch"
+	"github.com/ankusa/ankusa/meta"
 )
 
 // Every committed hook reaches every sink of its source, once in a clean
@@ -96,19 +97,34 @@ func TestRetriesThenDeadLettersThenRetryAll(t *testing.T) {
 	if seen != 100 {
 		t.Fatalf("paging saw %d dead letters, want 100", seen)
 	}
-	if err := d.Retry(ctx, "acme", hooks[0].ID, "nope"); !errors.Is(err, dispatch.ErrNoDelivery) {
+	at := time.Date(2025, 11, 29, 19, 40, 0, 0, time.UTC)
+	row := func(action string) meta.AuditRow {
+		return meta.AuditRow{At: at, Principal: "ops", Action: action, Tenant: "acme", Outcome: "ok"}
+	}
+	batches := func(action string) func(int) meta.AuditRow {
+		return func(k int) meta.AuditRow { r := row(action); r.Detail = fmt.Sprintf("%d", k); return r }
+	}
+	if err := d.Retry(ctx, "acme", hooks[0].ID, "nope", row("deliveries.retry")); !errors.Is(err, dispatch.ErrNoDelivery) {
 		t.Fatalf("retry of an unknown sink: %v, want ErrNoDelivery", err)
 	}
-	if err := d.Retry(ctx, "other", hooks[0].ID, "a"); !errors.Is(err, dispatch.ErrNoDelivery) {
+	if err := d.Retry(ctx, "other", hooks[0].ID, "a", row("deliveries.retry")); !errors.Is(err, dispatch.ErrNoDelivery) {
 		t.Fatalf("retry from another tenant: %v, want ErrNoDelivery", err)
 	}
 	broken.Store(false)
-	if err := d.Drop(ctx, "acme", hooks[0].ID, "a"); err != nil {
+	if err := d.Drop(ctx, "acme", hooks[1].ID, "a", meta.AuditRow{}); err == nil {
+		t.Fatal("a drop without its audit row was done")
+	}
+	if err := d.Drop(ctx, "acme", hooks[0].ID, "a", row("deliveries.drop")); err != nil {
 		t.Fatal(err)
 	}
-	retried, err := d.RetryAll(ctx, "acme", dispatch.Filter{})
+	retried, err := d.RetryAll(ctx, "acme", dispatch.Filter{}, batches("deliveries.retry_all"))
 	if err != nil || retried != 99 {
 		t.Fatalf("retry-all: %d, %v; want 99 (one dropped)", retried, err)
+	}
+	// One audit row per change, in its batch: the drop, then the retry-all's one batch.
+	audit, err := n.meta.Audit(time.Time{}, 10)
+	if err != nil || len(audit) != 2 || audit[0].Action != "deliveries.drop" || audit[1].Action != "deliveries.retry_all" || audit[1].Detail != "99" {
+		t.Fatalf("audit rows: %+v, %v", audit, err)
 	}
 	waitFor(t, 10*time.Second, "the retried deliveries", func() bool { return fk.ok.Load() == 99 })
 	if got := fk.delivered("a", hooks[0].ID); got != 0 {

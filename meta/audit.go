@@ -1,15 +1,20 @@
 package meta
 
 import (
+	"bytes"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math"
 	"sync/atomic"
 	"time"
 )
 
 // AuditRow is one operator action that changed what the node holds, kept
-// for the record: who, what, on which tenant and entity. It never holds a
-// body or a secret. Its key is AuditKey(At, n); value: JSON.
+// for the record: who, what, on which tenant and entity, the hash of what
+// was stored and how it went. It never holds a body or a secret. Its key
+// is AuditKey(At, n); value: JSON.
 type AuditRow struct {
 	At        time.Time `json:"at"`
 	Principal string    `json:"principal"`
@@ -17,10 +22,11 @@ type AuditRow struct {
 	Tenant    string    `json:"tenant,omitempty"`
 	Entity    string    `json:"entity,omitempty"`
 	Detail    string    `json:"detail,omitempty"`
-	// SpecSHA256 is the hex SHA-256 of the entity's stored spec with its
-	// secrets removed, after the change (empty for a removal).
+	// SpecSHA256 is the hex SHA-256 of the stored spec JSON with its
+	// secrets removed (a rate-limit override's JSON, a source's), when
+	// the action stored one.
 	SpecSHA256 string `json:"spec_sha256,omitempty"`
-	// Outcome is what came of the change ("ok").
+	// Outcome is how the action went ("ok").
 	Outcome string `json:"outcome,omitempty"`
 }
 
@@ -38,24 +44,90 @@ func (b *Batch) AddAudit(row AuditRow) error {
 	return nil
 }
 
-// Audit lists the audit rows from since on (the zero time: from the
-// first), oldest first, at most limit.
-func (s *Store) Audit(since time.Time, limit int) ([]AuditRow, error) {
+// AuditQuery selects audit rows.
+type AuditQuery struct {
+	// Since (inclusive) and Until (exclusive) bound the rows' times; zero
+	// is unbounded.
+	Since, Until time.Time
+	// Tenant, when not "", keeps only that tenant's rows.
+	Tenant string
+	// Cursor is a Next an earlier page returned ("": from the first).
+	Cursor string
+	// Limit is the most rows a page holds (at least 1).
+	Limit int
+}
+
+// ErrBadAuditCursor: a cursor AuditPage did not hand out.
+var ErrBadAuditCursor = errors.New("meta: malformed audit cursor")
+
+// auditScanBudget bounds the rows one page looks at when a tenant filter
+// skips most of them: a page may then end short, with a Next to go on.
+const auditScanBudget = 10000
+
+// AuditPage lists the rows q selects, oldest first, at most q.Limit; next
+// is the cursor of the page after ("" at the end: the hex of the last key
+// looked at). A page may hold fewer than q.Limit rows and still have a
+// next (the tenant filter skipped many). A row that does not decode is
+// ErrBadRecord, with the rows before it.
+func (s *Store) AuditPage(q AuditQuery) (rows []AuditRow, next string, err error) {
 	lo, hi := prefixRange(prefixAudit)
-	if !since.IsZero() && since.Unix() > 0 {
-		lo = AuditKey(since.UnixNano(), 0)
+	if !q.Since.IsZero() && q.Since.Unix() > 0 {
+		lo = AuditKey(auditNanos(q.Since), 0)
 	}
-	var out []AuditRow
-	if limit <= 0 {
-		return out, nil
+	if !q.Until.IsZero() {
+		hi = AuditKey(auditNanos(q.Until), 0)
 	}
-	err := s.scan("the audit log", lo, hi, func(k, v []byte) (bool, error) {
+	if q.Cursor != "" {
+		after, err := hex.DecodeString(q.Cursor)
+		if err != nil || !bytes.HasPrefix(after, []byte(prefixAudit)) {
+			return nil, "", ErrBadAuditCursor
+		}
+		if after = append(after, 0); bytes.Compare(after, lo) > 0 {
+			lo = after
+		}
+	}
+	rows = []AuditRow{}
+	if q.Limit <= 0 || bytes.Compare(lo, hi) >= 0 {
+		return rows, "", nil
+	}
+	seen := 0
+	var last []byte
+	err = s.scan("the audit log", lo, hi, func(k, v []byte) (bool, error) {
 		var r AuditRow
 		if err := json.Unmarshal(v, &r); err != nil {
 			return true, fmt.Errorf("%w: audit row %x: %v", ErrBadRecord, k, err)
 		}
-		out = append(out, r)
-		return len(out) >= limit, nil
+		if q.Tenant == "" || r.Tenant == q.Tenant {
+			rows = append(rows, r)
+		}
+		seen++
+		last = append(last[:0], k...)
+		return len(rows) >= q.Limit || seen >= auditScanBudget, nil
 	})
-	return out, err
+	if err != nil {
+		return rows, "", err // the rows before a damaged one
+	}
+	if last != nil && (len(rows) >= q.Limit || seen >= auditScanBudget) {
+		next = hex.EncodeToString(last)
+	}
+	return rows, next, nil
+}
+
+// auditNanos is t in unix ns, clamped to what a key can hold (UnixNano
+// is undefined outside 1678 to 2262).
+func auditNanos(t time.Time) int64 {
+	switch {
+	case t.Unix() <= 0:
+		return 0
+	case t.Year() >= 2262:
+		return math.MaxInt64
+	}
+	return t.UnixNano()
+}
+
+// Audit lists the audit rows from since on (the zero time: from the
+// first), oldest first, at most limit.
+func (s *Store) Audit(since time.Time, limit int) ([]AuditRow, error) {
+	rows, _, err := s.AuditPage(AuditQuery{Since: since, Limit: limit})
+	return rows, err
 }

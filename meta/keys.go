@@ -44,8 +44,10 @@ import "encoding/binary"
 //
 // Per-tenant keys, by name (one key per tenant):
 //
-//	t:                      "t:" | tenant                 → ordinal u32: the mirror of the
-//	                        WAL's tenant records (the WAL is the durable one)
+//	t:                      "t:" | tenant                 → ordinal u32 | first_seen u64
+//	                        (unix ns; a value written before it is the ordinal
+//	                        alone): the mirror of the WAL's tenant records (the
+//	                        WAL is the durable one)
 //	m:ratelimit:            "m:ratelimit:" | tenant       → runtime rate-limit override, JSON
 //
 // Per-tenant keys, by name then entity (a tenant's keys under each prefix

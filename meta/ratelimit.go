@@ -1,6 +1,8 @@
 package meta
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -19,26 +21,54 @@ type rateLimitJSON struct {
 	Unlimited bool `json:"unlimited,omitempty"`
 }
 
-// SetRateLimitOverride stores a tenant's override (a synced write).
-func (s *Store) SetRateLimitOverride(tenant string, rl config.RateLimit) error {
+// RateLimitJSON is the stored form of an override (the value of
+// m:ratelimit:<tenant>): what an audit row's spec_sha256 hashes.
+func RateLimitJSON(rl config.RateLimit) []byte {
 	j := rateLimitJSON{Rate: rl.Rate, Burst: rl.Burst, MaxQueue: rl.MaxQueue, MaxQueueBytes: int64(rl.MaxQueueBytes)}
 	if math.IsInf(rl.Rate, 1) {
 		j.Rate, j.Unlimited = 0, true
 	}
 	v, err := json.Marshal(j)
 	if err != nil {
-		return err
+		panic("BUG: cannot encode a rate limit override: " + err.Error())
 	}
-	if err := s.set(rateLimitKey(tenant), v, Sync); err != nil {
-		return fmt.Errorf("cannot store the rate limit override of tenant %s: %w", tenant, err)
-	}
-	return nil
+	return v
 }
 
-// DeleteRateLimitOverride removes a tenant's override (a synced write).
-func (s *Store) DeleteRateLimitOverride(tenant string) error {
-	if err := s.db.Delete(rateLimitKey(tenant), Sync.opts()); err != nil {
-		return fmt.Errorf("cannot remove the rate limit override of tenant %s: %w", tenant, err)
+// SetRateLimitOverride stores a tenant's override and the audit row that
+// records it in one synced batch. An empty audit.SpecSHA256 is filled with
+// the hash of the stored value.
+func (s *Store) SetRateLimitOverride(tenant string, rl config.RateLimit, audit AuditRow) error {
+	if math.IsNaN(rl.Rate) || math.IsInf(rl.Rate, -1) {
+		return fmt.Errorf("cannot store the rate limit override of tenant %s: rate %v", tenant, rl.Rate)
+	}
+	v := RateLimitJSON(rl)
+	if audit.SpecSHA256 == "" {
+		sum := sha256.Sum256(v)
+		audit.SpecSHA256 = hex.EncodeToString(sum[:])
+	}
+	return s.auditedChange("store", tenant, audit, func(b *Batch) { b.set(rateLimitKey(tenant), v) })
+}
+
+// DeleteRateLimitOverride removes a tenant's override, with the audit row
+// that records it, in one synced batch.
+func (s *Store) DeleteRateLimitOverride(tenant string, audit AuditRow) error {
+	return s.auditedChange("remove", tenant, audit, func(b *Batch) { b.del(rateLimitKey(tenant)) })
+}
+
+// auditedChange commits change and audit in one synced batch.
+func (s *Store) auditedChange(verb, tenant string, audit AuditRow, change func(*Batch)) error {
+	if audit.Action == "" || audit.At.IsZero() {
+		return fmt.Errorf("BUG: meta: a rate limit change without its audit row (%+v)", audit)
+	}
+	b := s.NewBatch()
+	defer b.Close()
+	change(b)
+	if err := b.AddAudit(audit); err != nil {
+		return err
+	}
+	if err := b.Commit(Sync); err != nil {
+		return fmt.Errorf("cannot %s the rate limit override of tenant %s: %w", verb, tenant, err)
 	}
 	return nil
 }

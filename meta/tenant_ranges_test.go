@@ -58,7 +58,8 @@ var tenantFixtures = map[string]tenantFixture{
 		}
 	},
 	"rate-limit": func(t *testing.T, s *Store, _ uint32, name string) {
-		if err := s.SetRateLimitOverride(name, config.RateLimit{Rate: math.Inf(1), Burst: 1}); err != nil {
+		audit := AuditRow{At: time.Unix(1, 0), Principal: "ops", Action: "tenant.rate_limit.set", Tenant: name}
+		if err := s.SetRateLimitOverride(name, config.RateLimit{Rate: math.Inf(1), Burst: 1}, audit); err != nil {
 			t.Fatal(err)
 		}
 	},

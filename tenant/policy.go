@@ -9,11 +9,11 @@ import (
 	"github.com/ankusa/ankusa/config"
 )
 
-// OverrideStore keeps runtime overrides durable (the meta store).
+// OverrideStore holds the runtime overrides a node loads at boot (the
+// meta store). Changes are saved by the caller of SetOverride and
+// ClearOverride, which writes each with its audit row.
 type OverrideStore interface {
 	RateLimitOverrides() (map[string]config.RateLimit, error)
-	SetRateLimitOverride(tenant string, rl config.RateLimit) error
-	DeleteRateLimitOverride(tenant string) error
 }
 
 // Policy is every tenant's limits (rate, burst, max_queue,
@@ -22,7 +22,6 @@ type OverrideStore interface {
 type Policy struct {
 	def     config.RateLimit
 	conf    map[string]config.RateLimit
-	store   OverrideStore
 	mu      sync.Mutex // serialises writers of over
 	over    atomic.Pointer[map[string]config.RateLimit]
 	hasDef  bool
@@ -40,8 +39,7 @@ func NewPolicy(rl config.RateLimits) *Policy {
 	return p
 }
 
-// LoadOverrides makes s the store of runtime overrides and loads those it
-// holds (at boot).
+// LoadOverrides loads the runtime overrides s holds (at boot).
 func (p *Policy) LoadOverrides(s OverrideStore) error {
 	m, err := s.RateLimitOverrides()
 	if err != nil {
@@ -49,7 +47,6 @@ func (p *Policy) LoadOverrides(s OverrideStore) error {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.store = s
 	p.over.Store(&m)
 	p.version.Add(1)
 	return nil
@@ -79,48 +76,40 @@ func CheckOverride(rl config.RateLimit) error {
 	return nil
 }
 
-// SetOverride sets the tenant's limits at runtime: written to the store
-// (synced) before it applies, so it survives a restart.
-func (p *Policy) SetOverride(tenant string, rl config.RateLimit) error {
+// SetOverride sets the tenant's limits at runtime; the next request
+// reads them. save, when not nil, makes the change durable before it
+// applies (the admin API writes the override with its audit row in one
+// synced batch); it runs under the writers' lock, so changes are saved in
+// the order they apply, and its error leaves the policy unchanged.
+func (p *Policy) SetOverride(tenant string, rl config.RateLimit, save func() error) error {
 	if err := CheckOverride(rl); err != nil {
 		return err
 	}
-	return p.change(tenant, func(m map[string]config.RateLimit) error {
-		if p.store != nil {
-			if err := p.store.SetRateLimitOverride(tenant, rl); err != nil {
-				return err
-			}
-		}
-		m[tenant] = rl
-		return nil
-	})
+	return p.change(tenant, save, func(m map[string]config.RateLimit) { m[tenant] = rl })
 }
 
-// ClearOverride removes the tenant's runtime override.
-func (p *Policy) ClearOverride(tenant string) error {
-	return p.change(tenant, func(m map[string]config.RateLimit) error {
-		if p.store != nil {
-			if err := p.store.DeleteRateLimitOverride(tenant); err != nil {
-				return err
-			}
-		}
-		delete(m, tenant)
-		return nil
-	})
+// ClearOverride removes the tenant's runtime override, saved by save as
+// SetOverride's.
+func (p *Policy) ClearOverride(tenant string, save func() error) error {
+	return p.change(tenant, save, func(m map[string]config.RateLimit) { delete(m, tenant) })
 }
 
-// change applies f to a copy of the overrides and publishes it.
-func (p *Policy) change(tenant string, f func(map[string]config.RateLimit) error) error {
+// change saves, then applies f to a copy of the overrides and publishes
+// it.
+func (p *Policy) change(tenant string, save func() error, f func(map[string]config.RateLimit)) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if save != nil {
+		if err := save(); err != nil {
+			return fmt.Errorf("rate limit override of tenant %s: %w", tenant, err)
+		}
+	}
 	cur := *p.over.Load()
 	next := make(map[string]config.RateLimit, len(cur)+1)
 	for k, v := range cur {
 		next[k] = v
 	}
-	if err := f(next); err != nil {
-		return fmt.Errorf("rate limit override of tenant %s: %w", tenant, err)
-	}
+	f(next)
 	p.over.Store(&next)
 	p.version.Add(1)
 	return nil

@@ -23,26 +23,26 @@ func TestPolicyPrecedence(t *testing.T) {
 	if rl, _ := p.Of("acme"); rl.Rate != 100 {
 		t.Fatalf("config entry: %+v", rl)
 	}
-	if err := p.SetOverride("acme", config.RateLimit{Rate: 1, Burst: 1}); err != nil {
+	if err := p.SetOverride("acme", config.RateLimit{Rate: 1, Burst: 1}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if rl, _ := p.Of("acme"); rl.Rate != 1 {
 		t.Fatalf("an override does not win: %+v", rl)
 	}
-	if err := p.SetOverride("free", config.RateLimit{Rate: math.Inf(1)}); err != nil {
+	if err := p.SetOverride("free", config.RateLimit{Rate: math.Inf(1)}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, finite := p.Of("free"); finite {
 		t.Fatal("an .inf override still limits")
 	}
-	if err := p.ClearOverride("acme"); err != nil {
+	if err := p.ClearOverride("acme", nil); err != nil {
 		t.Fatal(err)
 	}
 	if rl, _ := p.Of("acme"); rl.Rate != 100 {
 		t.Fatalf("after clearing, the config entry: %+v", rl)
 	}
 	for _, bad := range []config.RateLimit{{Rate: -1}, {Rate: math.NaN()}, {Rate: 5, Burst: 0}, {Rate: 5, Burst: 1, MaxQueue: -1}} {
-		if err := p.SetOverride("x", bad); err == nil {
+		if err := p.SetOverride("x", bad, nil); err == nil {
 			t.Errorf("override %+v accepted", bad)
 		}
 	}
@@ -65,16 +65,19 @@ func TestOverridesSurviveRestart(t *testing.T) {
 	if err := p.LoadOverrides(s); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.SetOverride("acme", config.RateLimit{Rate: 2, Burst: 3, MaxQueue: 4, MaxQueueBytes: 5}); err != nil {
-		t.Fatal(err)
+	at := time.Date(2025, 11, 29, 19, 40, 0, 0, time.UTC)
+	set := func(tenant string, rl config.RateLimit) {
+		t.Helper()
+		row := meta.AuditRow{At: at, Principal: "ops", Action: "tenant.rate_limit.set", Tenant: tenant}
+		if err := p.SetOverride(tenant, rl, func() error { return s.SetRateLimitOverride(tenant, rl, row) }); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := p.SetOverride("free", config.RateLimit{Rate: math.Inf(1)}); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.SetOverride("gone", config.RateLimit{Rate: 1, Burst: 1}); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.ClearOverride("gone"); err != nil {
+	set("acme", config.RateLimit{Rate: 2, Burst: 3, MaxQueue: 4, MaxQueueBytes: 5})
+	set("free", config.RateLimit{Rate: math.Inf(1)})
+	set("gone", config.RateLimit{Rate: 1, Burst: 1})
+	row := meta.AuditRow{At: at, Principal: "ops", Action: "tenant.rate_limit.clear", Tenant: "gone"}
+	if err := p.ClearOverride("gone", func() error { return s.DeleteRateLimitOverride("gone", row) }); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
@@ -93,22 +96,17 @@ func TestOverridesSurviveRestart(t *testing.T) {
 	if _, ok := p2.Override("gone"); ok {
 		t.Fatal("a cleared override came back")
 	}
-	p2.store = failingStore{}
-	if err := p2.SetOverride("acme", config.RateLimit{Rate: 9, Burst: 9}); err == nil {
+	diskFull := func() error { return errors.New("disk full") }
+	if err := p2.ClearOverride("acme", diskFull); err == nil {
+		t.Fatal("a failed clear was reported as done")
+	}
+	if err := p2.SetOverride("acme", config.RateLimit{Rate: 9, Burst: 9}, diskFull); err == nil {
 		t.Fatal("a failed write was reported as done")
 	}
 	if rl, _ := p2.Of("acme"); rl.Rate != 2 {
 		t.Fatalf("a failed write changed the policy: %+v", rl)
 	}
 }
-
-type failingStore struct{}
-
-func (failingStore) RateLimitOverrides() (map[string]config.RateLimit, error) { return nil, nil }
-func (failingStore) SetRateLimitOverride(string, config.RateLimit) error {
-	return errors.New("disk full")
-}
-func (failingStore) DeleteRateLimitOverride(string) error { return errors.New("disk full") }
 
 // TestLimiterFollowsOverrides: an override changes a tenant's bucket at
 // once, keeping what it holds.
@@ -122,7 +120,7 @@ func TestLimiterFollowsOverrides(t *testing.T) {
 	if ok, _ := l.Take("acme"); ok {
 		t.Fatal("burst 1 gave two")
 	}
-	if err := p.SetOverride("acme", config.RateLimit{Rate: 1000, Burst: 5}); err != nil {
+	if err := p.SetOverride("acme", config.RateLimit{Rate: 1000, Burst: 5}, nil); err != nil {
 		t.Fatal(err)
 	}
 	// The bucket takes the new limits at its next decision, keeping the
@@ -137,7 +135,7 @@ func TestLimiterFollowsOverrides(t *testing.T) {
 		t.Fatalf("after raising the limit took %d, want the new burst 5", n)
 	}
 	q := NewPolicyQueues(p)
-	if err := p.SetOverride("acme", config.RateLimit{Rate: 1, Burst: 1, MaxQueue: 1}); err != nil {
+	if err := p.SetOverride("acme", config.RateLimit{Rate: 1, Burst: 1, MaxQueue: 1}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if !q.Reserve("acme", 1, 0) || q.Reserve("acme", 1, 0) {

@@ -182,3 +182,19 @@ func TestServeRefusesUnknownKey(t *testing.T) {
 		t.Fatalf("serve created %s for a config it refused (stat: %v)", data, err)
 	}
 }
+
+// An admin listener off loopback is valid, but check-config warns on
+// stderr (the exit status stays 0).
+func TestCheckConfigWarnsAdminNotLoopback(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ankusa.yaml")
+	if err := os.WriteFile(path, []byte("admin: {listen: '0.0.0.0:9090'}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runBin(t, t.TempDir(), "check-config", "-config", path)
+	if code != 0 || strings.TrimSpace(stdout) != "config ok" {
+		t.Fatalf("exit %d, stdout %q, want 0 and config ok\nstderr:\n%s", code, stdout, stderr)
+	}
+	if !strings.HasPrefix(stderr, `config: warning: admin.listen: "0.0.0.0:9090" is not a loopback address`) || strings.Count(stderr, "\n") != 1 {
+		t.Fatalf("stderr %q, want one warning naming admin.listen", stderr)
+	}
+}

@@ -24,15 +24,22 @@ func TestMakeRun(t *testing.T) {
 	dir := t.TempDir()
 	p := startProc(t, dir, "serve")
 
-	var curl string
+	var curl, fetch, create string
 	deadline := time.Now().Add(15 * time.Second)
-	for curl == "" {
+	for create == "" {
 		for _, line := range strings.Split(p.stderr.String(), "\n") {
-			if strings.HasPrefix(strings.TrimSpace(line), "curl ") {
-				curl = strings.TrimSpace(line)
+			line = strings.TrimSpace(line)
+			switch {
+			case !strings.HasPrefix(line, "curl "):
+			case strings.Contains(line, "/hooks/<id>"):
+				fetch = line
+			case strings.Contains(line, "/sources"):
+				create = line
+			case curl == "":
+				curl = line
 			}
 		}
-		if curl != "" {
+		if create != "" {
 			break
 		}
 		if p.exited() {
@@ -65,19 +72,48 @@ func TestMakeRun(t *testing.T) {
 		t.Fatalf("the 201 carries no event id:\n%s", out.String())
 	}
 
+	// The admin lines: the hook read back, a source created that serves
+	// at once.
+	if got := runLine(t, dir, strings.Replace(fetch, "<id>", id[1], 1)); !strings.Contains(got, `"id":"`+id[1]+`"`) || !strings.Contains(got, `"source_id":"demo"`) {
+		t.Fatalf("the printed fetch line got:\n%s", got)
+	}
+	if got := runLine(t, dir, create); !strings.Contains(got, `"name":"mine"`) || !strings.Contains(got, `"url_path":"/webhooks/mine"`) {
+		t.Fatalf("the printed create line got:\n%s", got)
+	}
+	if got := runLine(t, dir, strings.Replace(curl, "/webhooks/demo", "/webhooks/mine", 1)); !strings.Contains(got, "HTTP/1.1 201") {
+		t.Fatalf("a hook to the created source got:\n%s", got)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "data", "admin-token")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("data/admin-token: %v, mode %v; want mode 0600", err, fi.Mode())
+	}
+
 	p.stop()
 	walDir := filepath.Join(dir, "data", "wal")
 	if fi, err := os.Stat(walDir); err != nil || !fi.IsDir() {
 		t.Fatalf("./data/wal in the working directory: %v", err)
 	}
 	c := readWAL(t, walDir)
-	if len(c.hooks) != 1 {
-		t.Fatalf("the WAL holds %d hooks, want the one curl sent", len(c.hooks))
+	if len(c.hooks) != 2 {
+		t.Fatalf("the WAL holds %d hooks, want the two curl sent", len(c.hooks))
 	}
 	h := c.hooks[0].env
 	if h.ID.String() != id[1] || h.TenantID != config.DefaultTenant || h.SourceID != "demo" || string(h.Body) != `{"hello":"world"}` {
 		t.Fatalf("stored %s tenant %q source %q body %q; want %s, default, demo, {\"hello\":\"world\"}", h.ID, h.TenantID, h.SourceID, h.Body, id[1])
 	}
+}
+
+// runLine runs a printed shell line in dir and returns its stdout.
+func runLine(t *testing.T, dir, line string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "sh", "-c", line)
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("sh -c %q: %v\n%s", line, err, out)
+	}
+	return string(out)
 }
 
 // waitPortsFree waits a little for the embedded default's ports (another
