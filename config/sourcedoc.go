@@ -212,3 +212,88 @@ func writeJSONString(b *bytes.Buffer, s string) {
 	}
 	b.Truncate(b.Len() - 1) // Encode's newline
 }
+
+// DecodeSource reads what EncodeSource wrote (secrets included), with
+// encoding/json: a store reads every record at boot, and the schema walk
+// of ParseSourceDoc, which names problems for people, costs a hundred
+// times more. A key the spec does not have, or a value of the wrong type,
+// is an error naming its path.
+func DecodeSource(data []byte) (Source, error) {
+	var s Source
+	err := decodeValue(json.RawMessage(data), reflect.ValueOf(&s).Elem(), "")
+	return s, err
+}
+
+var sizeType = reflect.TypeFor[Size]()
+
+func decodeValue(raw json.RawMessage, v reflect.Value, path string) error {
+	switch {
+	case v.Type() == durationType:
+		var text string
+		if err := json.Unmarshal(raw, &text); err != nil {
+			return fmt.Errorf("%s: %v", path, err)
+		}
+		d, err := time.ParseDuration(text)
+		if err != nil {
+			return fmt.Errorf("%s: %v", path, err)
+		}
+		v.SetInt(int64(d))
+	case v.Type() == secretType:
+		var ref string
+		if err := json.Unmarshal(raw, &ref); err != nil {
+			return fmt.Errorf("%s: %v", path, err)
+		}
+		v.Set(reflect.ValueOf(Secret{Ref: ref}))
+	case v.Type() == sizeType:
+		var n int64
+		if err := json.Unmarshal(raw, &n); err != nil {
+			return fmt.Errorf("%s: %v", path, err)
+		}
+		v.SetInt(n)
+	case v.Kind() == reflect.Pointer:
+		v.Set(reflect.New(v.Type().Elem()))
+		return decodeValue(raw, v.Elem(), path)
+	case v.Kind() == reflect.Struct:
+		return decodeStruct(raw, v, path)
+	case v.Kind() == reflect.Slice:
+		var items []json.RawMessage
+		if err := json.Unmarshal(raw, &items); err != nil {
+			return fmt.Errorf("%s: %v", path, err)
+		}
+		v.Set(reflect.MakeSlice(v.Type(), len(items), len(items)))
+		for i, item := range items {
+			if err := decodeValue(item, v.Index(i), fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+	default:
+		if err := json.Unmarshal(raw, v.Addr().Interface()); err != nil {
+			return fmt.Errorf("%s: %v", path, err)
+		}
+	}
+	return nil
+}
+
+func decodeStruct(raw json.RawMessage, v reflect.Value, path string) error {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		return fmt.Errorf("%s: %v", path, err)
+	}
+	t := v.Type()
+	index := make(map[string]int, t.NumField())
+	for i := 0; i < t.NumField(); i++ {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ","); name != "" && name != "-" {
+			index[name] = i
+		}
+	}
+	for name, f := range fields {
+		i, ok := index[name]
+		if !ok {
+			return fmt.Errorf("%s: unknown key", joinPath(path, name))
+		}
+		if err := decodeValue(f, v.Field(i), joinPath(path, name)); err != nil {
+			return err
+		}
+	}
+	return nil
+}

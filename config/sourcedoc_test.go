@@ -33,6 +33,25 @@ func TestParseSourceDoc(t *testing.T) {
 	if again := EncodeSource(&back.Spec, true); string(again) != string(stored) {
 		t.Fatalf("round trip:\n%s\n%s", stored, again)
 	}
+	// DecodeSource, what a store reads at boot, reads it back the same.
+	fast, err := DecodeSource(stored)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again := EncodeSource(&fast, true); string(again) != string(stored) {
+		t.Fatalf("DecodeSource round trip:\n%s\n%s", stored, again)
+	}
+	for body, want := range map[string]string{
+		`{"verify": {"type": "none", "secrett": "x"}}`: "verify.secrett: unknown key",
+		`{"sinks": [{"timeout": "5x"}]}`:               "sinks[0].timeout:",
+		`{"max_body_bytes": "big"}`:                    "max_body_bytes:",
+		`{"verify": []}`:                               "verify:",
+		`[`:                                            "unexpected end",
+	} {
+		if _, err := DecodeSource([]byte(body)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("DecodeSource(%s): %v, want %q", body, err, want)
+		}
+	}
 }
 
 func TestParseSourceDocProblems(t *testing.T) {

@@ -68,14 +68,13 @@ func decodeSourceRecord(tenant, name string, v []byte, dedupeTTL config.Duration
 	if rec.V != recordVersion || rec.Name != name || rec.Tenant != tenant {
 		return rec, spec, fmt.Errorf("stored source %q of tenant %q: record version %d names %q of tenant %q", name, tenant, rec.V, rec.Name, rec.Tenant)
 	}
-	doc, probs := config.ParseSourceDoc(rec.Spec)
-	if len(probs) == 0 {
-		probs = config.ResolveLiteralSecrets(&doc.Spec)
+	spec, err = config.DecodeSource(rec.Spec)
+	if err != nil {
+		return rec, spec, fmt.Errorf("stored source %q of tenant %q: %v", name, tenant, err)
 	}
-	if len(probs) > 0 {
+	if probs := config.ResolveLiteralSecrets(&spec); len(probs) > 0 {
 		return rec, spec, fmt.Errorf("stored source %q of tenant %q: %v", name, tenant, probs)
 	}
-	spec = doc.Spec
 	config.DefaultSource(&spec, dedupeTTL)
 	spec.TenantID = tenant
 	return rec, spec, nil
