@@ -14,7 +14,8 @@
 //   - creates/s over the admin API (POST /v1/tenants/{t}/sources, each a
 //     synced meta write with its audit row) with the sources existing, at
 //     each -clients level, with p50/p99 per create; a CPU profile of the
-//     node (/debug/pprof/profile) is taken during the busiest level;
+//     node (/debug/pprof/profile) is taken during the busiest level, and
+//     a heap profile after the last boot;
 //   - write-to-serve: after each of -serve creates' 201, a signed hook to
 //     the new source's catch URL at once: how many answers are not 201
 //     (any is a bug) and the time from the admin 201 to the edge's 201.
@@ -38,7 +39,7 @@ import (
 
 type options struct {
 	bin, tmp, out, jsonOut string
-	profile                string
+	profile, heapProfile   string
 	sources, tenants       int
 	small                  int
 	boots                  int
@@ -72,6 +73,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.out, "out", "bin/bench-controlplane.md", "markdown report")
 	fs.StringVar(&o.jsonOut, "json", "bin/bench-controlplane.json", "figures as JSON")
 	fs.StringVar(&o.profile, "profile", "bin/bench-controlplane-creates.pprof", "CPU profile of the node during the busiest creates run (\"\": none)")
+	fs.StringVar(&o.heapProfile, "heap-profile", "bin/bench-controlplane-heap.pprof", "heap profile of the node after its last boot with the sources stored (\"\": none)")
 	fs.IntVar(&o.sources, "sources", 100000, "stored sources")
 	fs.IntVar(&o.tenants, "tenants", 10000, "tenants the sources are spread over")
 	fs.IntVar(&o.small, "small", 10, "stored sources of the node the request path is compared with")

@@ -93,6 +93,11 @@ func measureLarge(ctx context.Context, o *options, rep *report) error {
 		rep.boots = append(rep.boots, bootRun{Sources: o.sources + 1, Ready: ready, RSS: rss})
 		fmt.Printf("booted with %d sources in %s, RSS %d MiB\n", o.sources+1, ready.Round(time.Millisecond), rss>>20)
 	}
+	if o.heapProfile != "" {
+		if err := fetchProfile(n, "/debug/pprof/heap?gc=1", o.heapProfile, time.Minute); err != nil {
+			rep.failures = append(rep.failures, "the heap profile: "+err.Error())
+		}
+	}
 	if err := quiet(ctx, o); err != nil {
 		return err
 	}
@@ -138,19 +143,24 @@ func measureLarge(ctx context.Context, o *options, rep *report) error {
 // listener's /debug/pprof/profile) into path.
 func cpuProfile(n *node, path string, d time.Duration) error {
 	secs := max(1, int(d.Seconds())-1)
-	c := &http.Client{Timeout: d + 30*time.Second}
-	resp, err := c.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", n.admin, secs))
+	return fetchProfile(n, fmt.Sprintf("/debug/pprof/profile?seconds=%d", secs), path, d+30*time.Second)
+}
+
+// fetchProfile gets the admin listener's profile at uri into path.
+func fetchProfile(n *node, uri, path string, timeout time.Duration) error {
+	c := &http.Client{Timeout: timeout}
+	resp, err := c.Get("http://" + n.admin + uri)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(resp.Body)
-		return fmt.Errorf("GET /debug/pprof/profile: %s %s", resp.Status, benchkit.Tail(string(b)))
+		return fmt.Errorf("GET %s: %s %s", uri, resp.Status, benchkit.Tail(string(b)))
 	}
 	f, err := os.Create(path)
 	if err != nil {
-		return fmt.Errorf("cannot write -profile %q: %w", path, err)
+		return fmt.Errorf("cannot write the profile %q: %w", path, err)
 	}
 	if _, err := io.Copy(f, resp.Body); err != nil {
 		f.Close()

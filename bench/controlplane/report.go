@@ -107,6 +107,9 @@ func (r *report) markdown() string {
 	for _, a := range r.aims {
 		fmt.Fprintf(&b, "- %s\n", a)
 	}
+	if r.o.heapProfile != "" {
+		fmt.Fprintf(&b, "\nHeap profile of the node after its last boot with %s sources: %s\n", benchkit.Thousands(float64(r.bootMedian().Sources)), r.o.heapProfile)
+	}
 	if r.profiled > 0 {
 		fmt.Fprintf(&b, "\nCPU profile of the node during the %d-client creates run: %s (go tool pprof -top bin/ankusa %s)\n", r.profiled, r.o.profile, r.o.profile)
 	}
