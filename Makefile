@@ -100,6 +100,7 @@ bench: bench-build
 	$(BIN)/bench-harness -bin $(BIN) -out $(BIN)/bench.md -json $(BIN)/bench.json $(BENCH_FLAGS)
 	$(MAKE) --no-print-directory bench-segment
 	$(MAKE) --no-print-directory bench-dispatch
+	$(MAKE) --no-print-directory bench-controlplane
 
 # The side by side in about a minute (3 rounds at 256 connections, 3 s
 # each, and the open-loop run), for CI and for the before and after of a
@@ -137,6 +138,24 @@ DISPATCH_FLAGS ?=
 bench-dispatch: bench-build services
 	$(GO) build -o $(BIN)/bench-dispatch ./bench/dispatch
 	$(BIN)/bench-dispatch -bin $(BIN) -out $(BIN)/bench-dispatch.md -json $(BIN)/bench-dispatch.json $(DISPATCH_FLAGS)
+
+# The control plane at a SaaS's scale (bench/controlplane, issue 15), on
+# the built binary with the persistent source store: boot and RSS with
+# 100,000 stored sources, the request path with 100,000 against 10,
+# creates/s over the admin API at 1, 16 and 64 clients (with a CPU profile
+# of the busiest run in $(BIN)/bench-controlplane-creates.pprof), and
+# write-to-serve (a hook to each new source right after its 201). Then the
+# snapshot's micro-benchmarks (lookups and one write at 1k, 10k and 100k
+# sources). As markdown in $(BIN)/bench-controlplane.md and raw in
+# $(BIN)/bench-controlplane.json; about 3 minutes on a quiet machine.
+# CONTROLPLANE_FLAGS adds flags (-sources, -tenants, -clients, -settle, -tmp).
+CONTROLPLANE_FLAGS ?=
+
+.PHONY: bench-controlplane
+bench-controlplane: bench-build
+	$(GO) build -o $(BIN)/bench-controlplane ./bench/controlplane
+	$(BIN)/bench-controlplane -bin $(BIN) -out $(BIN)/bench-controlplane.md -json $(BIN)/bench-controlplane.json $(CONTROLPLANE_FLAGS)
+	$(GO) test -run '^$$' -bench 'Snapshot|PutSource' -benchmem -count 1 ./source
 
 clean:
 	rm -rf $(BIN)

@@ -72,7 +72,7 @@ func (q Quiet) Settle(ctx context.Context, limit time.Duration) (bool, time.Dura
 
 // Benchmarks is what counts as another benchmark or a test run (pgrep -f
 // patterns): while one runs, the figures would measure it.
-const Benchmarks = `go test|\.test |bench-harness|bench-segment|bench-dispatch|loadgen`
+const Benchmarks = `go test|\.test |bench-harness|bench-segment|bench-dispatch|bench-controlplane|loadgen`
 
 // Others lists the processes whose command line matches pattern that are
 // not this process, its ancestors (the make that started it) or its
