@@ -29,7 +29,7 @@ listen: %[2]s
 admin:
   listen: %[3]s
   tokens:
-    - {name: bench, sha256: "%[4]s", scopes: ["tenant:*", "tenants:read", "tenants:write"]}
+    - {name: bench, sha256: "%[4]s", scopes: ["tenant:*", "tenants:read", "tenants:write", "debug"]}
 log: {level: warn}
 rate_limits:
   default: {rate: 1000000, burst: 1000000}
