@@ -149,7 +149,12 @@ func cpuProfile(n *node, path string, d time.Duration) error {
 // fetchProfile gets the admin listener's profile at uri into path.
 func fetchProfile(n *node, uri, path string, timeout time.Duration) error {
 	c := &http.Client{Timeout: timeout}
-	resp, err := c.Get("http://" + n.admin + uri)
+	req, err := http.NewRequest("GET", "http://"+n.admin+uri, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+adminToken) // the profiles need the debug scope
+	resp, err := c.Do(req)
 	if err != nil {
 		return err
 	}
