@@ -55,12 +55,12 @@ func TestEndToEnd(t *testing.T) {
 	acmeHook := n.postRead(t, acme, "globex", `{"type":"invoice.paid","customer":"acme"}`)
 	globexHook := n.postRead(t, globex, "acme", `{"type":"invoice.paid","customer":"globex"}`)
 	n.refused(t, acme)
-	n.wantPost(t, "a token never minted", n.url("/webhooks/catch/"+strings.Repeat("a", len(acme.Token))), n.s, http.StatusNotFound)
+	unknown := n.wantPost(t, "a token never minted", n.url("/webhooks/catch/"+strings.Repeat("a", len(acme.Token))), n.s, http.StatusNotFound)
 
 	if err := n.c.Revoke(ctx, "acme", acme.ID); err != nil {
 		t.Fatal(err)
 	}
-	n.wantPost(t, "the revoked URL, at once", n.url(acme.URLPath), n.s, http.StatusNotFound)
+	sameAs(t, "the revoked URL, at once", n.wantPost(t, "the revoked URL, at once", n.url(acme.URLPath), n.s, http.StatusNotFound), unknown)
 	if err := n.c.Revoke(ctx, "acme", acme.ID); !IsNotFound(err) {
 		t.Fatalf("revoking route %s again: %v, want a 404", acme.ID, err)
 	}
@@ -74,7 +74,7 @@ func TestEndToEnd(t *testing.T) {
 		t.Fatalf("serve exited with %d after SIGKILL, want -1 (killed)", code)
 	}
 	n.start(t)
-	n.wantPost(t, "the revoked URL after kill -9", n.url(acme.URLPath), n.s, http.StatusNotFound)
+	sameAs(t, "the revoked URL after kill -9", n.wantPost(t, "the revoked URL after kill -9", n.url(acme.URLPath), n.s, http.StatusNotFound), unknown)
 	n.postRead(t, globex, "acme", `{"after":"kill -9"}`)
 	for tenant, id := range map[string]string{"acme": acmeHook, "globex": globexHook} {
 		if h, err := n.c.Hook(ctx, tenant, id); err != nil || h.TenantID != tenant {
@@ -105,6 +105,15 @@ func checkSampleClaims(t *testing.T, n *node) {
 	err := n.c.do(ctx, http.MethodPut, tenantPath("default", "sources", sharedSrc), []byte(`{"verify":{"type":"none"}}`), http.StatusOK, nil)
 	if e := (*APIError)(nil); !errors.As(err, &e) || e.Status != http.StatusConflict || e.Code != "source_from_config" {
 		t.Fatalf("PUT the shared source: %v, want 409 source_from_config", err)
+	}
+}
+
+// sameAs: a revoked URL's 404 is the unknown token's, so a prober cannot
+// tell a revoked URL from one that never existed.
+func sameAs(t *testing.T, what string, d, unknown *Delivery) {
+	t.Helper()
+	if !bytes.Equal(d.Body, unknown.Body) {
+		t.Fatalf("%s: 404 %s, want the unknown token's %s", what, d.Body, unknown.Body)
 	}
 }
 
