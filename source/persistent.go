@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/VictoriaMetrics/metrics"
+
 	"github.com/ankusa/ankusa/config"
 	"github.com/ankusa/ankusa/meta"
 )
@@ -170,6 +172,7 @@ func OpenPersistent(o PersistentOptions) (p *Persistent, warnings []string, err 
 		return nil, nil, fmt.Errorf("cannot load the stored routes: %w", err)
 	}
 	p.snap.Store(snap)
+	lastPublished.Store(snap)
 	return p, warnings, nil
 }
 
@@ -219,6 +222,7 @@ func (p *Persistent) release(keys []string, ch chan struct{}, change func(*Snaps
 	if change != nil {
 		published = p.pruneRetired(change(p.snap.Load()))
 		p.snap.Store(published)
+		lastPublished.Store(published)
 	}
 	subs := p.subs
 	p.mu.Unlock()
@@ -284,4 +288,45 @@ func unavailable(err error) error {
 		return err
 	}
 	return &Error{Code: CodeUnavailable, Message: "the source store cannot write: " + err.Error()}
+}
+
+// The store's metrics: writes by entity and outcome (ok; refused: the
+// write was invalid or conflicted; failed: the backend could not commit
+// it), and the snapshot's size.
+var (
+	writeOutcomes = map[string]*metrics.Counter{}
+	_             = metrics.NewGauge(`ankusa_source_store_sources`, func() float64 { return float64(gaugeSnap().Len()) })
+	_             = metrics.NewGauge(`ankusa_source_store_routes`, func() float64 { return float64(gaugeSnap().RouteCount()) })
+	lastPublished atomic.Pointer[Snapshot]
+)
+
+func init() {
+	for _, kind := range []string{"source", "route"} {
+		for _, outcome := range []string{"ok", "refused", "failed"} {
+			writeOutcomes[kind+"/"+outcome] = metrics.NewCounter(`ankusa_source_store_writes_total{entity="` + kind + `",outcome="` + outcome + `"}`)
+		}
+	}
+}
+
+// gaugeSnap is the snapshot the store published last (an empty one before).
+func gaugeSnap() *Snapshot {
+	if s := lastPublished.Load(); s != nil {
+		return s
+	}
+	return emptySnapshot()
+}
+
+// counted counts a write of kind (source, route) by its outcome and
+// returns err as it is.
+func counted(kind string, err error) error {
+	outcome := "ok"
+	var e *Error
+	switch {
+	case errors.As(err, &e) && e.Code == CodeUnavailable:
+		outcome = "failed"
+	case err != nil:
+		outcome = "refused"
+	}
+	writeOutcomes[kind+"/"+outcome].Inc()
+	return err
 }

@@ -1,11 +1,14 @@
 package source
 
 import (
+	"bytes"
 	"errors"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/VictoriaMetrics/metrics"
 
 	"github.com/ankusa/ankusa/config"
 	"github.com/ankusa/ankusa/meta"
@@ -301,5 +304,38 @@ func TestRetiredSources(t *testing.T) {
 	put("c") // any write prunes
 	if p.Snapshot().LookupForDelivery([]byte("b")) != nil {
 		t.Fatal("a source removed long ago is still found for delivery")
+	}
+}
+
+// Writes are counted by entity and outcome, and the snapshot's size is a
+// gauge.
+func TestStoreMetrics(t *testing.T) {
+	m := openMeta(t, t.TempDir())
+	defer m.Close()
+	p, _ := openStore(t, m, testConfig(t))
+	count := func(name string) string {
+		var b bytes.Buffer
+		metrics.WritePrometheus(&b, false)
+		for _, line := range strings.Split(b.String(), "\n") {
+			if strings.HasPrefix(line, name+" ") {
+				return strings.TrimPrefix(line, name+" ")
+			}
+		}
+		return ""
+	}
+	okName := `ankusa_source_store_writes_total{entity="source",outcome="ok"}`
+	refusedName := `ankusa_source_store_writes_total{entity="source",outcome="refused"}`
+	ok0, refused0 := count(okName), count(refusedName)
+	if _, err := p.PutSource(SourceWrite{Tenant: "acme", Create: true, Doc: doc(t, `{"name": "m1", "verify": {"type": "hmac", "secret": "k"}}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.PutSource(SourceWrite{Tenant: "acme", Create: true, Doc: doc(t, `{"name": "m1", "verify": {"type": "hmac", "secret": "k"}}`)}); code(err) != CodeExists {
+		t.Fatal(err)
+	}
+	if count(okName) == ok0 || count(refusedName) == refused0 {
+		t.Fatalf("ok %s → %s, refused %s → %s", ok0, count(okName), refused0, count(refusedName))
+	}
+	if got := count("ankusa_source_store_sources"); got != "2" {
+		t.Fatalf("ankusa_source_store_sources %s, want 2 (the seed and m1)", got)
 	}
 }

@@ -51,6 +51,11 @@ const (
 // of a token it added (shown once: the store keeps only its digest). The
 // route holds from the next request on.
 func (p *Persistent) PutRoute(w RouteWrite) (*Route, []string, error) {
+	r, minted, err := p.putRoute(w)
+	return r, minted, counted("route", err)
+}
+
+func (p *Persistent) putRoute(w RouteWrite) (*Route, []string, error) {
 	if w.ID == "" {
 		if !w.Create {
 			return nil, nil, refuse(CodeInvalidRoute, "id: required")
@@ -156,6 +161,11 @@ func (p *Persistent) checkRoute(snap *Snapshot, cr *config.Route, w RouteWrite) 
 
 // DeleteRoute removes a route; its tokens answer 404 from the next request.
 func (p *Persistent) DeleteRoute(w RouteDelete) (*Route, error) {
+	r, err := p.deleteRoute(w)
+	return r, counted("route", err)
+}
+
+func (p *Persistent) deleteRoute(w RouteDelete) (*Route, error) {
 	release := p.reserve("route:" + w.Tenant + "/" + w.ID)
 	old := p.Snapshot().Route(w.Tenant, w.ID)
 	err := func() error {

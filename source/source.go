@@ -92,6 +92,7 @@ type Static struct {
 func NewStatic(cfg *config.Config) *Static {
 	st := &Static{}
 	st.snap.Store(NewSnapshot(cfg.Sources, cfg.Routes.Table, int64(cfg.Limits.MaxBodyBytes)))
+	lastPublished.Store(st.snap.Load())
 	return st
 }
 

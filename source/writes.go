@@ -62,6 +62,11 @@ func afterOf(after func(*Source), src *Source) func() {
 // it has the same type, so its pending hooks stay its own), and the source
 // serves the next request once PutSource returns.
 func (p *Persistent) PutSource(w SourceWrite) (*Source, error) {
+	src, err := p.putSource(w)
+	return src, counted("source", err)
+}
+
+func (p *Persistent) putSource(w SourceWrite) (*Source, error) {
 	doc := w.Doc
 	if !doc.HasName {
 		if !w.Create {
@@ -132,6 +137,11 @@ func (p *Persistent) putSourceReserved(w SourceWrite, name string, spec config.S
 
 // DeleteSource removes a source: the next request to it is a 404.
 func (p *Persistent) DeleteSource(w SourceDelete) (*Source, error) {
+	src, err := p.deleteSource(w)
+	return src, counted("source", err)
+}
+
+func (p *Persistent) deleteSource(w SourceDelete) (*Source, error) {
 	release := p.reserve("source:" + w.Name)
 	old := p.Snapshot().Lookup([]byte(w.Name))
 	err := func() error {
