@@ -51,7 +51,7 @@ const (
 
 // registerDeliveries adds the routes of the dead-letter endpoints (see the
 // package doc), each behind auth's tenant guard.
-func registerDeliveries(mux *http.ServeMux, auth *Auth, d Deliveries, now func() time.Time, log *zap.Logger) {
+func registerDeliveries(mux router, auth *Auth, d Deliveries, now func() time.Time, log *zap.Logger) {
 	h := &deliveryHandlers{d: d, now: now, log: log}
 	route := func(pattern string, f http.HandlerFunc) { mux.Handle(pattern, auth.TenantGuard(f)) }
 	route("GET /v1/tenants/{tenant}/deliveries", h.list)

@@ -30,7 +30,9 @@
 //	tenant:*        everything under /v1/tenants/<any>/
 //	debug           the profiles under /debug/pprof/
 //
-// /metrics, /healthz and /readyz need no token. A guarded request is
+// /metrics, /healthz, /readyz and GET /v1/openapi.json (the OpenAPI 3.1
+// document of this API, openapi.json beside this file: it holds no data)
+// need no token. A guarded request is
 // answered in this order: 401 without a known token; 400 invalid_name when
 // the path is not plain (a percent-encoded byte, a backslash, an empty or
 // a dot segment: refused before the mux could decode or redirect it) or a

@@ -93,7 +93,8 @@ type Options struct {
 func (o *Options) Validate() error { return ValidateTokens(o.Tokens) }
 
 // Register adds the admin API's /v1 routes to mux, each behind the token
-// guard. It fails, naming the token and field, when a token is invalid.
+// guard but GET /v1/openapi.json (the API's description, no data: open).
+// It fails, naming the token and field, when a token is invalid.
 func Register(mux *http.ServeMux, o Options) error {
 	auth, err := NewAuth(o.Tokens)
 	if err != nil {
@@ -102,8 +103,9 @@ func Register(mux *http.ServeMux, o Options) error {
 	return register(mux, auth, o)
 }
 
-// register adds the /v1 routes, behind auth's guards.
-func register(mux *http.ServeMux, auth *Auth, o Options) error {
+// register adds the /v1 routes, behind auth's guards, to mux: the
+// listener's *http.ServeMux, or the *patternList of Patterns.
+func register(mux router, auth *Auth, o Options) error {
 	if (o.Limits == nil) != (o.Overrides == nil) {
 		return errors.New("BUG: admin: Options.Limits without Options.Overrides, or the other way round")
 	}
@@ -118,6 +120,7 @@ func register(mux *http.ServeMux, auth *Auth, o Options) error {
 	if now == nil {
 		now = time.Now
 	}
+	mux.Handle("GET /v1/openapi.json", http.HandlerFunc(serveOpenAPI))
 	if o.Sources != nil {
 		sh := &sourceHandlers{store: o.Sources, backlog: o.Backlog, resolver: o.Resolver, log: log}
 		registerSources(mux, auth, sh)

@@ -48,7 +48,7 @@ const (
 )
 
 // registerQuarantine adds the pen's routes behind auth's tenant guard.
-func registerQuarantine(mux *http.ServeMux, auth *Auth, h *quarantineHandlers) {
+func registerQuarantine(mux router, auth *Auth, h *quarantineHandlers) {
 	route := func(pattern string, f http.HandlerFunc) { mux.Handle(pattern, auth.TenantGuard(f)) }
 	route("GET /v1/tenants/{tenant}/quarantine", h.list)
 	route("POST /v1/tenants/{tenant}/quarantine/drop", h.dropAll)

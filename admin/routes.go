@@ -17,7 +17,7 @@ type routeHandlers struct {
 	*sourceHandlers
 }
 
-func registerRoutes(mux *http.ServeMux, auth *Auth, h routeHandlers) {
+func registerRoutes(mux router, auth *Auth, h routeHandlers) {
 	route := func(pattern string, f http.HandlerFunc) { mux.Handle(pattern, auth.TenantGuard(f)) }
 	route("GET /v1/tenants/{tenant}/routes", h.list)
 	route("POST /v1/tenants/{tenant}/routes", h.create)

@@ -111,24 +111,24 @@ func Listen(addr string, o Options) (*Server, error) {
 }
 
 // registerOpen adds the routes that need no token, and the profiles.
-func (s *Server) registerOpen(mux *http.ServeMux, auth *Auth) {
-	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) {
+func (s *Server) registerOpen(mux router, auth *Auth) {
+	mux.Handle("GET /metrics", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		metrics.WritePrometheus(w, true)
-	})
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+	}))
+	mux.Handle("GET /healthz", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		if s.failed() {
 			http.Error(w, "wal failed", http.StatusServiceUnavailable)
 			return
 		}
 		fmt.Fprintln(w, "ok")
-	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+	}))
+	mux.Handle("GET /readyz", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		if !s.ready.Load() || s.failed() {
 			http.Error(w, "not ready", http.StatusServiceUnavailable)
 			return
 		}
 		fmt.Fprintln(w, "ready")
-	})
+	}))
 	// Profiles, for measuring before optimising: the index serves the
 	// named ones (heap, goroutine, allocs, block, mutex, threadcreate).
 	mux.Handle("GET /debug/pprof/", auth.DebugGuard(http.HandlerFunc(pprof.Index)))

@@ -41,7 +41,7 @@ type sourceHandlers struct {
 	log      *zap.Logger
 }
 
-func registerSources(mux *http.ServeMux, auth *Auth, h *sourceHandlers) {
+func registerSources(mux router, auth *Auth, h *sourceHandlers) {
 	route := func(pattern string, f http.HandlerFunc) { mux.Handle(pattern, auth.TenantGuard(f)) }
 	route("GET /v1/tenants/{tenant}/sources", h.list)
 	route("POST /v1/tenants/{tenant}/sources", h.create)

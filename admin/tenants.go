@@ -132,7 +132,7 @@ func (h *tenantHandlers) fail(w http.ResponseWriter, msg string, err error, fiel
 }
 
 // registerTenants adds the tenants, rate-limit and audit routes.
-func registerTenants(mux *http.ServeMux, auth *Auth, h *tenantHandlers) {
+func registerTenants(mux router, auth *Auth, h *tenantHandlers) {
 	if h.dir != nil {
 		mux.Handle("GET /v1/tenants", auth.TenantsReadGuard(http.HandlerFunc(h.list)))
 		mux.Handle("GET /v1/tenants/{tenant}", auth.TenantGuard(http.HandlerFunc(h.one)))
