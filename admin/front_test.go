@@ -170,7 +170,7 @@ func TestDebugScope(t *testing.T) {
 		}
 	}
 	// A profile longer than write_timeout could not be sent: 400 naming it.
-	for _, p := range []string{"/debug/pprof/profile?seconds=3", "/debug/pprof/profile", "/debug/pprof/profile?seconds=x", "/debug/pprof/trace?seconds=-1"} {
+	for _, p := range []string{"/debug/pprof/profile?seconds=3", "/debug/pprof/profile", "/debug/pprof/profile?seconds=x", "/debug/pprof/profile?seconds=0.5", "/debug/pprof/trace?seconds=-1"} {
 		if a := rawDo(t, addr, "GET", p, "tok-prof", ""); a.code != 400 || errCode(a.body) != "invalid_query" || !strings.Contains(a.body, "seconds: ") {
 			t.Errorf("GET %s: %d %s, want 400 invalid_query naming seconds", p, a.code, a.body)
 		}

@@ -132,21 +132,27 @@ func (s *Server) registerOpen(mux router, auth *Auth) {
 	// Profiles, for measuring before optimising: the index serves the
 	// named ones (heap, goroutine, allocs, block, mutex, threadcreate).
 	mux.Handle("GET /debug/pprof/", auth.DebugGuard(http.HandlerFunc(pprof.Index)))
-	mux.Handle("GET /debug/pprof/profile", auth.DebugGuard(s.timed(pprof.Profile, 30)))
+	mux.Handle("GET /debug/pprof/profile", auth.DebugGuard(s.timed(pprof.Profile, 30, true)))
 	mux.Handle("GET /debug/pprof/symbol", auth.DebugGuard(http.HandlerFunc(pprof.Symbol)))
-	mux.Handle("GET /debug/pprof/trace", auth.DebugGuard(s.timed(pprof.Trace, 1)))
+	mux.Handle("GET /debug/pprof/trace", auth.DebugGuard(s.timed(pprof.Trace, 1, false)))
 }
 
 // timed serves a profile that runs for ?seconds= (def when absent): it
 // must end inside admin.write_timeout, or the answer would be cut, so a
-// longer one is 400 naming the key.
-func (s *Server) timed(h http.HandlerFunc, def float64) http.Handler {
+// longer one is 400 naming the key. With whole, seconds must be a whole
+// number (the CPU profile reads no fraction: it would run for its default
+// instead).
+func (s *Server) timed(h http.HandlerFunc, def float64, whole bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sec, v := def, r.URL.Query().Get("seconds")
 		if v != "" {
 			n, err := strconv.ParseFloat(v, 64)
-			if err != nil || !(n > 0) {
-				writeError(w, http.StatusBadRequest, codeInvalidQuery, fmt.Sprintf("seconds: %q must be a number of seconds above 0", v))
+			if err != nil || !(n > 0) || whole && n != float64(int64(n)) {
+				kind := "a number"
+				if whole {
+					kind = "a whole number"
+				}
+				writeError(w, http.StatusBadRequest, codeInvalidQuery, fmt.Sprintf("seconds: %q must be %s of seconds above 0", v, kind))
 				return
 			}
 			sec = n
