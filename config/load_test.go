@@ -99,7 +99,7 @@ func TestDefaultsApplied(t *testing.T) {
 
 func TestDefaultsDoNotOverrideExplicitValues(t *testing.T) {
 	cfg := mustLoad(t, `
-node: {name: edge-7, data_dir: /var/lib/ankusa, roles: [edge]}
+node: {name: edge-7, data_dir: /var/lib/ankusa, roles: [edge, dispatch, admin]}
 listen: 0.0.0.0:80
 admin: {listen: 127.0.0.1:9999}
 limits: {max_body_bytes: 256KiB, max_header_bytes: 8KiB, read_timeout: 2s}
@@ -110,7 +110,7 @@ sources:
   acme-billing: {tenant_id: acme, verify: {type: none}, on_verify_failure: quarantine}
   shared: {verify: {type: none}}
 `, buildOptions)
-	if cfg.Node.Name != "edge-7" || cfg.Node.DataDir != "/var/lib/ankusa" || !slices.Equal(cfg.Node.Roles, []string{"edge"}) {
+	if cfg.Node.Name != "edge-7" || cfg.Node.DataDir != "/var/lib/ankusa" || !slices.Equal(cfg.Node.Roles, []string{"edge", "dispatch", "admin"}) {
 		t.Errorf("node = %+v", cfg.Node)
 	}
 	if cfg.Listen != "0.0.0.0:80" || cfg.Admin.Listen != "127.0.0.1:9999" {
@@ -425,6 +425,9 @@ sources:
 	var keys []string
 	for _, p := range probs {
 		k, rest, _ := strings.Cut(p, ": ")
+		if strings.Contains(rest, "not available in this build yet") {
+			continue // the sections refused until they are built
+		}
 		if !strings.Contains(rest, "ANKUSA_TEST_UNSET is not set") {
 			t.Errorf("problem %q should name the variable", p)
 		}

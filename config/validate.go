@@ -25,6 +25,7 @@ func Validate(c *Config, opts ValidateOptions) Problems {
 	validateShared(&p, c)
 	validateQuarantinePen(&p, c.Limits)
 	validateLog(&p, c.Log)
+	validateNotYetBuilt(&p, c)
 	for _, name := range c.SourceNames() {
 		src := c.Sources[name]
 		p = append(p, ValidateSource(name, &src, SourceContext{
@@ -242,5 +243,25 @@ func validateLog(p *Problems, l Log) {
 	}
 	if !slices.Contains([]string{"debug", "info", "warn", "error"}, l.Level) {
 		p.add("log.level: %q must be debug, info, warn or error", l.Level)
+	}
+}
+
+// validateNotYetBuilt refuses the keys of parts of the design this build
+// does not run yet, so that none is accepted and silently ignored: the
+// node roles other than archive (every node runs the edge, dispatch and
+// the admin listener), sealed secrets and the lifecycle sink.
+func validateNotYetBuilt(p *Problems, c *Config) {
+	known := !slices.ContainsFunc(c.Node.Roles, func(r string) bool { return !slices.Contains(allRoles, r) })
+	for _, r := range []string{"edge", "dispatch", "admin"} {
+		if known && !slices.Contains(c.Node.Roles, r) {
+			p.add("node.roles: %v leaves out %q, but this build runs the edge, dispatch and the admin listener on every node (only archive may be left out); list %v", c.Node.Roles, r, allRoles)
+			break
+		}
+	}
+	if c.Secrets.KEK.IsSet() || c.Secrets.KEKPrevious.IsSet() {
+		p.add("secrets.kek: sealing stored secrets is not available in this build yet; leave the secrets section out")
+	}
+	if c.Lifecycle.Sink != nil {
+		p.add("lifecycle.sink: lifecycle events are not available in this build yet; leave the lifecycle section out")
 	}
 }

@@ -578,3 +578,22 @@ func TestWarnings(t *testing.T) {
 		t.Errorf("Warnings(default) = %q", w)
 	}
 }
+
+// The parts of the design this build does not run yet are refused by
+// their keys, never accepted and ignored.
+func TestNotYetBuiltRefused(t *testing.T) {
+	for yaml, want := range map[string]string{
+		"node: {roles: [edge, archive]}":                        `node.roles: [edge archive] leaves out "dispatch"`,
+		"node: {roles: [dispatch, admin]}":                      `node.roles: [dispatch admin] leaves out "edge"`,
+		"secrets: {kek: abc}":                                   "secrets.kek: sealing stored secrets is not available",
+		"lifecycle: {sink: {type: http, url: \"https://x/e\"}}": "lifecycle.sink: lifecycle events are not available",
+	} {
+		probs := problemsOf(t, yaml, ValidateOptions{})
+		if !slices.ContainsFunc(probs, func(p string) bool { return strings.HasPrefix(p, want) }) {
+			t.Errorf("%s: problems %q, want one starting %q", yaml, probs, want)
+		}
+	}
+	if probs := problemsOf(t, "node: {roles: [edge, dispatch, admin]}", ValidateOptions{}); len(probs) != 0 {
+		t.Errorf("a node without the archive role: %q", probs)
+	}
+}
