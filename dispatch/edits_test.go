@@ -134,9 +134,12 @@ func TestUnrelatedEditKeepsTheRunner(t *testing.T) {
 	n.sources.set(specs)
 	edited := time.Now()
 	d.SourcesChanged()
+	// b's receiver comes back only once the old runner is closed: an
+	// attempt it had in flight at the edit could otherwise succeed at the
+	// old URL, which is allowed (it started before the edit).
+	waitFor(t, 5*time.Second, "b's old sink closed", func() bool { return fk.closes("b") == 1 })
 	fixed.Store(true)
 	waitFor(t, 10*time.Second, "every hook at b", func() bool { return fk.ok.Load() == 20 })
-	waitFor(t, 5*time.Second, "b's old sink closed", func() bool { return fk.closes("b") == 1 })
 	if fk.builds("a") != 1 || fk.closes("a") != 0 || fk.builds("b") != 2 {
 		t.Fatalf("after editing b: builds a=%d b=%d closes a=%d; want 1 2 0", fk.builds("a"), fk.builds("b"), fk.closes("a"))
 	}
