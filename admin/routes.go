@@ -146,7 +146,7 @@ func (h routeHandlers) write(w http.ResponseWriter, r *http.Request, create bool
 	if body.Tokens != nil {
 		rw.KeepTokens = append([]string{}, *body.Tokens...)
 	}
-	rt, minted, err := h.writer(w).PutRoute(rw)
+	rt, minted, err := h.writer().PutRoute(rw)
 	if err != nil {
 		h.fail(w, err)
 		return
@@ -166,7 +166,7 @@ func (h routeHandlers) remove(w http.ResponseWriter, r *http.Request) {
 	if _, ok := queryOnly(w, r); !ok {
 		return
 	}
-	if _, err := h.writer(w).DeleteRoute(source.RouteDelete{Tenant: tenant, ID: r.PathValue("id"), Audit: auditOf(r, "route.delete")}); err != nil {
+	if _, err := h.writer().DeleteRoute(source.RouteDelete{Tenant: tenant, ID: r.PathValue("id"), Audit: auditOf(r, "route.delete")}); err != nil {
 		h.fail(w, err)
 		return
 	}

@@ -171,7 +171,7 @@ func (h *sourceHandlers) create(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	src, err := h.writer(w).PutSource(source.SourceWrite{Tenant: tenant, Create: true, Doc: doc, Audit: auditOf(r, "source.create")})
+	src, err := h.writer().PutSource(source.SourceWrite{Tenant: tenant, Create: true, Doc: doc, Audit: auditOf(r, "source.create")})
 	if err != nil {
 		h.fail(w, err)
 		return
@@ -205,7 +205,7 @@ func (h *sourceHandlers) update(w http.ResponseWriter, r *http.Request) {
 		return h.checkBacklog(old, removed, deadLetter)
 	}
 	after := func(src *source.Source) { moved = h.deadLetter(r, src, removed, deadLetter) }
-	src, err := h.writer(w).PutSource(source.SourceWrite{Tenant: tenant, Doc: doc, Audit: auditOf(r, "source.update"), Check: check, After: after})
+	src, err := h.writer().PutSource(source.SourceWrite{Tenant: tenant, Doc: doc, Audit: auditOf(r, "source.update"), Check: check, After: after})
 	if err != nil {
 		h.fail(w, err)
 		return
@@ -226,7 +226,7 @@ func (h *sourceHandlers) remove(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var moved int64
-	_, err := h.writer(w).DeleteSource(source.SourceDelete{
+	_, err := h.writer().DeleteSource(source.SourceDelete{
 		Tenant: tenant, Name: r.PathValue("name"), Audit: auditOf(r, "source.delete"),
 		Check: func(old *source.Source) error { return h.checkBacklog(old, nil, deadLetter) },
 		After: func(old *source.Source) { moved = h.deadLetter(r, old, nil, deadLetter) },
@@ -367,7 +367,7 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 
 // writer is the store as a writer; a static store answers 409
 // source_store_read_only.
-func (h *sourceHandlers) writer(http.ResponseWriter) source.Writer {
+func (h *sourceHandlers) writer() source.Writer {
 	if wr, ok := h.store.(source.Writer); ok {
 		return wr
 	}
