@@ -15,6 +15,7 @@ import (
 )
 
 type recovered struct {
+	bounds    ackBounds
 	lastFile  uint64
 	lastSeq   uint64
 	lastID    envelope.ID
@@ -40,8 +41,8 @@ func ListFiles(fs vfs.FS, dir string) ([]uint64, error) {
 
 // recoverDir scans every file, cuts a torn tail, and refuses corruption.
 // A refused recovery changes no file.
-func recoverDir(opts Options) (*recovered, error) {
-	st := &recovered{tenants: map[string]uint32{}}
+func recoverDir(opts Options, bounds ackBounds) (*recovered, error) {
+	st := &recovered{tenants: map[string]uint32{}, bounds: bounds}
 	nums, err := ListFiles(opts.FS, opts.Dir)
 	if err != nil {
 		return nil, err
@@ -112,6 +113,13 @@ func (st *recovered) scanFiles(opts Options, nums []uint64) error {
 		if !torn && opts.Recovery != RecoverTruncate {
 			return ce
 		}
+		if lost := st.bounds.lost(st.lastSeq); lost != "" && opts.Recovery != RecoverTruncate {
+			// What looks like a torn final batch holds hooks a synced
+			// record outside the log says were acknowledged: damage, not
+			// a crash's tear.
+			ce.Reason += "; " + lost
+			return ce
+		}
 		if torn {
 			opts.Logf("wal: %s has a torn tail at offset %d (%s): cutting %d bytes that were never acknowledged", path, ce.Offset, ce.Reason, int64(len(data))-ce.Offset)
 		} else {
@@ -133,6 +141,47 @@ func (st *recovered) scanFiles(opts Options, nums []uint64) error {
 		break
 	}
 	return nil
+}
+
+// ackBounds are the synced records outside the log that say how far it
+// was acknowledged (DESIGN.md §6 item 10): a crash tears at most the
+// final batch, which none of them can cover.
+type ackBounds struct {
+	closed   uint64 // the clean-close record's seq (wal.type: disk writes it at Close)
+	dispatch uint64 // the dispatch checkpoint: rows are durable up to it, so the log was
+	covered  uint64 // the catalogue's last seq: hooks up to it are in segments too
+}
+
+// readAckBounds reads the bounds from m (none without one).
+func readAckBounds(m Meta) (ackBounds, error) {
+	var b ackBounds
+	if m == nil {
+		return b, nil
+	}
+	var err error
+	if b.closed, _, err = m.WALCheckpoint(); err != nil {
+		return b, err
+	}
+	if b.covered, _, err = m.CatalogueFloor(); err != nil {
+		return b, err
+	}
+	b.dispatch, err = m.DispatchCheckpoint()
+	return b, err
+}
+
+// lost says what keeping the log only up to seq kept would lose of what
+// the bounds say was acknowledged ("" when nothing: hooks held by segments
+// are not lost).
+func (b ackBounds) lost(kept uint64) string {
+	acked, by := b.closed, "the clean-close record"
+	if b.dispatch > acked {
+		acked, by = b.dispatch, "the dispatch checkpoint"
+	}
+	have := max(kept, b.covered)
+	if acked <= have {
+		return ""
+	}
+	return fmt.Sprintf("%s says hooks up to seq %d were acknowledged, but the log would keep them only up to seq %d: cutting here would lose %d acknowledged hooks, so this is damage, not a crash's torn final batch", by, acked, have, acked-have)
 }
 
 // removeFiles removes WAL files, the last first, so that a crash in the

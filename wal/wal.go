@@ -174,7 +174,11 @@ func Open(opts Options) (*WAL, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the numbering floor: %w", err)
 	}
-	st, err := recoverDir(opts)
+	bounds, err := readAckBounds(opts.Meta)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read how far the log was acknowledged: %w", err)
+	}
+	st, err := recoverDir(opts, bounds)
 	if err != nil {
 		return nil, err
 	}

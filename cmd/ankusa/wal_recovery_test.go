@@ -140,9 +140,10 @@ func TestWALRestartAfterTruncate(t *testing.T) {
 	}
 }
 
-// TestWALTornTail: a crash in the middle of a write leaves the last record
-// short. The next boot cuts it, keeps every whole record, and serves;
-// numbering carries on from the last whole record.
+// TestWALTornTail: a crash in the middle of a write leaves a partial
+// record after the last whole one (a batch that was never synced, so never
+// acknowledged). The next boot cuts it, keeps every whole record, and
+// serves; numbering carries on from the last whole record.
 func TestWALTornTail(t *testing.T) {
 	n := newNode(t)
 	p := n.serve(t)
@@ -156,14 +157,21 @@ func TestWALTornTail(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Truncate(file, fi.Size()-5); err != nil {
+	// The torn write: all but the last 5 bytes of a frame like the last
+	// one, after it.
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lastFrame := data[before.hooks[len(before.hooks)-1].offset:]
+	if err := os.WriteFile(file, append(data, lastFrame[:len(lastFrame)-5]...), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	// Readers report the torn tail (serve is the one that cuts it).
 	if err := wal.ReadDir(vfs.Default, n.walDir(), func(*wal.Record) error { return nil }); err == nil {
 		t.Fatal("wal.ReadDir found nothing wrong with a torn tail")
 	}
-	tornAt := fmt.Sprintf("%s at offset %d", file, before.hooks[len(before.hooks)-1].offset)
+	tornAt := fmt.Sprintf("%s at offset %d", file, fi.Size())
 	if code, _, stderr := runBin(t, n.dir, "inspect", "wal", n.walDir()); code != 1 || !strings.Contains(stderr, tornAt) {
 		t.Fatalf("ankusa inspect wal on a torn tail: exit %d, want 1 naming %q:\n%s", code, tornAt, stderr)
 	}
@@ -172,19 +180,70 @@ func TestWALTornTail(t *testing.T) {
 	more := postOne(t, n.listen, "acme", "acme-billing", []byte("after the torn tail"))
 	p.stop()
 	c := readWAL(t, n.walDir())
-	whole := before.hooks[:len(before.hooks)-1]
-	if len(c.hooks) != len(whole)+1 {
-		t.Fatalf("the WAL has %d hooks, want the %d whole ones and one more", len(c.hooks), len(whole))
+	if len(c.hooks) != len(before.hooks)+1 {
+		t.Fatalf("the WAL has %d hooks, want the %d whole ones and one more", len(c.hooks), len(before.hooks))
 	}
-	checkAcked(t, acks[:len(acks)-1], c.hooks)
+	checkAcked(t, acks, c.hooks)
 	checkAcked(t, []ack{more}, c.hooks)
 	checkNumbering(t, c.hooks)
 	checkInspect(t, n.walDir(), c)
-	if got, _ := os.Stat(file); got.Size() >= fi.Size()-5 {
-		t.Fatalf("%s is %d bytes; the torn record should have been cut from %d", file, got.Size(), fi.Size()-5)
+	if got, _ := os.Stat(file); got.Size() != fi.Size() {
+		t.Fatalf("%s is %d bytes; the torn record should have been cut back to %d", file, got.Size(), fi.Size())
 	}
 
 	// Every later boot is clean.
 	p = n.serve(t)
 	p.stop()
+}
+
+// TestWALDamagedTailRefusesToStart: after a clean stop every hook in the
+// log was acknowledged, and the clean-close record says so. Damage at the
+// tail of the last file (a flipped byte in its last record, the file cut
+// short) is then not a crash's torn batch: serve refuses to start, naming
+// the file, the offset and how many acknowledged hooks a cut would lose,
+// and changes nothing; -wal-recovery=truncate still cuts.
+func TestWALDamagedTailRefusesToStart(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		damage func(data []byte, last hook) []byte
+		lost   int
+	}{
+		{"byte flipped in the last record", func(data []byte, last hook) []byte {
+			data[int(last.offset)+40] ^= 0x5a
+			return data
+		}, 1},
+		{"file cut to 10 bytes", func(data []byte, _ hook) []byte { return data[:10] }, 12},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			n := newNode(t)
+			p := n.serve(t)
+			acks := sendSequential(t, n, 12)
+			p.stop()
+			before := readWAL(t, n.walDir())
+			checkAcked(t, acks, before.hooks)
+			file := activeFile(t, before)
+			data, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			damaged := c.damage(data, before.hooks[len(before.hooks)-1])
+			if err := os.WriteFile(file, damaged, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			refused := startProc(t, n.dir, "serve", "-config", n.config)
+			if code := refused.wait(30 * time.Second); code == 0 {
+				t.Fatalf("serve started on a damaged tail (exit 0):\n%s", refused.stderr)
+			}
+			msg := refused.stderr.String()
+			if !strings.Contains(msg, file+" at offset ") || !strings.Contains(msg, fmt.Sprintf("would lose %d acknowledged hooks", c.lost)) || !strings.Contains(msg, "-wal-recovery=truncate") {
+				t.Fatalf("serve's refusal should name %s, the offset, %d acknowledged hooks lost and the way out:\n%s", file, c.lost, msg)
+			}
+			if after, _ := os.ReadFile(file); !bytes.Equal(after, damaged) {
+				t.Fatal("a refused start changed the file")
+			}
+			p = n.serve(t, "-wal-recovery=truncate")
+			postOne(t, n.listen, "t0", "open", []byte("after the cut"))
+			p.stop()
+		})
+	}
 }
