@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -582,4 +583,38 @@ func TestSourceAPIDispatchFollowsEdits(t *testing.T) {
 		t.Fatalf("the deleted source's sink got %d more attempts in 500ms after its DELETE", got-after)
 	}
 	p.stop()
+}
+
+// The seed's last sentence: a source that arrives without the durable-sink
+// check (stored by this node while it ran wal.type: disk) keeps its place
+// when the node runs wal.type: none, is named in the boot log, and is
+// answered 503 at ingest until it is updated to have a durable sink.
+func TestSourceAPIStoredSourceWithoutDurableSink(t *testing.T) {
+	b := rabbittest.New(t)
+	x := b.Exchange("topic")
+	b.Queue(nil, x, "#")
+	mqYAML := fmt.Sprintf("[{id: mq, type: rabbitmq, url: %q, exchange: %q}]", rabbittest.URL(), x)
+	mq := fmt.Sprintf(`{"id":"mq","type":"rabbitmq","url":%q,"exchange":%q}`, rabbittest.URL(), x)
+	n := newAPINode(t, "persistent", "", "    sinks: "+mqYAML+"\n")
+	p := n.serve(t)
+	wantStatus(t, "POST web-only under wal.type: disk", n.do("POST", sourcesOf("acme"), opsToken,
+		`{"name":"web-only","verify":{"type":"none"},"sinks":[{"type":"http","url":"https://receiver.example.com/in"}]}`), http.StatusCreated)
+	p.stop()
+	if err := os.RemoveAll(n.walDir()); err != nil { // wal.type: none keeps no log
+		t.Fatal(err)
+	}
+	writeConfig(t, n.testNode, n.yaml("persistent", "wal: {type: none}", "    sinks: "+mqYAML+"\n"))
+	p = n.serve(t)
+	a := n.hook("acme", "web-only", `{"x":1}`)
+	if a.status != http.StatusServiceUnavailable || !strings.Contains(string(a.body), "no_durable_sink") {
+		t.Fatalf("a hook to the stored source without a durable sink: %d %s, want 503 no_durable_sink", a.status, a.body)
+	}
+	hookID(t, "a hook to the config source", n.hook("acme", "cfgsrc", `{"x":1}`))
+	wantStatus(t, "PUT web-only with a durable sink", n.do("PUT", sourceAt("acme", "web-only"), opsToken,
+		`{"verify":{"type":"none"},"sinks":[`+mq+`]}`), http.StatusOK)
+	hookID(t, "a hook to the updated source", n.hook("acme", "web-only", `{"x":2}`))
+	p.stop()
+	if log := p.stderr.String(); !strings.Contains(log, `stored source \"web-only\"`) || !strings.Contains(log, "fails today's rules") {
+		t.Fatalf("the boot log does not name the stored source that fails today's rules:\n%s", log)
+	}
 }
