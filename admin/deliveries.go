@@ -41,7 +41,6 @@ type Deliveries interface {
 
 // Error codes of the deliveries endpoints.
 const (
-	codeInvalidRequest   = "invalid_request"
 	codeDeliveryNotDead  = "delivery_not_dead"
 	msgDeliveryNotDead   = "this delivery is pending or in flight; only a dead letter can be retried or dropped"
 	msgDeliveriesFailed  = "the deliveries could not be read or changed; the node's log says why"
@@ -198,7 +197,7 @@ func (h *deliveryHandlers) fail(w http.ResponseWriter, r *http.Request, msg stri
 	case errors.Is(err, dispatch.ErrNotDead):
 		writeError(w, http.StatusConflict, codeDeliveryNotDead, msgDeliveryNotDead)
 	case errors.Is(err, dispatch.ErrBadCursor):
-		writeError(w, http.StatusBadRequest, codeInvalidRequest, "cursor: not a next_cursor this listing returned; start again without cursor")
+		writeError(w, http.StatusBadRequest, codeInvalidQuery, "cursor: not a next_cursor this listing returned; start again without cursor")
 	default:
 		fields = append(fields, zap.String("tenant", r.PathValue("tenant")), zap.Error(err))
 		h.log.Error(msg, fields...)

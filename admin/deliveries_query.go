@@ -45,7 +45,7 @@ func parsePageQuery(w http.ResponseWriter, r *http.Request, check func(map[strin
 	}
 	q.cursor = vs["cursor"]
 	if msg != "" {
-		writeError(w, http.StatusBadRequest, codeInvalidRequest, msg)
+		writeError(w, http.StatusBadRequest, codeInvalidQuery, msg)
 		return listQuery{}, false
 	}
 	return q, true
@@ -79,7 +79,7 @@ func parseBulkQuery(w http.ResponseWriter, r *http.Request, what, verb string, n
 		msg = fmt.Sprintf("all: every %s of the tenant would be %s; give source, since or until, or all=true to mean it", what, verb)
 	}
 	if msg != "" {
-		writeError(w, http.StatusBadRequest, codeInvalidRequest, msg)
+		writeError(w, http.StatusBadRequest, codeInvalidQuery, msg)
 		return dispatch.Filter{}, false
 	}
 	return f, true

@@ -365,7 +365,7 @@ func TestDeliveriesPaging(t *testing.T) {
 	}
 	// A cursor the stage did not issue is the client's mistake.
 	w := do(mux, "GET", acmeDeliveries+"?state=dead&cursor=bogus", "tok-acme")
-	if w.Code != 400 || !strings.HasPrefix(w.Body.String(), `{"error":"invalid_request","message":"cursor: `) {
+	if w.Code != 400 || !strings.HasPrefix(w.Body.String(), `{"error":"invalid_query","message":"cursor: `) {
 		t.Fatalf("bad cursor: %d %s", w.Code, w.Body)
 	}
 }
@@ -411,7 +411,7 @@ func TestDeliveriesBadRequest(t *testing.T) {
 	f := func(method, path, param string, more ...string) {
 		t.Helper()
 		w := do(mux, method, path, "tok-acme")
-		prefix := `{"error":"invalid_request","message":"` + param + `: `
+		prefix := `{"error":"invalid_query","message":"` + param + `: `
 		if w.Code != 400 || !strings.HasPrefix(w.Body.String(), prefix) || w.Header().Get("Content-Type") != "application/json" {
 			t.Errorf("%s %s: %d %s, want 400 naming %s", method, path, w.Code, w.Body, param)
 		}

@@ -60,8 +60,8 @@
 // unknown field, a wrong type, trailing data or an empty body is 400
 // invalid_json naming the field. A listing takes ?cursor= (opaque, the
 // next_cursor of the page before) and ?limit= (1 to 1000, 100 when
-// absent); a bad one is 400 invalid_query. (The deliveries and quarantine
-// listings, older, say invalid_request for the same.)
+// absent); a bad one, or any other query parameter that is wrong, is 400
+// invalid_query naming it.
 //
 // # Tenants, rate limits and audit
 //
@@ -139,7 +139,7 @@
 // last page. A drop needs at least one filter or all=true. Times in answers
 // are RFC 3339 in UTC with nine fractional digits. Besides the errors above:
 //
-//	{"error":"invalid_request","message":"limit: ..."}  400, naming the parameter
+//	{"error":"invalid_query","message":"limit: ..."}    400, naming the parameter
 //	{"error":"delivery_not_dead","message":"..."}       409, the row is pending or in flight
 //
 // An unknown, malformed or other tenant's event id or sink is the same 404

@@ -124,7 +124,7 @@ func (h *quarantineHandlers) release(w http.ResponseWriter, r *http.Request) {
 		msg = fmt.Sprintf("force: %q must be true or false", v)
 	}
 	if msg != "" {
-		writeError(w, http.StatusBadRequest, codeInvalidRequest, msg)
+		writeError(w, http.StatusBadRequest, codeInvalidQuery, msg)
 		return
 	}
 	out, err := h.releaseHook(r.Context(), tenant, id, force, principalName(r))
@@ -203,7 +203,7 @@ func (h *quarantineHandlers) fail(w http.ResponseWriter, r *http.Request, msg st
 		w.Header().Set("Retry-After", "1")
 		writeError(w, http.StatusServiceUnavailable, codeUnavailable, "the hook was quarantined a moment ago; retry in a second")
 	case errors.Is(err, dispatch.ErrBadCursor):
-		writeError(w, http.StatusBadRequest, codeInvalidRequest, "cursor: not a next_cursor this listing returned; start again without cursor")
+		writeError(w, http.StatusBadRequest, codeInvalidQuery, "cursor: not a next_cursor this listing returned; start again without cursor")
 	default:
 		fields = append(fields, zap.String("tenant", r.PathValue("tenant")), zap.Error(err))
 		h.log.Error(msg, fields...)

@@ -452,7 +452,7 @@ func TestQuarantineBadRequest(t *testing.T) {
 	f := func(method, path, param string, more ...string) {
 		t.Helper()
 		w := do(mux, method, path, "tok-acme")
-		prefix := `{"error":"invalid_request","message":"` + param + `: `
+		prefix := `{"error":"invalid_query","message":"` + param + `: `
 		if w.Code != 400 || !strings.HasPrefix(w.Body.String(), prefix) || w.Header().Get("Content-Type") != "application/json" {
 			t.Errorf("%s %s: %d %s, want 400 naming %s", method, path, w.Code, w.Body, param)
 		}
@@ -665,7 +665,7 @@ func TestQuarantineConflicts(t *testing.T) {
 	}
 	// A cursor the pen did not issue is the client's mistake.
 	w := do(mux, "GET", acmePen+"?cursor=bogus", "tok-acme")
-	if w.Code != 400 || w.Body.String() != `{"error":"invalid_request","message":"cursor: not a next_cursor this listing returned; start again without cursor"}`+"\n" {
+	if w.Code != 400 || w.Body.String() != `{"error":"invalid_query","message":"cursor: not a next_cursor this listing returned; start again without cursor"}`+"\n" {
 		t.Errorf("bad cursor: %d %s", w.Code, w.Body)
 	}
 	if logs.Len() != 0 {

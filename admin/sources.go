@@ -309,7 +309,7 @@ func queryOnly(w http.ResponseWriter, r *http.Request, allowed ...string) (deadL
 		deadLetter = true
 	}
 	if msg != "" {
-		writeError(w, http.StatusBadRequest, codeInvalidRequest, msg)
+		writeError(w, http.StatusBadRequest, codeInvalidQuery, msg)
 		return false, false
 	}
 	return deadLetter, true
