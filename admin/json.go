@@ -1,12 +1,14 @@
 package admin
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 )
@@ -38,7 +40,8 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any) bool {
 // decodeJSONAs is decodeJSON answering a body that does not decode with
 // the code of the entity it describes (invalid_route), not invalid_json.
 func decodeJSONAs(w http.ResponseWriter, r *http.Request, v any, badCode string) bool {
-	body := http.MaxBytesReader(w, r.Body, maxBodyOf(r))
+	var raw bytes.Buffer
+	body := io.TeeReader(http.MaxBytesReader(w, r.Body, maxBodyOf(r)), &raw)
 	dec := json.NewDecoder(body)
 	dec.DisallowUnknownFields()
 	err := dec.Decode(v)
@@ -49,6 +52,9 @@ func decodeJSONAs(w http.ResponseWriter, r *http.Request, v any, badCode string)
 				err = terr
 			}
 		}
+	}
+	if err == nil {
+		err = exactFields(raw.Bytes(), v)
 	}
 	if err == nil {
 		return true
@@ -64,6 +70,38 @@ func decodeJSONAs(w http.ResponseWriter, r *http.Request, v any, badCode string)
 }
 
 var errTrailing = errors.New("trailing data")
+
+// exactFields refuses a top-level key of the JSON object raw that only
+// matches a field of v (a pointer to a struct) when case is ignored:
+// encoding/json takes "RATE" for "rate", and a strict body takes the names
+// as written.
+func exactFields(raw []byte, v any) error {
+	t := reflect.TypeOf(v)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	var keys map[string]json.RawMessage
+	if t.Kind() != reflect.Struct || json.Unmarshal(raw, &keys) != nil {
+		return nil
+	}
+	for k := range keys {
+		exact, folded := false, ""
+		for i := 0; i < t.NumField(); i++ {
+			name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+			exact = exact || name == k
+			if strings.EqualFold(name, k) {
+				folded = name
+			}
+		}
+		if !exact {
+			if folded != "" {
+				return fmt.Errorf("%s: unknown field (names are case-sensitive: the field is %s)", k, folded)
+			}
+			return fmt.Errorf("%s: unknown field (a field this body does not have)", k)
+		}
+	}
+	return nil
+}
 
 // isBodyError reports whether err is the body's failure (too large, too
 // slow) rather than its content's.

@@ -178,6 +178,7 @@ func TestRouteEndpoints(t *testing.T) {
 	wantAnswer(t, call(mux, "GET", "/v1/tenants/globex/routes/"+id, "globex", ""), 404)
 	wantAnswer(t, call(mux, "POST", "/v1/tenants/acme/routes", "acme", `{"source_id": "seeded", "token": "auto", "extra": 1}`), 400, "extra: unknown field")
 	wantAnswer(t, call(mux, "POST", "/v1/tenants/acme/routes", "acme", `{"source_id": 5}`), 400, "source_id")
+	wantAnswer(t, call(mux, "POST", "/v1/tenants/acme/routes", "acme", `{"Source_ID": "seeded", "token": "auto"}`), 400, "Source_ID: unknown field")
 	wantAnswer(t, call(mux, "POST", "/v1/tenants/acme/routes", "acme", `{"source_id": "seeded", "tenant_id": "globex", "token": "auto"}`), 400, "tenant_id")
 	wantAnswer(t, call(mux, "POST", "/v1/tenants/acme/routes", "acme", `{"source_id": "nope", "token": "auto"}`), 400, "no source named")
 	wantAnswer(t, call(mux, "POST", "/v1/tenants/acme/routes", "acme", ``), 400, "needs a JSON body")

@@ -192,6 +192,7 @@ func TestRateLimitBadBodies(t *testing.T) {
 	f(`{"rate":1,"burst":1.5,"max_queue":0,"max_queue_bytes":0}`, `burst: a JSON number 1.5 is not a whole number`)
 	f(`{"rate":"fast","burst":1,"max_queue":0,"max_queue_bytes":0}`, `rate: must be a number`)
 	f(`{"rate":1,"burst":1,"max_queue":0,"max_queue_bytes":0} {}`, "more than one JSON value")
+	f(`{"RATE":1,"burst":1,"max_queue":0,"max_queue_bytes":0}`, "RATE: unknown field (names are case-sensitive: the field is rate)")
 	f(`[1]`, "the body: a JSON array is not an object")
 	f(`{"rate":1,"burst":1,"max_queue":0}`, "max_queue_bytes: required")
 	f(`{"burst":1,"max_queue":0,"max_queue_bytes":0}`, "rate: required")
