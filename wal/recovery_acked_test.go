@@ -57,12 +57,16 @@ func TestDamageBelowAckedBoundsRefused(t *testing.T) {
 			mem := copyFS(t, fs, dir)
 			writeFile(t, mem, path, c.data)
 			meta := c.meta
-			_, err := wal.Open(wal.Options{FS: mem, Dir: dir, Node: testNode, Meta: &meta, Logf: func(string, ...any) {}})
+			w, err := wal.Open(wal.Options{FS: mem, Dir: dir, Node: testNode, Meta: &meta, Logf: func(string, ...any) {}})
 			if c.lost == 0 {
 				if err != nil {
 					t.Fatalf("Open: %v, want the tail cut", err)
 				}
+				closeWAL(t, w)
 				return
+			}
+			if err == nil {
+				closeWAL(t, w)
 			}
 			var ce *wal.CorruptError
 			if !errors.As(err, &ce) || ce.File != path || !strings.Contains(err.Error(), fmt.Sprintf("would lose %d acknowledged hooks", c.lost)) || !strings.Contains(err.Error(), c.bound) {
@@ -74,7 +78,7 @@ func TestDamageBelowAckedBoundsRefused(t *testing.T) {
 			// -wal-recovery=truncate cuts anyway, and numbering resumes
 			// above what was acknowledged.
 			meta = c.meta
-			w, err := wal.Open(wal.Options{FS: mem, Dir: dir, Node: testNode, Meta: &meta, Recovery: wal.RecoverTruncate, Logf: func(string, ...any) {}})
+			w, err = wal.Open(wal.Options{FS: mem, Dir: dir, Node: testNode, Meta: &meta, Recovery: wal.RecoverTruncate, Logf: func(string, ...any) {}})
 			if err != nil {
 				t.Fatalf("Open with truncate: %v", err)
 			}
