@@ -19,6 +19,7 @@ const (
 	codeNotFound     = "not_found"
 	codeGone         = "gone"
 	codeInternal     = "internal"
+	codeCorrupt      = "corrupt"
 	codeInvalidName  = "invalid_name"
 	codeNotAllowed   = "method_not_allowed"
 	codeTooLarge     = "payload_too_large"

@@ -2,9 +2,12 @@ package admin
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
+	"path/filepath"
 	"time"
 
+	"github.com/VictoriaMetrics/metrics"
 	"go.uber.org/zap"
 
 	"github.com/ankusa/ankusa/config"
@@ -147,6 +150,9 @@ type hookHandler struct {
 	log   *zap.Logger
 }
 
+// corruptFetches counts fetches that found the hook's segment damaged.
+var corruptFetches = metrics.NewCounter(`ankusa_admin_hook_fetch_corrupt_total`)
+
 // notFoundHook is the one 404 for an unknown id, an id that does not parse
 // and another tenant's hook, so they cannot be told apart.
 const notFoundHook = "no hook with this id"
@@ -159,12 +165,20 @@ func (h *hookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	e, err := h.fetch.Fetch(id)
+	var corrupt *segment.CorruptError
 	switch {
 	case errors.Is(err, segment.ErrNotFound) || errors.Is(err, segment.ErrRemoved):
 		writeError(w, http.StatusNotFound, codeNotFound, notFoundHook)
 		return
 	case errors.Is(err, ErrHookGone):
 		writeError(w, http.StatusGone, codeGone, "this hook's tenant was erased")
+		return
+	case errors.As(err, &corrupt):
+		h.log.Error("a hook's segment is damaged", zap.String("tenant", tenant), zap.Stringer("id", id),
+			zap.String("segment", corrupt.File), zap.Int64("offset", corrupt.Offset), zap.Error(err))
+		corruptFetches.Inc()
+		writeError(w, http.StatusInternalServerError, codeCorrupt, fmt.Sprintf("the hook's segment %s is damaged at offset %d (%s); the node's log says more",
+			filepath.Base(corrupt.File), corrupt.Offset, corrupt.Reason))
 		return
 	case err == nil && e == nil:
 		err = errors.New("BUG: the fetcher returned neither a hook nor an error")

@@ -25,6 +25,7 @@ var (
 	nilID     = envelope.MakeID(1_764_445_200_127, 7, 46)
 	unknownID = envelope.MakeID(1_764_445_200_128, 7, 47)
 	removedID = envelope.MakeID(1_764_445_200_129, 7, 48)
+	corruptID = envelope.MakeID(1_764_445_200_130, 7, 49)
 	errBroken = errors.New("segment 12: checksum mismatch")
 	// acmeHook is signed as its source (quarantine_test.go's sources)
 	// wants: a release without force verifies it again.
@@ -54,6 +55,8 @@ func (f *fakeFetcher) Fetch(id envelope.ID) (*envelope.Envelope, error) {
 		return nil, fmt.Errorf("segment: tenant erased: %w", ErrHookGone)
 	case brokenID:
 		return nil, errBroken
+	case corruptID:
+		return nil, &segment.CorruptError{File: "/data/segments/00000001-00000400.seg", Offset: 262144, Reason: "block checksum mismatch"}
 	case nilID:
 		return nil, nil
 	case removedID, penRemovedID:
@@ -145,6 +148,8 @@ func TestHookStatuses(t *testing.T) {
 	f("500 internal", "/v1/tenants/acme/hooks/"+brokenID.String(), bearer("tok-acme"), 500,
 		`{"error":"internal","message":"the hook could not be read; the node's log says why"}`+"\n")
 	f("500 nil hook", "/v1/tenants/acme/hooks/"+nilID.String(), bearer("tok-acme"), 500, "")
+	f("500 corrupt", "/v1/tenants/acme/hooks/"+corruptID.String(), bearer("tok-acme"), 500,
+		`{"error":"corrupt","message":"the hook's segment 00000001-00000400.seg is damaged at offset 262144 (block checksum mismatch); the node's log says more"}`+"\n")
 }
 
 // TestHookNoLeak checks that another tenant's hook, an unknown id and a
