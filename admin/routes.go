@@ -73,14 +73,7 @@ func (h routeHandlers) list(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	list, next := h.store.Snapshot().Routes(tenant, cursor, limit)
-	out := struct {
-		Routes []json.RawMessage `json:"routes"`
-		Next   string            `json:"next_cursor,omitempty"`
-	}{Routes: make([]json.RawMessage, 0, len(list)), Next: next}
-	for _, rt := range list {
-		out.Routes = append(out.Routes, h.routeJSON(rt, nil))
-	}
-	writeJSON(w, http.StatusOK, append(mustJSON(out), '\n'))
+	writePage(w, "routes", list, func(rt *source.Route) json.RawMessage { return h.routeJSON(rt, nil) }, next)
 }
 
 func (h routeHandlers) pathRoute(w http.ResponseWriter, r *http.Request) (string, *source.Route, bool) {

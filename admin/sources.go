@@ -109,12 +109,19 @@ func (h *sourceHandlers) list(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	list, next := h.store.Snapshot().Sources(tenant, cursor, limit)
-	out := struct {
-		Sources []json.RawMessage `json:"sources"`
-		Next    string            `json:"next_cursor,omitempty"`
-	}{Sources: make([]json.RawMessage, 0, len(list)), Next: next}
-	for _, src := range list {
-		out.Sources = append(out.Sources, h.sourceJSON(src))
+	writePage(w, "sources", list, h.sourceJSON, next)
+}
+
+// writePage answers one page of a listing: {"<field>": [...],
+// "next_cursor": "..."} (no next_cursor on the last page).
+func writePage[T any](w http.ResponseWriter, field string, items []T, show func(T) json.RawMessage, next string) {
+	shown := make([]json.RawMessage, 0, len(items))
+	for _, it := range items {
+		shown = append(shown, show(it))
+	}
+	out := map[string]any{field: shown}
+	if next != "" {
+		out["next_cursor"] = next
 	}
 	writeJSON(w, http.StatusOK, append(mustJSON(out), '\n'))
 }

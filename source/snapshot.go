@@ -93,18 +93,24 @@ func (s *Snapshot) Dedupes() bool { return s.dedupe > 0 }
 // ("" from the first), at most limit; next is the last name listed when
 // more may follow ("" on the last page).
 func (s *Snapshot) Sources(tenant, after string, limit int) (out []*Source, next string) {
-	it := s.owned.Root().Iterator()
+	return page(s.owned, tenant, after, limit, func(src *Source) string { return src.Name })
+}
+
+// page lists the entries of tree under tenant's prefix after the entry
+// after, at most limit, and the cursor of the next page.
+func page[T any](tree *iradix.Tree[T], tenant, after string, limit int, name func(T) string) (out []T, next string) {
+	it := tree.Root().Iterator()
 	prefix := ownedKey(tenant, "")
 	it.SeekLowerBound(seekAfter(prefix, after))
 	for {
-		k, src, ok := it.Next()
+		k, v, ok := it.Next()
 		if !ok || len(k) < len(prefix) || string(k[:len(prefix)]) != string(prefix) {
 			return out, ""
 		}
 		if len(out) == limit {
-			return out, out[len(out)-1].Name
+			return out, name(out[len(out)-1])
 		}
-		out = append(out, src)
+		out = append(out, v)
 	}
 }
 
@@ -126,19 +132,7 @@ func (s *Snapshot) Route(tenant, id string) *Route {
 
 // Routes lists the routes of tenant in id order, as Sources does.
 func (s *Snapshot) Routes(tenant, after string, limit int) (out []*Route, next string) {
-	it := s.routes.Root().Iterator()
-	prefix := ownedKey(tenant, "")
-	it.SeekLowerBound(seekAfter(prefix, after))
-	for {
-		k, r, ok := it.Next()
-		if !ok || len(k) < len(prefix) || string(k[:len(prefix)]) != string(prefix) {
-			return out, ""
-		}
-		if len(out) == limit {
-			return out, out[len(out)-1].ID
-		}
-		out = append(out, r)
-	}
+	return page(s.routes, tenant, after, limit, func(r *Route) string { return r.ID })
 }
 
 // RouteCount is the number of routes.

@@ -90,9 +90,6 @@ func BenchmarkSnapshotLookup(b *testing.B) {
 // TestSnapshotLookupsDoNotAllocateAt100k is the allocation guard of the
 // request path's lookups at a SaaS's scale: 100k sources and routes.
 func TestSnapshotLookupsDoNotAllocateAt100k(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds 100k sources")
-	}
 	s := scaledSnapshot(100_000)
 	i := 0
 	if n := testing.AllocsPerRun(10_000, func() {
