@@ -203,7 +203,11 @@ package admin
 // resolver that takes the tenant from the request).
 //
 // A route is {id, tenant_id, source_id, host, path, token}: a path for the
-// route guard (routes.enabled), a token for the token resolver, or both.
+// route guard (routes.enabled), a token for the token resolver, or both; a
+// host narrows either. A field the node's config would leave without effect
+// is 400 invalid_route naming it: a token under a shipped resolver other
+// than token, a path (or a host without a token) while routes.enabled is
+// false.
 // "token": "auto" mints one (128 random bits; a token given must be 22 to
 // 63 characters of the name grammar); the answer shows it once, the store
 // keeps its SHA-256. A PUT with a token adds it (two at most, for a

@@ -247,7 +247,8 @@ const matrixMaxBody = 16 << 10
 func newFullNode(t *testing.T) *fullNode {
 	t.Helper()
 	cfg, err := config.Load([]byte(`
-route_resolver: {type: tenantpath}
+route_resolver: {type: token, path: /webhooks/catch/:token}
+routes: {enabled: true}
 rate_limits: {default: {rate: 10, burst: 10}}
 source_store: {type: persistent}
 sources:
@@ -264,7 +265,7 @@ sources:
 	}
 	t.Cleanup(func() { ms.Close() })
 	store, _, err := source.OpenPersistent(source.PersistentOptions{Config: cfg, Backend: source.MetaBackend{Store: ms},
-		Context: config.SourceContext{Resolver: "tenantpath", WALType: "disk", DedupeScope: "node"}})
+		Context: config.SourceContext{Resolver: "token", WALType: "disk", DedupeScope: "node"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,10 +42,16 @@ func (f *fakeBacklog) DeadLetterSource(src string, sinks []string, audit meta.Au
 	return n, nil
 }
 
-func sourceMux(t *testing.T, storeType string) (*http.ServeMux, *fakeBacklog, *meta.Store) {
+// sourceMux serves the admin API over a store of storeType; resolver is
+// the route_resolver section (and more top-level keys), tenantpath when
+// not given.
+func sourceMux(t *testing.T, storeType string, resolver ...string) (*http.ServeMux, *fakeBacklog, *meta.Store) {
 	t.Helper()
-	cfg, err := config.Load([]byte(`
-route_resolver: {type: tenantpath}
+	section := "route_resolver: {type: tenantpath}"
+	if len(resolver) > 0 {
+		section = resolver[0]
+	}
+	cfg, err := config.Load([]byte(section+`
 rate_limits: {default: {rate: 10, burst: 10}}
 source_store: {type: `+storeType+`}
 sources:
@@ -62,7 +68,7 @@ sources:
 	var store source.Store = source.NewStatic(cfg)
 	if storeType == "persistent" {
 		p, _, err := source.OpenPersistent(source.PersistentOptions{Config: cfg, Backend: source.MetaBackend{Store: m},
-			Context: config.SourceContext{Resolver: "tenantpath", WALType: "disk", DedupeScope: "node"}})
+			Context: config.SourceContext{Resolver: cfg.RouteResolver.Type, WALType: "disk", DedupeScope: "node"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -171,7 +177,7 @@ func TestSourceWritesOnStaticStore(t *testing.T) {
 }
 
 func TestRouteEndpoints(t *testing.T) {
-	mux, _, _ := sourceMux(t, "persistent")
+	mux, _, _ := sourceMux(t, "persistent", "route_resolver: {type: token, path: /webhooks/catch/:token}\nroutes: {enabled: true}")
 	a := wantAnswer(t, call(mux, "POST", "/v1/tenants/acme/routes", "acme", `{"source_id": "seeded", "token": "auto"}`), 201, `"tenant_id":"acme"`, `"token":"`)
 	id := a["id"].(string)
 	wantAnswer(t, call(mux, "GET", "/v1/tenants/acme/routes/"+id, "acme", ""), 200, `"tokens":[{"id":"tok-`)
@@ -189,4 +195,17 @@ func TestRouteEndpoints(t *testing.T) {
 		t.Fatal(w.Code, w.Body)
 	}
 	wantAnswer(t, call(mux, "DELETE", "/v1/tenants/acme/routes/"+id, "acme", ""), 404)
+}
+
+// A route field the node's config leaves without effect is refused,
+// naming it: a token no resolver looks up, a path or host with the route
+// guard off.
+func TestRouteFieldsWithoutEffectRefused(t *testing.T) {
+	mux, _, _ := sourceMux(t, "persistent") // tenantpath, routes.enabled false
+	wantAnswer(t, call(mux, "POST", "/v1/tenants/acme/routes", "acme", `{"source_id": "seeded", "token": "auto"}`), 400, `"invalid_route"`, `token: route_resolver.type is \"tenantpath\"`)
+	wantAnswer(t, call(mux, "POST", "/v1/tenants/acme/routes", "acme", `{"source_id": "seeded", "path": "/webhooks/acme/seeded"}`), 400, "path: routes.enabled is false")
+	wantAnswer(t, call(mux, "GET", "/v1/tenants/acme/routes", "acme", ""), 200, `"routes":[]`)
+	tok, _, _ := sourceMux(t, "persistent", "route_resolver: {type: token, path: /webhooks/catch/:token}")
+	wantAnswer(t, call(tok, "POST", "/v1/tenants/acme/routes", "acme", `{"source_id": "seeded", "host": "a.example.com"}`), 400, "host: routes.enabled is false")
+	wantAnswer(t, call(tok, "POST", "/v1/tenants/acme/routes", "acme", `{"source_id": "seeded", "host": "a.example.com", "token": "auto"}`), 201, `"host":"a.example.com"`)
 }

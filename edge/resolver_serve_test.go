@@ -101,3 +101,15 @@ func TestTokenRoutesAreGuardRoutes(t *testing.T) {
 	n.wantStored(t, "acme's own source through its token", postHook(t, n.addr, "", url(own)), "acme", "acme-stripe")
 	wantNotFound(t, "an unknown token under routes.enabled", postHook(t, n.addr, "", url(strings.Repeat("c", 26))))
 }
+
+// TestTokenRouteHost: a token route with a host answers only on that host
+// (port ignored, case folded); elsewhere its token is the 404.
+func TestTokenRouteHost(t *testing.T) {
+	cfg := loadConfig(t, tokenConfig)
+	p := openPersistent(t, cfg)
+	n := startNode(t, cfg, withStore(p))
+	_, tok := putRoute(t, p, source.RouteWrite{Tenant: "acme", Create: true, SourceID: "shared", Host: "hooks.acme.example", Token: source.TokenAuto})
+	url := "/webhooks/catch/app-7/" + tok
+	n.wantStored(t, "the route's host", postHook(t, n.addr, "HOOKS.acme.example:8443", url), "acme", "shared")
+	wantNotFound(t, "another host", postHook(t, n.addr, "hooks.globex.example", url))
+}

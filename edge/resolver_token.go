@@ -88,7 +88,7 @@ func (r *tokenResolver) Resolve(h *fasthttp.RequestHeader, snap *source.Snapshot
 		return Route{}, false
 	}
 	rt := snap.RouteByToken(tok)
-	if rt == nil || rt.SourceID == "" {
+	if rt == nil || rt.SourceID == "" || !rt.HostMatches(h.Host()) {
 		return Route{}, false
 	}
 	route.SourceID, route.Via = rt.SourceID, rt

@@ -26,7 +26,8 @@ func openMeta(t *testing.T, dir string) *meta.Store {
 func testConfig(t *testing.T) *config.Config {
 	t.Helper()
 	cfg, err := config.Load([]byte(`
-route_resolver: {type: tenantpath}
+route_resolver: {type: token, path: /webhooks/catch/:token}
+routes: {enabled: true}
 rate_limits: {default: {rate: 10, burst: 10}}
 source_store: {type: persistent}
 sources:
@@ -101,7 +102,7 @@ func TestPersistentSources(t *testing.T) {
 	}
 	// The trust_url_tenant refusal says what check-config says.
 	_, err = p.PutSource(SourceWrite{Tenant: "default", Create: true, Doc: doc(t, `{"name": "open", "verify": {"type": "none"}}`)})
-	fileProbs := config.ValidateSource("open", &config.Source{TenantID: "default", Verify: config.Verify{Type: "none"}, OnVerifyFailure: "reject"}, config.SourceContext{Resolver: "tenantpath", WALType: "disk"})
+	fileProbs := config.ValidateSource("open", &config.Source{TenantID: "default", Verify: config.Verify{Type: "none"}, OnVerifyFailure: "reject"}, config.SourceContext{Resolver: "token", WALType: "disk"})
 	if len(fileProbs) != 1 || !strings.Contains(err.Error(), fileProbs[0]) {
 		t.Fatalf("%v, want %q", err, fileProbs)
 	}
@@ -273,7 +274,7 @@ func TestRetiredSources(t *testing.T) {
 	defer m.Close()
 	now := time.Unix(1_800_000_000, 0)
 	p, _, err := OpenPersistent(PersistentOptions{Config: testConfig(t), Backend: MetaBackend{m}, Now: func() time.Time { return now },
-		Context: config.SourceContext{Resolver: "tenantpath", WALType: "disk", DedupeScope: "node"}})
+		Context: config.SourceContext{Resolver: "token", WALType: "disk", DedupeScope: "node"}})
 	if err != nil {
 		t.Fatal(err)
 	}

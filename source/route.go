@@ -40,6 +40,19 @@ type Token struct {
 // case the source and the URL decide the tenant, as without routes.
 func (r *Route) Shared() bool { return r.TenantID == config.DefaultTenant }
 
+// HostMatches reports whether a request's Host header (port ignored,
+// case folded) is the route's host; a route without one matches any. It
+// allocates nothing.
+func (r *Route) HostMatches(host []byte) bool {
+	if len(r.Host) == 0 {
+		return true
+	}
+	if i := bytes.IndexByte(host, ':'); i >= 0 {
+		host = host[:i]
+	}
+	return bytes.EqualFold(r.Host, host)
+}
+
 // ParamCount is the number of :params in the route's path.
 func (r *Route) ParamCount() int {
 	n := 0
@@ -115,11 +128,8 @@ func (t routeTable) without(r *Route) routeTable {
 // For each :param of the route, param is called with its name and the
 // segment. It allocates nothing.
 func (s *Snapshot) MatchRoute(host []byte, segs [][]byte, param func(name string, value []byte)) *Route {
-	if i := bytes.IndexByte(host, ':'); i >= 0 {
-		host = host[:i]
-	}
 	for _, r := range s.guard.bySegs[len(segs)] {
-		if len(r.Host) > 0 && !bytes.EqualFold(r.Host, host) {
+		if !r.HostMatches(host) {
 			continue
 		}
 		if !r.matchPath(segs) {

@@ -3,6 +3,7 @@ package source
 import (
 	"encoding/hex"
 	"encoding/json"
+	"slices"
 	"strings"
 
 	"github.com/ankusa/ankusa/config"
@@ -124,6 +125,9 @@ func (p *Persistent) putRouteReserved(w RouteWrite, tok *Token) (*Route, error) 
 	if len(r.Tokens) > MaxRouteTokens {
 		return nil, refuse(CodeInvalidRoute, "token: the route holds %d tokens already; revoke one (tokens: the ids to keep) before adding another", len(r.Tokens)-1)
 	}
+	if err := p.checkRouteUse(r); err != nil {
+		return nil, err
+	}
 	if r.Path == "" && len(r.Tokens) == 0 {
 		return nil, refuse(CodeInvalidRoute, "path: a route needs a path (for the route guard, routes.enabled) or a token (for the token resolver)")
 	}
@@ -155,6 +159,27 @@ func (p *Persistent) checkRoute(snap *Snapshot, cr *config.Route, w RouteWrite) 
 	cr.Path = probePath
 	if len(probs) > 0 {
 		return refuse(CodeInvalidRoute, "%s", strings.ReplaceAll(probs.Error(), "route.", ""))
+	}
+	return nil
+}
+
+// tokenlessResolvers are the shipped resolvers that find no request by a
+// token (a program's own resolver may read RouteByToken).
+var tokenlessResolvers = []string{"path", "tenantpath", "host"}
+
+// checkRouteUse refuses a route field the node's config would leave
+// without effect: a path or a host the route guard never matches
+// (routes.enabled is false; a token route's host is held by the token
+// resolver), a token no resolver looks up.
+func (p *Persistent) checkRouteUse(r *Route) error {
+	cfg := p.o.Config
+	switch {
+	case len(r.Tokens) > 0 && slices.Contains(tokenlessResolvers, cfg.RouteResolver.Type):
+		return refuse(CodeInvalidRoute, "token: route_resolver.type is %q, which finds no request by a token; tokens need route_resolver: {type: token, path: ...}", cfg.RouteResolver.Type)
+	case r.Path != "" && !cfg.Routes.Enabled:
+		return refuse(CodeInvalidRoute, "path: routes.enabled is false, so no request is matched by a route's path; set routes.enabled: true, or give the route a token instead")
+	case len(r.Host) > 0 && !cfg.Routes.Enabled && len(r.Tokens) == 0:
+		return refuse(CodeInvalidRoute, "host: routes.enabled is false, so no request is matched by a route's host; set routes.enabled: true, or give the route a token")
 	}
 	return nil
 }
