@@ -19,6 +19,7 @@ import (
 	"github.com/ankusa/ankusa/dispatch/sink/httpsink"
 	"github.com/ankusa/ankusa/envelope"
 	"github.com/ankusa/ankusa/meta"
+	"github.com/ankusa/ankusa/source"
 )
 
 // Source edits at runtime (issue 15): dispatch follows the snapshot.
@@ -424,5 +425,43 @@ func TestDirectFollowsSourceEdits(t *testing.T) {
 	waitFor(t, 5*time.Second, "src's sinks closed", func() bool { return r.fk.closes("mq") == 2 && r.fk.closes("h") == 1 })
 	if r.fk.builds("mq") != 3 {
 		t.Fatalf("mq sinks built %d, want 3 (src's twice, other's once)", r.fk.builds("mq"))
+	}
+}
+
+// A hook the edge admitted just before its source was removed, and the log
+// committed after, still gets its rows (the snapshot keeps removed sources
+// for delivery a while), and they are dead letters naming the source:
+// never a 201 with no row at all.
+func TestHookOfRemovedSourceIsDeadLettered(t *testing.T) {
+	fk := newFakeSinks(func(string, *dispatch.Delivery) error { return nil })
+	n := openNode(t, vfs.NewMem(), fk, nodeOptions{sinks: fastSinks("http://a.example/in", "http://b.example/in")})
+	defer n.close()
+	d := n.disp.Load()
+	// A persistent store that held "src" and removed it.
+	cfg := &config.Config{Limits: config.Limits{MaxBodyBytes: 1 << 20}}
+	ms, err := meta.Open(meta.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ms.Close()
+	p, _, err := source.OpenPersistent(source.PersistentOptions{Config: cfg, Backend: source.MetaBackend{Store: ms},
+		Context: config.SourceContext{Resolver: "path", WALType: "disk", DedupeScope: "node"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := config.SourceDoc{Name: "src", HasName: true, Spec: srcSpec(fastSinks("http://a.example/in", "http://b.example/in"))}
+	if _, err := p.PutSource(source.SourceWrite{Tenant: config.DefaultTenant, Create: true, Doc: doc, Audit: auditRow("source.create")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.DeleteSource(source.SourceDelete{Tenant: config.DefaultTenant, Name: "src", Audit: auditRow("source.delete")}); err != nil {
+		t.Fatal(err)
+	}
+	n.sources.p.Store(p.Snapshot())
+	d.SourcesChanged()
+	hooks := n.commitMany(4, 2, func(i int) string { return []string{"acme", "beta"}[i%2] })
+	waitFor(t, 5*time.Second, "the rows dead", func() bool { return deadCount(t, d, "a") == 4 && deadCount(t, d, "b") == 4 })
+	checkDead(t, d, hooks, "a", `source "src" no longer exists (sink "a")`)
+	if got := fk.calls.Load(); got != 0 {
+		t.Fatalf("%d attempts to a removed source's sinks, want none", got)
 	}
 }
