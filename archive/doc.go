@@ -27,6 +27,6 @@
 // with no node running, skipping tenants whose tombstone object says they
 // were erased after the hook was received.
 //
-// archive imports config, envelope, meta, segment and internal/vfsutil;
-// never dispatch, the edge or the admin API.
+// archive imports config, envelope, meta, segment, internal/backoff and
+// internal/vfsutil; never dispatch, the edge or the admin API.
 package archive

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"sync"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"go.uber.org/zap"
 
+	"github.com/ankusa/ankusa/internal/backoff"
 	"github.com/ankusa/ankusa/meta"
 )
 
@@ -234,12 +234,10 @@ func (u *Uploader) run(e meta.SegmentEntry) {
 	}
 }
 
+// backoff is the wait after failed attempt n (from 1): full jitter over
+// RetryBase·2^(n-1), at most RetryMax.
 func (u *Uploader) backoff(attempt int) time.Duration {
-	ceil := u.o.RetryMax
-	if n := attempt - 1; n < 30 && u.o.RetryBase<<n < ceil {
-		ceil = u.o.RetryBase << n
-	}
-	return time.Duration(rand.Int64N(int64(ceil) + 1))
+	return backoff.Full(attempt-1, u.o.RetryBase, u.o.RetryMax)
 }
 
 // fatalError is a failure of the node's own storage, not of the archive.
