@@ -3,7 +3,6 @@ package archive
 import (
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -30,15 +29,19 @@ func (l Layout) SegmentsPrefix() string { return l.join("segments/") }
 // NodePrefix is where one node's segments are.
 func (l Layout) NodePrefix(node string) string { return l.join("segments/node=", node, "/") }
 
+// catSuffix ends the key of a catalogue object; a segment object's key
+// ends in segment.Suffix, its local file's.
+const catSuffix = ".cat"
+
 // SegmentKey is the key of a segment's file; CatalogueKey is the key of
 // its catalogue entry beside it.
 func (l Layout) SegmentKey(node string, e *meta.SegmentEntry) string {
-	return l.segmentStem(node, e) + ".seg"
+	return l.segmentStem(node, e) + segment.Suffix
 }
 
 // CatalogueKey is the key of a segment's catalogue object.
 func (l Layout) CatalogueKey(node string, e *meta.SegmentEntry) string {
-	return l.segmentStem(node, e) + ".cat"
+	return l.segmentStem(node, e) + catSuffix
 }
 
 func (l Layout) segmentStem(node string, e *meta.SegmentEntry) string {
@@ -120,15 +123,12 @@ func ParseCatalogue(key string, data []byte) (Catalogue, error) {
 	return c, nil
 }
 
-// parseSeqs reads "<first>-<last>" from a segment or catalogue key.
-func parseSeqs(key string) (first, last uint64, ok bool) {
-	base := key[strings.LastIndexByte(key, '/')+1:]
-	base = strings.TrimSuffix(strings.TrimSuffix(base, ".cat"), ".seg")
-	a, b, found := strings.Cut(base, "-")
-	if !found {
-		return 0, 0, false
+// cutObjectSuffix splits a segment or catalogue object's key into the key
+// without its suffix and which of the two it is.
+func cutObjectSuffix(key string) (stem string, isCat, ok bool) {
+	if stem, ok := strings.CutSuffix(key, catSuffix); ok {
+		return stem, true, true
 	}
-	f, err1 := strconv.ParseUint(a, 10, 64)
-	l, err2 := strconv.ParseUint(b, 10, 64)
-	return f, l, err1 == nil && err2 == nil && l >= f
+	stem, ok = strings.CutSuffix(key, segment.Suffix)
+	return stem, false, ok
 }

@@ -224,17 +224,16 @@ func listSegments(ctx context.Context, b Backend, l Layout, node string, w windo
 	cats := map[string]*segmentRef{} // by key without extension
 	segs := map[string]int64{}
 	err = b.List(ctx, prefix, func(o Object) error {
-		isCat := strings.HasSuffix(o.Key, ".cat")
-		if !isCat && !strings.HasSuffix(o.Key, ".seg") {
+		stem, isCat, ok := cutObjectSuffix(o.Key)
+		if !ok {
 			return nil // not an object of the layout
 		}
-		k, err := parseSegmentKey(l, o.Key)
+		k, err := parseSegmentKey(l, o.Key, stem)
 		if err != nil || unixNanos(k.day) >= w.hi {
 			return err
 		}
-		stem := o.Key[:len(o.Key)-len(".cat")]
 		if isCat {
-			cats[stem] = &segmentRef{key: k, catKey: o.Key, segKey: stem + ".seg", catSize: o.Size}
+			cats[stem] = &segmentRef{key: k, catKey: o.Key, segKey: stem + segment.Suffix, catSize: o.Size}
 		} else {
 			segs[stem] = o.Size
 		}
@@ -245,7 +244,7 @@ func listSegments(ctx context.Context, b Backend, l Layout, node string, w windo
 	}
 	for stem := range segs {
 		if cats[stem] == nil {
-			orphans = append(orphans, stem+".seg")
+			orphans = append(orphans, stem+segment.Suffix)
 		}
 	}
 	slices.Sort(orphans)
@@ -260,12 +259,13 @@ func listSegments(ctx context.Context, b Backend, l Layout, node string, w windo
 	return refs, orphans, nil
 }
 
-// parseSegmentKey reads a key of the layout. Any other key under the
-// segments prefix ending in .cat or .seg is an error: it may hold hooks
-// that replay would otherwise skip without a word.
-func parseSegmentKey(l Layout, key string) (segmentKey, error) {
+// parseSegmentKey reads a key of the layout, stem being key without its
+// suffix (cutObjectSuffix). Any other key under the segments prefix
+// ending in .cat or .seg is an error: it may hold hooks that replay would
+// otherwise skip without a word.
+func parseSegmentKey(l Layout, key, stem string) (segmentKey, error) {
 	var k segmentKey
-	parts := strings.Split(strings.TrimPrefix(key, l.SegmentsPrefix()), "/")
+	parts := strings.Split(strings.TrimPrefix(stem, l.SegmentsPrefix()), "/")
 	ok := len(parts) == 5
 	if ok {
 		k.node, ok = strings.CutPrefix(parts[0], "node=")
@@ -277,10 +277,10 @@ func parseSegmentKey(l Layout, key string) (segmentKey, error) {
 		ok = err == nil
 	}
 	if ok {
-		k.first, k.last, ok = parseSeqs(key)
+		k.first, k.last, ok = segment.ParseStem(parts[4])
 	}
 	if !ok {
-		return k, fmt.Errorf("archive: %s is not a segment key (%snode=<node>/<yyyy>/<mm>/<dd>/<first_seq>-<last_seq>.seg or .cat)", key, l.SegmentsPrefix())
+		return k, fmt.Errorf("archive: %s is not a segment key (%snode=<node>/<yyyy>/<mm>/<dd>/<first_seq>-<last_seq>%s or %s)", key, l.SegmentsPrefix(), segment.Suffix, catSuffix)
 	}
 	return k, nil
 }

@@ -522,6 +522,18 @@ func TestReplayOrphansAndStrayKeys(t *testing.T) {
 	}
 }
 
+// TestReplaySeqZeroKey: seqs start at 1, so a key whose first seq is 0
+// names no segment (segment.ParseStem): it is a key outside the layout,
+// an error, not an orphan to report.
+func TestReplaySeqZeroKey(t *testing.T) {
+	a := newReplayArchive(t)
+	stray := a.l.NodePrefix("edge-c") + "2026/11/30/" + segment.FileName(0, 2)
+	replayPut(t, a.dir, stray, []byte("half an upload"))
+	if _, _, err := replayAll(t, a.dir, a.l, Filter{}); err == nil || !strings.Contains(err.Error(), stray) {
+		t.Fatalf("err %v, want one naming %s", err, stray)
+	}
+}
+
 // TestReplayOverlap: two segments of one node holding the same seqs (two
 // nodes configured with one node.name) is an error.
 func TestReplayOverlap(t *testing.T) {

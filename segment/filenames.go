@@ -12,8 +12,13 @@ import (
 //	<first seq %020d>.partial                 the open segment, being written
 //	<name>.corrupt                            a whole segment that failed its
 //	                                          checks at boot, set aside
+//
+// The archive names its objects after the sealed segment's name
+// (FileName, or Stem and ParseStem beside its own suffixes), so a segment's
+// name is built and parsed only here.
 const (
-	segSuffix     = ".seg"
+	// Suffix ends the name of a sealed segment.
+	Suffix        = ".seg"
 	partialSuffix = ".partial"
 	corruptSuffix = ".corrupt"
 )
@@ -24,17 +29,24 @@ const (
 func Stem(first, last uint64) string { return fmt.Sprintf("%020d-%020d", first, last) }
 
 // FileName is the name of the segment holding seqs first..last.
-func FileName(first, last uint64) string { return Stem(first, last) + segSuffix }
+func FileName(first, last uint64) string { return Stem(first, last) + Suffix }
 
 func partialName(first uint64) string { return fmt.Sprintf("%020d%s", first, partialSuffix) }
 
-// parseFileName returns the seq range of a segment file name.
+// parseFileName returns the seq range of a sealed segment's file name.
 func parseFileName(name string) (first, last uint64, ok bool) {
-	base, found := strings.CutSuffix(name, segSuffix)
+	stem, found := strings.CutSuffix(name, Suffix)
 	if !found {
 		return 0, 0, false
 	}
-	a, b, found := strings.Cut(base, "-")
+	return ParseStem(stem)
+}
+
+// ParseStem returns the seq range a Stem names. Seqs start at 1, so a
+// stem whose first seq is 0, or whose last is below its first, names no
+// segment.
+func ParseStem(stem string) (first, last uint64, ok bool) {
+	a, b, found := strings.Cut(stem, "-")
 	if !found {
 		return 0, 0, false
 	}
