@@ -62,7 +62,7 @@ func (d *Dir) Put(ctx context.Context, key string, r io.Reader, size int64, sum 
 		return fmt.Errorf("%w: %s", ErrExists, key)
 	}
 	dir := filepath.Dir(path)
-	if err := mkdirAllSynced(d.root, dir); err != nil {
+	if err := vfsutil.MkdirAllSynced(vfs.Default, dir); err != nil {
 		return fmt.Errorf("archive: %s: %w", key, err)
 	}
 	var rnd [8]byte
@@ -209,24 +209,6 @@ func (d *Dir) List(ctx context.Context, prefix string, fn func(Object) error) er
 		return fmt.Errorf("archive: list %s: %w", prefix, err)
 	}
 	return nil
-}
-
-// mkdirAllSynced creates dir and its missing parents below root, syncing
-// each parent after a child is created.
-func mkdirAllSynced(root, dir string) error {
-	if _, err := os.Stat(dir); err == nil {
-		return nil
-	}
-	parent := filepath.Dir(dir)
-	if parent != dir && strings.HasPrefix(parent, root) {
-		if err := mkdirAllSynced(root, parent); err != nil {
-			return err
-		}
-	}
-	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-		return err
-	}
-	return vfsutil.SyncDir(vfs.Default, parent)
 }
 
 // ctxReader stops a copy when its context ends.
