@@ -14,8 +14,17 @@
 // dispatch.ErrNoDelivery, ...); dispatch writes each audit row in the same
 // synced batch as its change.
 //
-// admin must never import cli (only programs import the wiring); dispatch
-// never imports admin (ARCHITECTURE.md holds both).
+// It also owns admin.bootstrap_token's rule (bootstrap.go): when the node
+// mints its own admin token again, and the order of its writes (the token
+// file, through pebble's vfs.FS and synced with its directory by
+// internal/vfsutil, before the digest's record in meta) that keeps a
+// crash from leaving a record no file holds.
+//
+// Besides config and envelope, admin imports the stages it serves
+// (dispatch, segment, source, verify), meta for the audit rows it builds
+// and the bootstrap token's record, and internal/vfsutil for the token
+// file. It must never import cli (only programs import the wiring);
+// dispatch never imports admin (ARCHITECTURE.md holds both).
 //
 // # Authentication
 //

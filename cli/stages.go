@@ -223,7 +223,7 @@ func (n *node) openAdmin() error {
 	a := n.cfg.Admin
 	tokens := a.Tokens
 	if a.BootstrapToken {
-		tok, path, minted, err := n.bootstrapToken()
+		tok, path, minted, err := admin.BootstrapToken(admin.BootstrapOptions{Store: n.meta, FS: vfs.Default, Dir: n.cfg.Node.DataDir})
 		if err != nil {
 			return err
 		}
