@@ -15,10 +15,11 @@ func (s *Store) AllTenantCounts() (map[uint32]TenantCounts, error) {
 	out := map[uint32]TenantCounts{}
 	lo, hi := prefixRange(prefixTenantCount)
 	err := s.scan("tenant counters", lo, hi, func(k, v []byte) (bool, error) {
-		if len(k) != len(prefixTenantCount)+4 || len(v) != 16 {
+		ord, rest, ok := parseOrdinal(prefixTenantCount, k)
+		if !ok || len(rest) != 0 || len(v) != 16 {
 			return true, fmt.Errorf("%w: tenant counters %x", ErrBadRecord, k)
 		}
-		out[binary.BigEndian.Uint32(k[len(prefixTenantCount):])] = TenantCounts{Hooks: binary.BigEndian.Uint64(v), Bytes: binary.BigEndian.Uint64(v[8:])}
+		out[ord] = TenantCounts{Hooks: binary.BigEndian.Uint64(v), Bytes: binary.BigEndian.Uint64(v[8:])}
 		return false, nil
 	})
 	if err != nil {

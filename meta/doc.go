@@ -1,13 +1,15 @@
 // Package meta owns the node's pebble store: every key in it, and every
 // read and write of it. It is the only package of the node that talks to
 // pebble (others use pebble's vfs, the file-system interface of DESIGN.md
-// §6 item 7, and nothing else of it); no other package opens an iterator
-// or a batch on the store.
+// §6 item 7, and nothing else of it); no other package opens a pebble
+// iterator or batch on the store (meta's own Batch, typed by family, is
+// how they write several keys together).
 //
 // What it holds, one file per family (the byte layout of every key is in
 // keys.go, the registry of families in families.go):
 //
-//	node.go         node identity, the WAL's numbering floor
+//	node.go         node identity, the WAL's numbering floor, the digest of
+//	                the admin token admin.bootstrap_token minted
 //	tenants.go      the tenant mirror (name → ordinal)
 //	checkpoint.go   the dispatch checkpoint, synced; its last synced value
 //	                is kept in memory (DurableCheckpoint)
@@ -20,6 +22,9 @@
 //	dedupe.go       node-scope dedupe keys, filed by expiry day
 //	audit.go        audit rows
 //	ratelimit.go    runtime rate-limit overrides
+//	entities.go     sources and routes written through the admin API
+//	                (src/, rte/; package source owns their records)
+//	source_rows.go  SourceRows: the delivery rows of one source
 //	holds.go        HoldsLive: whether a seq range still has live hooks
 //	tenant_ranges.go  TenantRanges: every key range of one tenant (erase)
 //

@@ -1,9 +1,6 @@
 package meta
 
-import (
-	"bytes"
-	"fmt"
-)
+import "fmt"
 
 // Sources and routes written through the admin API (package source owns
 // their records; meta keeps the bytes). Each is one key, written in a
@@ -40,10 +37,10 @@ func (s *Store) Routes(fn func(tenant, id string, record []byte) error) error {
 func (s *Store) entities(what, prefix string, fn func(tenant, name string, record []byte) error) error {
 	lo, hi := prefixRange(prefix)
 	return s.scan(what, lo, hi, func(k, v []byte) (bool, error) {
-		tenant, name, ok := bytes.Cut(k[len(prefix):], []byte{0})
+		tenant, name, ok := parseEntityKey(prefix, k)
 		if !ok {
 			return true, fmt.Errorf("%w: key %q in %s names no tenant", ErrBadRecord, k, what)
 		}
-		return false, fn(string(tenant), string(name), v)
+		return false, fn(tenant, name, v)
 	})
 }

@@ -1,9 +1,13 @@
 package meta
 
-import "encoding/binary"
+import (
+	"bytes"
+	"encoding/binary"
+)
 
 // Key schema: every key of the store, byte by byte. This file is the one
-// place keys are spelled; families.go registers each family (its prefix,
+// place keys are spelled: the other files build and split keys only with
+// the builders and parsers below; families.go registers each family (its prefix,
 // whether it is per tenant, how a tenant's keys are found), and
 // keys_test.go pins one example key of each.
 //
@@ -154,15 +158,42 @@ func AuditKey(at int64, n uint32) []byte {
 	return binary.BigEndian.AppendUint32(k, n)
 }
 
-func tenantKey(name string) []byte { return []byte(prefixTenant + name) }
+func tenantKey(name string) []byte { return appendNameKey(nil, prefixTenant, name) }
 
-func rateLimitKey(tenant string) []byte { return []byte(prefixRateLimit + tenant) }
+func rateLimitKey(tenant string) []byte { return appendNameKey(nil, prefixRateLimit, tenant) }
+
+// appendNameKey appends the key of tenant's one key under the by-name
+// prefix p (t:, m:ratelimit:).
+func appendNameKey(dst []byte, p, tenant string) []byte {
+	return append(append(dst, p...), tenant...)
+}
+
+// parseNameKey returns the tenant of a key under the by-name prefix p.
+func parseNameKey(p string, k []byte) string { return string(k[len(p):]) }
+
+// entityPrefix is the prefix of a tenant's entities under p: one range.
+func entityPrefix(p, tenant string) []byte { return []byte(p + tenant + "\x00") }
 
 // entityKey is the key of a tenant's entity (a source, a route) under p.
-func entityKey(p, tenant, name string) []byte { return []byte(p + tenant + "\x00" + name) }
+func entityKey(p, tenant, name string) []byte { return append(entityPrefix(p, tenant), name...) }
+
+// parseEntityKey splits a key under the by-name-then-entity prefix p.
+func parseEntityKey(p string, k []byte) (tenant, name string, ok bool) {
+	t, n, ok := bytes.Cut(k[len(p):], []byte{0})
+	return string(t), string(n), ok
+}
 
 func tenantCountKey(ord uint32) []byte {
 	return binary.BigEndian.AppendUint32([]byte(prefixTenantCount), ord)
+}
+
+// parseOrdinal returns the ordinal of a key under the by-ordinal prefix p
+// and what follows it.
+func parseOrdinal(p string, k []byte) (ord uint32, rest []byte, ok bool) {
+	if len(k) < len(p)+4 {
+		return 0, nil, false
+	}
+	return binary.BigEndian.Uint32(k[len(p):]), k[len(p)+4:], true
 }
 
 func segSeqKey(lastSeq uint64) []byte {
@@ -178,6 +209,20 @@ func segGapKey(first uint64) []byte {
 // dedupeDayPrefix is the prefix of every dedupe key filed under day.
 func dedupeDayPrefix(day uint32) []byte {
 	return binary.BigEndian.AppendUint32([]byte(prefixDedupe), day)
+}
+
+// dedupeTenantPrefix is the prefix of tenant ord's dedupe keys filed
+// under day.
+func dedupeTenantPrefix(day, ord uint32) []byte {
+	return binary.BigEndian.AppendUint32(dedupeDayPrefix(day), ord)
+}
+
+// parseDedupeDay returns the day a key under dd/ is filed under.
+func parseDedupeDay(k []byte) (day uint32, ok bool) {
+	if len(k) < len(prefixDedupe)+4 {
+		return 0, false
+	}
+	return binary.BigEndian.Uint32(k[len(prefixDedupe):]), true
 }
 
 // tenantPrefix is the prefix of a tenant's keys under a by-ordinal prefix p.

@@ -78,7 +78,7 @@ func (s *Store) RateLimitOverrides() (map[string]config.RateLimit, error) {
 	out := map[string]config.RateLimit{}
 	lo, hi := prefixRange(prefixRateLimit)
 	err := s.scan("rate limit overrides", lo, hi, func(k, v []byte) (bool, error) {
-		tenant := string(k[len(prefixRateLimit):])
+		tenant := parseNameKey(prefixRateLimit, k)
 		var j rateLimitJSON
 		if err := json.Unmarshal(v, &j); err != nil {
 			return true, fmt.Errorf("%w: rate limit override of tenant %s: %v", ErrBadRecord, tenant, err)

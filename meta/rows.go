@@ -1,9 +1,5 @@
 package meta
 
-import (
-	"encoding/binary"
-)
-
 // RowID names one delivery row: a hook (its tenant ordinal and seq) and
 // one sink of its source.
 type RowID struct {
@@ -170,10 +166,11 @@ func (s *Store) CountRows() (RowCounts, error) {
 	lo, hi := prefixRange(prefixRow)
 	err := s.scan("delivery rows", lo, hi, func(k, _ []byte) (bool, error) {
 		c.Rows++
-		if len(k) < len(prefixRow)+4 {
+		ord, _, ok := parseOrdinal(prefixRow, k)
+		if !ok {
 			return false, nil
 		}
-		if ord := binary.BigEndian.Uint32(k[len(prefixRow):]); len(c.Tenants) == 0 || c.Tenants[len(c.Tenants)-1] != ord {
+		if len(c.Tenants) == 0 || c.Tenants[len(c.Tenants)-1] != ord {
 			c.Tenants = append(c.Tenants, ord)
 		}
 		return false, nil

@@ -1,7 +1,6 @@
 package meta
 
 import (
-	"encoding/binary"
 	"fmt"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -31,10 +30,10 @@ func (s *Store) TenantRanges(ord uint32, name string) ([]KeyRange, error) {
 			p := tenantPrefix(f.Prefix, ord)
 			out = append(out, KeyRange{Family: f.Name, Lo: p, Hi: prefixEnd(p)})
 		case ByName:
-			k := []byte(f.Prefix + name)
+			k := appendNameKey(nil, f.Prefix, name)
 			out = append(out, KeyRange{Family: f.Name, Lo: k, Hi: append(append([]byte(nil), k...), 0)})
 		case ByNameEntity:
-			p := []byte(f.Prefix + name + "\x00")
+			p := entityPrefix(f.Prefix, name)
 			out = append(out, KeyRange{Family: f.Name, Lo: p, Hi: prefixEnd(p)})
 		case ByDayOrdinal:
 			days, err := s.dedupeDays()
@@ -42,7 +41,7 @@ func (s *Store) TenantRanges(ord uint32, name string) ([]KeyRange, error) {
 				return nil, err
 			}
 			for _, day := range days {
-				p := binary.BigEndian.AppendUint32(dedupeDayPrefix(day), ord)
+				p := dedupeTenantPrefix(day, ord)
 				out = append(out, KeyRange{Family: f.Name, Lo: p, Hi: prefixEnd(p)})
 			}
 		}
@@ -61,12 +60,11 @@ func (s *Store) dedupeDays() ([]uint32, error) {
 	defer it.Close()
 	var days []uint32
 	for ok := it.First(); ok; {
-		k := it.Key()
-		if len(k) < len(prefixDedupe)+4 {
+		day, isDay := parseDedupeDay(it.Key())
+		if !isDay {
 			ok = it.Next() // not a dedupe key of any day
 			continue
 		}
-		day := binary.BigEndian.Uint32(k[len(prefixDedupe):])
 		days = append(days, day)
 		if day == ^uint32(0) {
 			break

@@ -97,7 +97,7 @@ func (s *Store) TenantsAfter(after string, limit int) ([]TenantInfo, error) {
 // TenantInfo is one mirrored tenant; found is false when the node does
 // not know it.
 func (s *Store) TenantInfo(name string) (t TenantInfo, found bool, err error) {
-	found, err = s.getKey("tenant "+name, func(dst []byte) []byte { return append(append(dst, prefixTenant...), name...) },
+	found, err = s.getKey("tenant "+name, func(dst []byte) []byte { return appendNameKey(dst, prefixTenant, name) },
 		func(v []byte) error {
 			t, err = decodeTenant(name, v)
 			return err
@@ -113,7 +113,7 @@ func (s *Store) scanTenants(after string, fn func(TenantInfo) (stop bool)) error
 		lo = append(tenantKey(after), 0)
 	}
 	return s.scan("tenants", lo, hi, func(k, v []byte) (bool, error) {
-		t, err := decodeTenant(string(k[len(prefixTenant):]), v)
+		t, err := decodeTenant(parseNameKey(prefixTenant, k), v)
 		if err != nil {
 			return true, err
 		}
