@@ -3,7 +3,9 @@
 // mint a URL through the admin API, post a hook to it signed with the
 // SaaS's Standard Webhooks secret, read the stored hook back, revoke the
 // URL. It is a client only, plain net/http: the appliance it talks to is
-// the stock ankusa binary with ankusa.yaml (see README.md).
+// the stock ankusa binary with ankusa.yaml (see README.md). It imports no
+// package of this module, and must not: it shows what a client outside
+// the appliance does with the HTTP APIs alone (its test runs the binary).
 //
 //	mintedurls [flags] mint <tenant>               a new URL for tenant
 //	mintedurls [flags] post <url|path> <body|->    sign with $MINTEDURLS_SECRET and post

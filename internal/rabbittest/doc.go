@@ -13,5 +13,7 @@
 // skipped, or fails when CI=true: CI must not pass by skipping what it was
 // meant to run (see Need).
 //
-// Only tests import this package.
+// Only tests import this package. It imports nothing of this module, and
+// must never import a package of the product: the packages it tests
+// import it.
 package rabbittest

@@ -14,5 +14,8 @@
 // skipped, or fails when CI=true: CI must not pass by skipping what it was
 // meant to run (see Need).
 //
-// Only tests import this package.
+// Only tests import this package. Of this module it imports internal/child
+// alone (a free address and an output buffer for its own redis-server), and
+// must never import a package of the product: the packages it tests
+// import it.
 package redistest

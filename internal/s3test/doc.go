@@ -27,5 +27,8 @@
 // with TrailingHeaders, set PutObjectOptions.DisableContentSha256 too (the
 // unsigned trailer works).
 //
-// Only tests import this package.
+// Only tests import this package. Of this module it imports internal/child
+// alone (a free address and an output buffer for versitygw), and must
+// never import a package of the product: the tests of archive and of
+// the binary import it.
 package s3test
