@@ -78,7 +78,7 @@
 // segment.retain_local only when it holds nothing past the checkpoint and
 // is archived (Options.Archiving) or holds no live hook. It asks what
 // dispatch still needs through Options.Keeper, which the meta store
-// answers.
+// answers; Open refuses a store without one, so neither rule can be off.
 //
 // # Imports
 //

@@ -32,8 +32,12 @@ type nodeOptions struct {
 	maxBytes  int64
 	maxAge    time.Duration
 	blockSize int
-	dispatch  func() uint64
-	walFile   int64
+	// dispatch is the dispatch checkpoint the store's Keeper answers
+	// (nil: there is none, as on a node whose dispatch has checkpointed
+	// nothing: no WAL file goes and no segment is removed;
+	// checkpointAtTop: every hook's rows are durable).
+	dispatch func() uint64
+	walFile  int64
 	// now is the segment store's clock (nil: time.Now); retainLocal,
 	// canRemoveLocal and archiving drive retention (segment.retain_local):
 	// canRemoveLocal answers the store's HoldsLive question (true: every
@@ -162,16 +166,19 @@ func (n *node) commit(e envelope.Envelope) (envelope.Envelope, error) {
 
 // keeper is what the store asks dispatch, from the node's options: nil
 // when they ask nothing (no WAL file is deleted, retention goes by age).
+// keeper is the store's Keeper: the test's dispatch checkpoint (nil: 0,
+// none) and its HoldsLive answer (nil: no hook is live).
 func (o nodeOptions) keeper() segment.Keeper {
-	if o.dispatch == nil && o.canRemoveLocal == nil {
-		return nil
-	}
 	k := testKeeper{checkpoint: o.dispatch, removable: o.canRemoveLocal}
 	if k.checkpoint == nil {
-		k.checkpoint = func() uint64 { return math.MaxUint64 }
+		k.checkpoint = func() uint64 { return 0 }
 	}
 	return k
 }
+
+// checkpointAtTop is a dispatch checkpoint above every seq: every hook's
+// delivery rows are durable, as on a node with nothing left to deliver.
+func checkpointAtTop() uint64 { return math.MaxUint64 }
 
 // testKeeper answers the store's questions with the test's functions.
 type testKeeper struct {

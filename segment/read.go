@@ -418,14 +418,11 @@ func (s *Store) sweep() error {
 // later seqs).
 func (s *Store) removable(e meta.SegmentEntry) (ok, later bool) {
 	k := s.o.Keeper
-	if k != nil && e.LastSeq > k.DurableCheckpoint() {
+	if e.LastSeq > k.DurableCheckpoint() {
 		return false, true
 	}
 	if s.o.Archiving {
 		return e.Archived, false
-	}
-	if k == nil {
-		return true, false
 	}
 	live, err := k.HoldsLive(e.FirstSeq, e.LastSeq)
 	if err != nil {

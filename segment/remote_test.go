@@ -58,7 +58,7 @@ func TestRemovedSegmentsReadFromRemote(t *testing.T) {
 	clock := newFakeClock()
 	remote := &memRemote{objects: map[string][]byte{}}
 	o := nodeOptions{retainLocal: time.Hour, remote: remote,
-		archiving: true}
+		archiving: true, dispatch: checkpointAtTop}
 	n, hooks := retentionNode(t, fs, clock, o)
 	entries := n.catalogue()
 	for _, e := range entries {

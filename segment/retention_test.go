@@ -104,7 +104,7 @@ func removed(n *node) []uint64 {
 func TestRetentionRemoves(t *testing.T) {
 	fs := vfs.NewMem()
 	clock := newFakeClock()
-	o := nodeOptions{retainLocal: time.Hour}
+	o := nodeOptions{retainLocal: time.Hour, dispatch: checkpointAtTop}
 	n, hooks := retentionNode(t, fs, clock, o)
 	old := n.catalogue()
 	savedName := old[0].Name
@@ -174,7 +174,7 @@ func TestRetentionAsks(t *testing.T) {
 		fs := vfs.NewMem()
 		clock := newFakeClock()
 		a := &askLog{answer: func(meta.SegmentEntry) bool { return false }}
-		n, hooks := retentionNode(t, fs, clock, nodeOptions{retainLocal: time.Hour, canRemoveLocal: a.ask})
+		n, hooks := retentionNode(t, fs, clock, nodeOptions{retainLocal: time.Hour, dispatch: checkpointAtTop, canRemoveLocal: a.ask})
 		defer n.close()
 		clock.advance(2 * time.Hour)
 		k := len(n.catalogue())
@@ -193,7 +193,7 @@ func TestRetentionAsks(t *testing.T) {
 		clock := newFakeClock()
 		var allowTo atomic.Uint64
 		a := &askLog{answer: func(e meta.SegmentEntry) bool { return e.LastSeq <= allowTo.Load() }}
-		n, hooks := retentionNode(t, fs, clock, nodeOptions{retainLocal: time.Hour, canRemoveLocal: a.ask})
+		n, hooks := retentionNode(t, fs, clock, nodeOptions{retainLocal: time.Hour, dispatch: checkpointAtTop, canRemoveLocal: a.ask})
 		defer n.close()
 		entries := n.catalogue()
 		allowTo.Store(entries[1].LastSeq)
@@ -247,7 +247,7 @@ func TestRetentionAsks(t *testing.T) {
 func TestFetchWhileRetentionRemoves(t *testing.T) {
 	fs := vfs.NewMem()
 	clock := newFakeClock()
-	n := openNode(t, fs, nodeOptions{maxBytes: 600, maxAge: 40 * time.Millisecond, blockSize: 256, now: clock.now, retainLocal: time.Hour})
+	n := openNode(t, fs, nodeOptions{maxBytes: 600, maxAge: 40 * time.Millisecond, blockSize: 256, now: clock.now, retainLocal: time.Hour, dispatch: checkpointAtTop})
 	defer n.close()
 	for round := range 8 {
 		var hooks []envelope.Envelope

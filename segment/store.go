@@ -62,9 +62,9 @@ type Options struct {
 	// (segment.retain_local; 0 keeps it forever).
 	RetainLocal time.Duration
 	// Keeper says what dispatch still needs; the store asks it before it
-	// deletes a WAL file or removes a local segment (see Keeper). nil: no
-	// WAL file is ever deleted, and retention goes by age alone (tests of
-	// the sealer without a dispatch stage).
+	// deletes a WAL file or removes a local segment (see Keeper). Required:
+	// without it the store could apply neither deletion rule, so Open
+	// refuses a nil one (the node passes its meta store).
 	Keeper Keeper
 	// Archiving: sealed segments are uploaded to an archive, and a local
 	// one is removed only after its synced archived mark; fetch and
@@ -154,6 +154,9 @@ type walFile struct {
 // whole ones the catalogue lacks), positions the sealer after the last
 // catalogued seq and starts it.
 func Open(o Options) (*Store, error) {
+	if o.Keeper == nil {
+		return nil, errors.New("segment: Options.Keeper is nil: the store deletes no WAL file and removes no segment without it (pass the meta store)")
+	}
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
 	}
@@ -532,7 +535,7 @@ func (s *Store) seal() error {
 // them to the eraser, which frees their space without stalling commits
 // (wal.Retire, wal.Erase). Under s.mu.
 func (s *Store) deleteWALFiles() error {
-	if s.o.Keeper == nil || len(s.walDone) == 0 {
+	if len(s.walDone) == 0 {
 		return nil
 	}
 	limit := min(s.sealedSeq.Load(), s.o.Keeper.DurableCheckpoint())

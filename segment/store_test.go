@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -59,4 +60,14 @@ func TestSealFetchScan(t *testing.T) {
 	n = openNode(t, fs, nodeOptions{maxBytes: 64 << 10, maxAge: time.Hour, blockSize: 8 << 10})
 	check(n)
 	n.close()
+}
+
+// TestOpenNeedsKeeper: without a Keeper the store could apply neither
+// deletion rule (DESIGN.md §6 item 3), so Open refuses it, naming the
+// field, before it touches the disk.
+func TestOpenNeedsKeeper(t *testing.T) {
+	_, err := segment.Open(segment.Options{FS: vfs.NewMem(), Dir: "data/segments"})
+	if err == nil || !strings.Contains(err.Error(), "Options.Keeper") {
+		t.Fatalf("Open without a Keeper: %v, want an error naming Options.Keeper", err)
+	}
 }

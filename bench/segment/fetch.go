@@ -53,6 +53,7 @@ func openStore(dir string, cacheBytes int64) (s *segment.Store, close func() err
 	}
 	s, err = segment.Open(segment.Options{
 		FS: vfs.Default, Dir: filepath.Join(dir, "segments"), Log: emptyLog{logDir}, Meta: m, CacheBytes: cacheBytes,
+		Keeper: m, // as the node wires it; no retain_local and an empty log: nothing is removed
 	})
 	if err != nil {
 		return nil, nil, errors.Join(err, m.Close())
