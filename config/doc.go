@@ -8,8 +8,8 @@
 // Loading reports every problem it can find in one pass, each on its own
 // line and named by its key: every unknown key (never ignored: a config
 // with one is refused), every value that does not parse, and the
-// validation of everything that did (schema.go says how a problem keeps its
-// consequences quiet).
+// validation of everything that did, even where one problem may follow
+// from another.
 //
 // config is a leaf: it must never import any package of this module, so
 // that every stage can import it. The rules that belong to other stages

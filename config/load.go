@@ -17,8 +17,7 @@ func DefaultYAML() []byte { return defaultYAML }
 // Load parses, defaults, resolves and validates a configuration. The error,
 // when not nil, is a Problems naming every problem found: the unknown keys
 // and the values that do not parse (sorted by key), then what resolving
-// and validating the rest found, in the file's order, less what a problem
-// of the first kind explains (see schema.go). The config comes back with
+// and validating the rest found, in the file's order (see schema.go). The config comes back with
 // problems too, nil only when the text is not YAML or not a mapping; a
 // caller must not run a config that has problems.
 func Load(data []byte, opts ValidateOptions) (*Config, error) {
@@ -27,8 +26,8 @@ func Load(data []byte, opts ValidateOptions) (*Config, error) {
 		return nil, d.probs
 	}
 	probs := d.probs
-	probs = append(probs, d.quiet(d.cfg.ResolveSecrets())...)
-	probs = append(probs, d.quiet(Validate(d.cfg, opts))...)
+	probs = append(probs, d.cfg.ResolveSecrets().outside(d.nulled)...)
+	probs = append(probs, Validate(d.cfg, opts).outside(d.nulled)...)
 	if len(probs) > 0 {
 		return d.cfg, probs
 	}

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -49,12 +50,31 @@ func (p *Problems) stage(at string, err error) {
 // names reports whether p has a problem at key or at a key inside it.
 func (p Problems) names(key string) bool {
 	for _, line := range p {
-		k := keyOf(line)
-		if k == key || strings.HasPrefix(k, key) && strings.ContainsRune(".[", rune(k[len(key)])) {
+		if within(keyOf(line), key) {
 			return true
 		}
 	}
 	return false
+}
+
+// within reports whether key is at or inside the key at.
+func within(key, at string) bool {
+	return key == at || strings.HasPrefix(key, at) && strings.ContainsRune(".[", rune(key[len(at)]))
+}
+
+// outside returns probs less those at or inside one of the keys of at.
+func (p Problems) outside(at []string) Problems {
+	if len(at) == 0 {
+		return p
+	}
+	var out Problems
+	for _, line := range p {
+		k := keyOf(line)
+		if !slices.ContainsFunc(at, func(a string) bool { return within(k, a) }) {
+			out = append(out, line)
+		}
+	}
+	return out
 }
 
 // keyOf is the key a problem begins with.

@@ -24,19 +24,20 @@ import (
 //     default;
 //   - the rest is decoded, defaulted and validated.
 //
-// A problem of the walk quiets the entity it is in — a top-level section,
-// or one struct of a list or map: a source, a sink, a token, a route, a
-// tenant's rate limit. No other problem inside that entity is reported,
-// because such problems are often the first one's consequences (a misspelt
-// secret reads as a missing one, a misspelt trust_url_tenant as an
-// unverified shared source) and are named once it is fixed. Problems
-// anywhere else are reported.
+// Every problem is reported, the walk's and validation's alike, even where
+// one may be the consequence of another (a misspelt secret key also reads
+// as a missing secret): an operator sees the whole list in one run, and
+// each line names the key it is about. The one exception is the value the
+// walk replaced: it is named once, by the walk, and what validation would
+// say of the default standing in its place (a list entry that was not a
+// mapping, checked as an empty one) is left out.
 
 // parsed is a configuration as far as it parses.
 type parsed struct {
 	cfg   *Config  // nil: the text is not YAML, or its top is not a mapping
 	probs Problems // unknown keys and values that do not decode, sorted
-	entities
+	// nulled are the paths of the values the walk replaced by null.
+	nulled []string
 }
 
 func parse(data []byte) parsed {
@@ -44,7 +45,7 @@ func parse(data []byte) parsed {
 	if err != nil {
 		return parsed{probs: Problems{"cannot parse config: " + oneLine(yaml.FormatError(err, false, false))}}
 	}
-	w := walker{anchors: anchorSet{}, entities: newEntities()}
+	w := walker{anchors: anchorSet{}}
 	var body ast.Node
 	if len(file.Docs) > 0 && file.Docs[0].Body != nil {
 		body = file.Docs[0].Body
@@ -55,7 +56,7 @@ func parse(data []byte) parsed {
 		if _, ok := w.entries(body, 0); !ok {
 			return parsed{probs: Problems{"cannot parse config: the top level must be a mapping of keys"}}
 		}
-		w.object(body, reflect.TypeFor[Config](), "", "")
+		w.object(body, reflect.TypeFor[Config](), "")
 		if err := yaml.NodeToValue(body, cfg); err != nil {
 			// The walk replaced every value that does not decode: this one
 			// is in a form it does not know.
@@ -67,20 +68,20 @@ func parse(data []byte) parsed {
 		cfg.ApplyDefaults()
 	}
 	sort.Strings(w.probs)
-	return parsed{cfg: cfg, probs: w.probs, entities: w.entities}
+	return parsed{cfg: cfg, probs: w.probs, nulled: w.nulled}
 }
 
 // walker checks a YAML tree against the schema (see above).
 type walker struct {
 	anchors anchorSet
 	probs   Problems
-	entities
+	nulled  []string
 }
 
-// value checks the node n, the value at path (inside entity ent), against
+// value checks the node n, the value at path, against
 // the type t, and reports false, after naming the problem, when n does not
 // decode into t: the caller then replaces n by null.
-func (w *walker) value(n ast.Node, t reflect.Type, path, ent string) bool {
+func (w *walker) value(n ast.Node, t reflect.Type, path string) bool {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -89,24 +90,24 @@ func (w *walker) value(n ast.Node, t reflect.Type, path, ent string) bool {
 	case isNull(n):
 		return true
 	case reflect.PointerTo(t).Implements(textUnmarshaler):
-		return w.leaf(n, t, path, ent)
+		return w.leaf(n, t, path)
 	case t.Kind() == reflect.Struct:
-		return w.object(n, t, path, ent)
+		return w.object(n, t, path)
 	case t.Kind() == reflect.Map:
-		return w.mapOf(n, t, path, ent)
+		return w.mapOf(n, t, path)
 	case t.Kind() == reflect.Slice:
-		return w.listOf(n, t, path, ent)
+		return w.listOf(n, t, path)
 	}
-	return w.leaf(n, t, path, ent)
+	return w.leaf(n, t, path)
 }
 
 var textUnmarshaler = reflect.TypeFor[interface{ UnmarshalText([]byte) error }]()
 
 // object checks a mapping against a struct's fields.
-func (w *walker) object(n ast.Node, t reflect.Type, path, ent string) bool {
+func (w *walker) object(n ast.Node, t reflect.Type, path string) bool {
 	entries, ok := w.entries(n, 0)
 	if !ok {
-		return w.mismatch(n, t, path, ent)
+		return w.mismatch(n, t, path)
 	}
 	fields := map[string]reflect.Type{}
 	for i := 0; i < t.NumField(); i++ {
@@ -119,14 +120,10 @@ func (w *walker) object(n ast.Node, t reflect.Type, path, ent string) bool {
 		p := joinPath(path, keyText(mv.Key))
 		ft, ok := fields[keyText(mv.Key)]
 		if !ok {
-			w.problem(p, ent, "unknown key")
+			w.problem(p, "unknown key")
 			continue
 		}
-		e := ent
-		if path == "" {
-			e = w.enter(p, "") // a top-level section
-		}
-		if !w.value(mv.Value, ft, p, e) {
+		if !w.value(mv.Value, ft, p) {
 			mv.Value = nullAt(mv.Value)
 		}
 	}
@@ -135,14 +132,14 @@ func (w *walker) object(n ast.Node, t reflect.Type, path, ent string) bool {
 
 // mapOf checks a mapping against a map type: any keys, each value of the
 // map's element type.
-func (w *walker) mapOf(n ast.Node, t reflect.Type, path, ent string) bool {
+func (w *walker) mapOf(n ast.Node, t reflect.Type, path string) bool {
 	entries, ok := w.entries(n, 0)
 	if !ok {
-		return w.mismatch(n, t, path, ent)
+		return w.mismatch(n, t, path)
 	}
 	for _, mv := range entries {
 		p := joinPath(path, keyText(mv.Key))
-		if !w.value(mv.Value, t.Elem(), p, w.enterIfStruct(p, ent, t.Elem())) {
+		if !w.value(mv.Value, t.Elem(), p) {
 			mv.Value = nullAt(mv.Value)
 		}
 	}
@@ -150,17 +147,17 @@ func (w *walker) mapOf(n ast.Node, t reflect.Type, path, ent string) bool {
 }
 
 // listOf checks a sequence against a slice type.
-func (w *walker) listOf(n ast.Node, t reflect.Type, path, ent string) bool {
+func (w *walker) listOf(n ast.Node, t reflect.Type, path string) bool {
 	if tag, ok := n.(*ast.TagNode); ok {
 		n = w.resolve(tag.Value)
 	}
 	seq, ok := n.(*ast.SequenceNode)
 	if !ok {
-		return w.mismatch(n, t, path, ent)
+		return w.mismatch(n, t, path)
 	}
 	for i, v := range seq.Values {
 		p := fmt.Sprintf("%s[%d]", path, i)
-		if !w.value(v, t.Elem(), p, w.enterIfStruct(p, ent, t.Elem())) {
+		if !w.value(v, t.Elem(), p) {
 			seq.Values[i] = nullAt(v)
 		}
 	}
@@ -171,31 +168,36 @@ func (w *walker) listOf(n ast.Node, t reflect.Type, path, ent string) bool {
 // decoding it alone, with the decoder that decodes the whole, so that the
 // two agree on what decodes ("env:X" in a flow list is a one-pair mapping
 // to the parser and a string to the decoder).
-func (w *walker) leaf(n ast.Node, t reflect.Type, path, ent string) bool {
+func (w *walker) leaf(n ast.Node, t reflect.Type, path string) bool {
 	err := yaml.NodeToValue(n, reflect.New(t).Interface())
 	if err == nil {
 		return true
 	}
 	if kind := nodeKind(n); kind == "mapping" || kind == "sequence" {
-		return w.mismatch(n, t, path, ent)
+		return w.mismatch(n, t, path)
 	}
 	msg := oneLine(yaml.FormatError(err, false, false))
 	if strings.HasPrefix(msg, "[") { // the position: the path says where
 		_, msg, _ = strings.Cut(msg, "] ")
 	}
-	w.problem(path, ent, msg)
+	return w.replace(path, msg)
+}
+
+func (w *walker) mismatch(n ast.Node, t reflect.Type, path string) bool {
+	return w.replace(path, fmt.Sprintf("cannot unmarshal %s into Go value of type %s", nodeKind(n), t))
+}
+
+// replace names the problem of a value that does not decode and reports
+// false: the caller puts null in its place.
+func (w *walker) replace(path, msg string) bool {
+	w.problem(path, msg)
+	w.nulled = append(w.nulled, path)
 	return false
 }
 
-func (w *walker) mismatch(n ast.Node, t reflect.Type, path, ent string) bool {
-	w.problem(path, ent, fmt.Sprintf("cannot unmarshal %s into Go value of type %s", nodeKind(n), t))
-	return false
-}
-
-// problem names a problem at path and quiets the entity it is in.
-func (w *walker) problem(path, ent, msg string) {
+// problem names a problem at path.
+func (w *walker) problem(path, msg string) {
 	w.probs.add("%s: %s", path, msg)
-	w.hush(ent)
 }
 
 // entries are the key-value pairs of a mapping node, those it merges in

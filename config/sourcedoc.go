@@ -37,7 +37,7 @@ func ParseSourceDoc(data []byte) (SourceDoc, Problems) {
 	if err != nil {
 		return doc, Problems{"cannot parse the source: " + oneLine(yaml.FormatError(err, false, false))}
 	}
-	w := walker{anchors: anchorSet{}, entities: newEntities()}
+	w := walker{anchors: anchorSet{}}
 	var body ast.Node
 	if len(file.Docs) > 0 {
 		body = file.Docs[0].Body
@@ -67,7 +67,7 @@ func ParseSourceDoc(data []byte) (SourceDoc, Problems) {
 		doc.Name, doc.HasName = s.Value, true
 	}
 	m.Values = rest
-	w.object(m, reflect.TypeFor[Source](), "", "")
+	w.object(m, reflect.TypeFor[Source](), "")
 	if err := yaml.NodeToValue(m, &doc.Spec); err != nil {
 		w.probs.add("invalid source: %s", oneLine(yaml.FormatError(err, false, false)))
 	}

@@ -25,12 +25,9 @@ import (
 // until it is updated.
 type Direct struct {
 	o DirectOptions
-	// mu serialises numbering: num is the same allocator the commit loop
-	// uses (wal.Numbers); resSeq and resMs are the reserved floor, numbers
-	// up to them may be given without another synced write.
-	mu            sync.Mutex
-	num           *wal.Numbers
-	resSeq, resMs uint64
+	// num gives each hook its identity: the commit loop's allocator,
+	// with the reserved floors of wal.type: none (wal.Reserved).
+	num *wal.Reserved
 
 	rmu   sync.Mutex
 	sinks map[string]*directSink // by source/sink id
@@ -68,19 +65,12 @@ func OpenDirect(o DirectOptions) (*Direct, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	f, err := wal.ReadFloor(o.Meta)
+	num, err := wal.OpenReserved(o.Meta, o.Node, o.MaxTenants)
 	if err != nil {
-		return nil, fmt.Errorf("cannot read the numbering floor: %w", err)
+		return nil, err
 	}
-	return &Direct{o: o, num: wal.NewNumbers(o.Node, f, o.MaxTenants), sinks: map[string]*directSink{}}, nil
+	return &Direct{o: o, num: num, sinks: map[string]*directSink{}}, nil
 }
-
-// Numbers are reserved ahead in the meta store so that none is given twice
-// after a crash: a synced floor every reserveSeqs hooks or reserveTime.
-const (
-	reserveSeqs = 4096
-	reserveTime = time.Second
-)
 
 // Commit delivers the record in r to every sink of its source, then fills
 // in r's Seq, ID and Ordinal. It implements the edge's commit step.
@@ -105,34 +95,16 @@ func (c *Direct) Commit(r *wal.Request) error {
 }
 
 // number gives e its seq, event id and tenant ordinal.
-func (c *Direct) number(e *envelope.Envelope) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	ord, err := c.ordinal(e.TenantID)
-	if err != nil {
-		return err
-	}
-	nowMs := uint64(c.o.Now().UnixMilli())
-	if seq := c.num.LastSeq(); seq+1 > c.resSeq || nowMs >= c.resMs {
-		// The floor is past every number given before the next
-		// reservation: its id is a second ahead of the clock.
-		resSeq, resMs := seq+reserveSeqs, nowMs+uint64(reserveTime.Milliseconds())
-		if err := c.o.Meta.SetWALCheckpoint(resSeq, envelope.MakeID(resMs, c.o.Node, resSeq)); err != nil {
-			return err
-		}
-		c.resSeq, c.resMs = resSeq, resMs
-	}
-	e.Seq, e.ID = c.num.Next(nowMs)
-	e.TenantOrdinal = ord
-	c.num.Publish(e.Seq, e.ID)
-	return nil
+func (c *Direct) number(e *envelope.Envelope) (err error) {
+	e.Seq, e.ID, e.TenantOrdinal, err = c.num.Assign(e.TenantID, uint64(c.o.Now().UnixMilli()))
+	return err
 }
 
 // Ordinal returns a tenant's ordinal, if it has one.
 func (c *Direct) Ordinal(tenant string) (uint32, bool) { return c.num.Ordinal(tenant) }
 
 // TenantsFull reports whether a new tenant would be refused (tenants.max).
-func (c *Direct) TenantsFull() bool { return c.num.Full() }
+func (c *Direct) TenantsFull() bool { return c.num.TenantsFull() }
 
 func hasDurable(sinks []config.Sink) bool {
 	for i := range sinks {
@@ -251,27 +223,9 @@ func (c *Direct) SourcesChanged() {
 	}
 }
 
-// ordinal returns the tenant's ordinal, recording a new one with a synced
-// write before it is taken (ordinals are never reused: with no WAL record
-// behind it, the meta store's is the durable one). Under c.mu.
-func (c *Direct) ordinal(tenant string) (uint32, error) {
-	o, isNew, err := c.num.Tenant([]byte(tenant))
-	if err != nil || !isNew {
-		return o, err
-	}
-	if err := c.o.Meta.SetTenantSynced(tenant, o); err != nil {
-		return 0, err
-	}
-	c.num.AddTenant(tenant, o)
-	return o, nil
-}
-
 // Close records the numbering floor and closes the sinks.
 func (c *Direct) Close() error {
-	c.mu.Lock()
-	seq, last := c.num.LastSeq(), c.num.LastID()
-	c.mu.Unlock()
-	errs := []error{c.o.Meta.SetWALCheckpoint(seq, last)}
+	errs := []error{c.num.Close()}
 	c.rmu.Lock()
 	for k, e := range c.sinks {
 		if err := e.sink.Close(); err != nil {

@@ -11,7 +11,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -217,159 +216,6 @@ func TestDirectRefusesSourceWithoutDurableSink(t *testing.T) {
 	t.Logf("web, bare and ghost refused with %q; orders committed as seq %d (%v)", source.ErrNoDurableSink, seq, id)
 }
 
-// Seqs and ids increase in commit order, sequentially and from many
-// goroutines; each tenant keeps one ordinal and a new tenant gets a new
-// one; after a stop and a reopen of the meta store numbering continues
-// above the floor and the ordinals are the same.
-func TestDirectNumberingAndOrdinals(t *testing.T) {
-	dir := t.TempDir()
-	r := newDirectRig(t, vfs.Default, dir, directSources(map[string][]config.Sink{"orders": {mqSink, httpSink}}))
-	ords := map[string]uint32{}
-	checkOrd := func(tenant string, ord uint32) {
-		t.Helper()
-		if prev, ok := ords[tenant]; ok && prev != ord {
-			t.Fatalf("tenant %s has ordinal %d, earlier %d", tenant, ord, prev)
-		}
-		for other, o := range ords {
-			if other != tenant && o == ord {
-				t.Fatalf("tenants %s and %s share ordinal %d", tenant, other, ord)
-			}
-		}
-		ords[tenant] = ord
-	}
-
-	var lastSeq uint64
-	var lastID envelope.ID
-	for i := range 30 {
-		tenant := []string{"a", "b", "c"}[i%3]
-		seq, id, ord := r.mustCommit(tenant, "orders", fmt.Sprintf("seq-%d", i), "mq", "h")
-		if seq != lastSeq+1 || bytes.Compare(id[:], lastID[:]) <= 0 {
-			t.Fatalf("hook %d: seq %d id %v after seq %d id %v, want the next seq and a greater id", i, seq, id, lastSeq, lastID)
-		}
-		lastSeq, lastID = seq, id
-		checkOrd(tenant, ord)
-	}
-
-	// Concurrent commits: seqs are unique and dense (none failed), and
-	// ids sort as seqs do.
-	const workers, each = 16, 50
-	type res struct {
-		seq uint64
-		id  envelope.ID
-	}
-	out := make([][]res, workers)
-	var wg sync.WaitGroup
-	errs := make(chan error, workers)
-	for w := range workers {
-		wg.Go(func() {
-			for i := range each {
-				seq, id, _, err := r.commit(fmt.Sprintf("w%d", w%4), "orders", fmt.Sprintf("par-%d-%d", w, i))
-				if err != nil {
-					errs <- err
-					return
-				}
-				out[w] = append(out[w], res{seq, id})
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	var all []res
-	for _, o := range out {
-		all = append(all, o...)
-	}
-	slices.SortFunc(all, func(x, y res) int { return int(x.seq) - int(y.seq) })
-	for i, x := range all {
-		if x.seq != lastSeq+1+uint64(i) {
-			t.Fatalf("concurrent commits: seq %d at place %d, want %d (seqs must be unique and dense)", x.seq, i, lastSeq+1+uint64(i))
-		}
-		if i > 0 && bytes.Compare(x.id[:], all[i-1].id[:]) <= 0 {
-			t.Fatalf("concurrent commits: seq %d has id %v, not above seq %d's %v", x.seq, x.id, all[i-1].seq, all[i-1].id)
-		}
-	}
-	for w := range 4 {
-		seq, id, ord := r.mustCommit(fmt.Sprintf("w%d", w), "orders", fmt.Sprintf("ord-w%d", w), "mq")
-		checkOrd(fmt.Sprintf("w%d", w), ord)
-		if seq != lastSeq+1+uint64(len(all)+w) || bytes.Compare(id[:], all[len(all)-1].id[:]) <= 0 {
-			t.Fatalf("after the concurrent commits: seq %d id %v, want seq %d and an id above %v", seq, id, lastSeq+1+uint64(len(all)+w), all[len(all)-1].id)
-		}
-		lastID = id
-	}
-	lastSeq += uint64(len(all)) + 4
-
-	// Stop (the floor is written) and reopen: numbering continues, old
-	// tenants keep their ordinals, a new tenant gets a new one.
-	r.stop()
-	r.open()
-	seq, id, ord := r.mustCommit("a", "orders", "after-reopen", "mq", "h")
-	if seq != lastSeq+1 || bytes.Compare(id[:], lastID[:]) <= 0 {
-		t.Fatalf("after a stop and reopen: seq %d id %v, want seq %d and an id above %v", seq, id, lastSeq+1, lastID)
-	}
-	checkOrd("a", ord)
-	_, _, dOrd := r.mustCommit("d", "orders", "new-tenant-d", "mq")
-	checkOrd("d", dOrd)
-
-	// The new tenant's ordinal is on disk at once (a synced write), not
-	// only at the stop: close the store without Direct.Close.
-	if err := r.meta.Close(); err != nil {
-		t.Fatal(err)
-	}
-	m, err := meta.Open(meta.Options{Dir: filepath.Join(dir, "meta")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	stored, err := m.Tenants()
-	m.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !maps.Equal(stored, ords) {
-		t.Fatalf("the meta store holds tenants %v, Direct handed out %v", stored, ords)
-	}
-	r.open()
-	_, _, ord = r.mustCommit("d", "orders", "d-again", "mq")
-	checkOrd("d", ord)
-	_, _, eOrd := r.mustCommit("e", "orders", "new-tenant-e", "mq")
-	checkOrd("e", eOrd)
-	r.stop()
-	t.Logf("%d hooks in order, %d from %d goroutines, then after a reopen; %d tenants, ordinals %v", 30+4, len(all), workers, len(ords), ords)
-}
-
-// A new tenant's ordinal survives a crash right after the hook's commit:
-// the file system keeps only what was synced.
-func TestDirectTenantOrdinalSurvivesCrash(t *testing.T) {
-	mem := vfs.NewCrashableMem()
-	sources := directSources(map[string][]config.Sink{"orders": {mqSink}})
-	r := newDirectRig(t, mem, "data", sources)
-	r.mustCommit("acme", "orders", "one", "mq")
-	_, id, ord := r.mustCommit("globex", "orders", "two", "mq")
-	crashed := mem.CrashClone(vfs.CrashCloneCfg{})
-	r.stop()
-
-	c := newDirectRig(t, crashed, "data", sources)
-	defer c.stop()
-	stored, err := c.meta.Tenants()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if stored["globex"] != ord || len(stored) != 2 {
-		t.Fatalf("after a crash the meta store holds tenants %v, want globex = %d among 2", stored, ord)
-	}
-	seq, id2, got := c.mustCommit("globex", "orders", "three", "mq")
-	_, _, newOrd := c.mustCommit("initech", "orders", "four", "mq")
-	if got != ord || newOrd == stored["acme"] || newOrd == ord {
-		t.Fatalf("after a crash: globex has ordinal %d (was %d), new tenant initech %d (taken: %v)", got, ord, newOrd, stored)
-	}
-	// Numbers are reserved ahead with a synced floor: after a crash no seq
-	// or id is given twice, however the clock stands (DESIGN.md §6 item 1).
-	if seq <= id.Seq() || bytes.Compare(id2[:], id[:]) <= 0 {
-		t.Fatalf("after a crash: seq %d id %v, not above the last before it (seq %d id %v)", seq, id2, id.Seq(), id)
-	}
-}
-
 // Nothing is acknowledged unless every sink took the hook: a failing
 // durable sink, a failing non-durable sink, a sink that does not answer
 // before its timeout and a sink that cannot be built each fail the
@@ -424,10 +270,11 @@ func TestDirectFailingSinkFailsCommit(t *testing.T) {
 	}
 }
 
-// wal.type: none numbers with the commit loop's allocator (wal.Numbers),
+// wal.type: none numbers with the commit loop's allocator (wal.Reserved
+// over wal.Numbers, whose own tests hold numbering, ordinals and crashes),
 // so tenants.max holds here too: a new tenant past it is ErrTenantLimit
-// (the edge's 403 tenant_limit), nothing is delivered, and the cap
-// counts the tenants recorded before a restart.
+// (the edge's 403 tenant_limit), nothing is delivered, and Direct's Close
+// and reopen keep the tenants recorded.
 func TestDirectTenantLimit(t *testing.T) {
 	sources := directSources(map[string][]config.Sink{"orders": {mqSink}})
 	dir := t.TempDir()

@@ -70,11 +70,13 @@
 //
 // Numbers (numbers.go) allocates seqs, event ids and tenant ordinals
 // (DESIGN.md §6 items 1 and 2): the commit loop owns one, and so does the
-// direct commit step of wal.type: none. Open reads where numbering resumes
-// from the meta store (Options.Meta: the clean-close checkpoint, the
-// segment catalogue and the dispatch checkpoint, and the tenant mirror)
-// and the log's tail, whichever is highest; Close records the clean-close
-// checkpoint.
+// direct commit step of wal.type: none, through Reserved (reserved.go),
+// which stands the meta store's synced records in for the log's: a floor
+// reserved ahead, a new tenant's ordinal written before it is used. Open
+// reads where numbering resumes from the meta store (Options.Meta: the
+// clean-close checkpoint, the segment catalogue and the dispatch
+// checkpoint, and the tenant mirror) and the log's tail, whichever is
+// highest; Close records the clean-close checkpoint.
 //
 // # Deletion
 //
