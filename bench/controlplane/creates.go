@@ -45,7 +45,7 @@ type createRun struct {
 // createSource posts a create of the source name of tenant and returns
 // the answer's status (0 and an error for a failed request).
 func createSource(n *node, tenant, name string) (int, error) {
-	req, err := http.NewRequest("POST", "http://"+n.admin+"/v1/tenants/"+tenant+"/sources", strings.NewReader(createBody(name)))
+	req, err := http.NewRequest("POST", "http://"+n.Admin+"/v1/tenants/"+tenant+"/sources", strings.NewReader(createBody(name)))
 	if err != nil {
 		return 0, err
 	}

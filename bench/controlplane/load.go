@@ -22,7 +22,7 @@ type loadRun struct {
 // signed as GitHub signs, -load-c connections, closed loop.
 func load(ctx context.Context, o *options, n *node, sources int) (loadRun, []string, error) {
 	args := []string{
-		"-url", "http://" + n.listen + "/webhooks/" + seedTargetTenant + "/" + seedTarget,
+		"-url", "http://" + n.Listen + "/webhooks/" + seedTargetTenant + "/" + seedTarget,
 		"-c", strconv.Itoa(o.loadC),
 		"-d", o.loadD.String(),
 		"-warmup", o.loadWarm.String(),
@@ -30,7 +30,7 @@ func load(ctx context.Context, o *options, n *node, sources int) (loadRun, []str
 		"-sign", "github", "-secret", seedTargetSecret,
 		"-json",
 	}
-	cpu0, _ := benchkit.CPUSeconds(n.proc.Pid())
+	cpu0, _ := benchkit.CPUSeconds(n.Pid())
 	l, err := benchkit.StartLoadgen(ctx, o.bin, args, o.loadWarm+o.loadD+time.Minute)
 	if err != nil {
 		return loadRun{}, nil, err
@@ -39,7 +39,7 @@ func load(ctx context.Context, o *options, n *node, sources int) (loadRun, []str
 	if err != nil {
 		return loadRun{}, nil, err
 	}
-	cpu1, _ := benchkit.CPUSeconds(n.proc.Pid())
+	cpu1, _ := benchkit.CPUSeconds(n.Pid())
 	probs := benchkit.LoadProblems(&r)
 	if exitErr != nil {
 		probs = append(probs, exitErr.Error())

@@ -35,7 +35,7 @@ func measure(ctx context.Context, o *options) (*report, error) {
 
 // measureSmall boots a node with -small sources and runs loadgen on it.
 func measureSmall(ctx context.Context, o *options, rep *report) error {
-	n, err := newNode(o, "small")
+	n, err := newNode(o)
 	if err != nil {
 		return err
 	}
@@ -67,7 +67,7 @@ func measureSmall(ctx context.Context, o *options, rep *report) error {
 // measureLarge seeds -sources, boots -boots times, runs loadgen, the
 // creates/s runs and the write-to-serve run.
 func measureLarge(ctx context.Context, o *options, rep *report) error {
-	n, err := newNode(o, "large")
+	n, err := newNode(o)
 	if err != nil {
 		return err
 	}
@@ -149,7 +149,7 @@ func cpuProfile(n *node, path string, d time.Duration) error {
 // fetchProfile gets the admin listener's profile at uri into path.
 func fetchProfile(n *node, uri, path string, timeout time.Duration) error {
 	c := &http.Client{Timeout: timeout}
-	req, err := http.NewRequest("GET", "http://"+n.admin+uri, nil)
+	req, err := http.NewRequest("GET", "http://"+n.Admin+uri, nil)
 	if err != nil {
 		return err
 	}

@@ -67,14 +67,14 @@ func (b noSyncBackend) Commit(ops []source.Op, audit meta.AuditRow) error {
 // rows an admin create writes. The node must not be running.
 func seed(n *node, count, tenants int) (time.Duration, error) {
 	began := time.Now()
-	if err := os.MkdirAll(n.dataDir(), 0o755); err != nil {
+	if err := os.MkdirAll(n.Data(), 0o755); err != nil {
 		return 0, err
 	}
 	cfg, err := config.Load([]byte(n.config()), config.ValidateOptions{})
 	if err != nil {
 		return 0, fmt.Errorf("cannot load the node's config: %w", err)
 	}
-	ms, err := meta.Open(meta.Options{Dir: filepath.Join(n.dataDir(), "meta")})
+	ms, err := meta.Open(meta.Options{Dir: filepath.Join(n.Data(), "meta")})
 	if err != nil {
 		return 0, err
 	}

@@ -81,7 +81,7 @@ func postHook(n *node, tenant, name string) (int, string, error) {
 	body := []byte(fmt.Sprintf(`{"id":"evt_%s","type":"bench.created"}`, name))
 	mac := hmac.New(sha256.New, []byte(hookSecret(name)))
 	mac.Write(body)
-	req, err := http.NewRequest("POST", "http://"+n.listen+"/webhooks/"+tenant+"/"+name, bytes.NewReader(body))
+	req, err := http.NewRequest("POST", "http://"+n.Listen+"/webhooks/"+tenant+"/"+name, bytes.NewReader(body))
 	if err != nil {
 		return 0, "", err
 	}

@@ -46,8 +46,8 @@ func liveRun(ctx context.Context, o *options, kind string) (*liveResult, error) 
 		return nil, err
 	}
 	res := &liveResult{Target: kind}
-	args := closedArgs(o, r.n.listen, o.duration, o.warmup)
-	res.Command = commandLine(args, r.n.listen)
+	args := closedArgs(o, r.n.Listen, o.duration, o.warmup)
+	res.Command = commandLine(args, r.n.Listen)
 	l, a, clientA, err := r.startWindow(ctx, args, o.duration)
 	if err != nil {
 		return nil, err

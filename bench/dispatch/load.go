@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -54,13 +52,4 @@ func loadResultOf(l *benchkit.Loadgen) (r result.Summary, problem string, err er
 		problem = exitErr.Error()
 	}
 	return r, problem, err
-}
-
-// startGcref starts bench/gcref on a data directory of its own.
-func startGcref(ctx context.Context, o *options) (*benchkit.Server, error) {
-	cmd := func(dir string, addrs []string) (*exec.Cmd, error) {
-		return exec.Command(filepath.Join(o.bin, "gcref"), "-listen", addrs[0], "-dir", dir), nil
-	}
-	ready := func(addrs []string) error { return benchkit.GetOK(client, "http://"+addrs[0]+"/stats") }
-	return benchkit.StartServer(ctx, "gcref", o.tmp, 1, cmd, ready)
 }

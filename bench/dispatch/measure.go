@@ -99,7 +99,7 @@ func (rep *report) measureGcref(ctx context.Context, o *options) error {
 	for round := 1; round <= o.gcrefRounds; round++ {
 		var res result.Summary
 		err := rep.undisturbed(ctx, o, fmt.Sprintf("gcref round %d", round), func() error {
-			g, err := startGcref(ctx, o)
+			g, err := benchkit.StartRef(ctx, o.bin, o.tmp, "gcref")
 			if err != nil {
 				return err
 			}

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -56,24 +54,15 @@ func amqpSink(url, exchange, extra string) string {
 }
 
 // node is a started `ankusa serve` on a data directory of its own.
-type node struct {
-	*benchkit.Server
-	listen, admin string
-}
+type node struct{ *benchkit.Node }
 
 // startNode starts a node delivering to sink; segment is extra config (a
 // "segment: {...}" line) or "".
 func startNode(ctx context.Context, o *options, sink, segment string) (*node, error) {
-	n := &node{}
-	cmd := func(dir string, addrs []string) (*exec.Cmd, error) {
-		n.listen, n.admin = addrs[0], addrs[1]
-		config := fmt.Sprintf(nodeConfig, filepath.Join(dir, "data"), n.listen, n.admin, sink) + segment
-		return benchkit.AnkusaCmd(o.bin, dir, config)
-	}
-	ready := func(addrs []string) error { return benchkit.GetOK(client, "http://"+addrs[1]+"/readyz") }
-	var err error
-	n.Server, err = benchkit.StartServer(ctx, "ankusa", o.tmp, 2, cmd, ready)
-	return n, err
+	n, err := benchkit.StartNode(ctx, o.bin, o.tmp, func(n *benchkit.Node) string {
+		return fmt.Sprintf(nodeConfig, n.Data(), n.Listen, n.Admin, sink) + segment
+	})
+	return &node{n}, err
 }
 
 // stop sends SIGTERM and waits for the drain (SIGKILL after 30s), removes
@@ -101,7 +90,7 @@ var client = &http.Client{Timeout: 10 * time.Second}
 
 // metrics reads the node's figures from /metrics into p.
 func (n *node) metrics(p *sample) error {
-	url := "http://" + n.admin + "/metrics"
+	url := "http://" + n.Admin + "/metrics"
 	gauges := map[string]*int64{
 		"ankusa_wal_records_total":                   &p.Records,
 		`ankusa_dispatch_backlog{state="pending"}`:   &p.Pending,

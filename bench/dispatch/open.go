@@ -54,8 +54,8 @@ func openRun(ctx context.Context, o *options, frac, gcrefMax float64) (*openResu
 		return nil, err
 	}
 	res := &openResult{Frac: frac, Rate: frac * gcrefMax}
-	args := openArgs(o, r.n.listen, res.Rate, o.openD, o.warmup)
-	res.Command = commandLine(args, r.n.listen)
+	args := openArgs(o, r.n.Listen, res.Rate, o.openD, o.warmup)
+	res.Command = commandLine(args, r.n.Listen)
 	l, a, clientA, err := r.startWindow(ctx, args, o.openD)
 	if err != nil {
 		return nil, err

@@ -46,13 +46,16 @@ func TestParseProcStat(t *testing.T) {
 	}
 }
 
-func TestParseHWM(t *testing.T) {
-	got, err := ParseHWM("Name:\tgcref\nVmPeak:\t  900 kB\nVmHWM:\t   20480 kB\nVmRSS:\t 100 kB\n")
-	if err != nil || got != 20480*1024 {
-		t.Errorf("ParseHWM = %v, %v", got, err)
+func TestParseStatus(t *testing.T) {
+	status := "Name:\tgcref\nVmPeak:\t  900 kB\nVmHWM:\t   20480 kB\nVmRSS:\t 100 kB\n"
+	if got, err := ParseStatus(status, "VmHWM"); err != nil || got != 20480*1024 {
+		t.Errorf("ParseStatus VmHWM = %v, %v", got, err)
 	}
-	if _, err := ParseHWM("Name:\tx\n"); err == nil {
-		t.Error("ParseHWM without VmHWM: no error")
+	if got, err := ParseStatus(status, "VmRSS"); err != nil || got != 100*1024 {
+		t.Errorf("ParseStatus VmRSS = %v, %v", got, err)
+	}
+	if _, err := ParseStatus("Name:\tx\n", "VmHWM"); err == nil {
+		t.Error("ParseStatus without VmHWM: no error")
 	}
 }
 
@@ -303,17 +306,23 @@ func TestMetrics(t *testing.T) {
 	}
 }
 
-func TestDataDir(t *testing.T) {
+func TestNewServer(t *testing.T) {
 	parent := t.TempDir()
-	dir, addrs, err := DataDir(parent, "x-", 2)
+	s, err := NewServer("x", parent, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if filepath.Dir(dir) != parent || len(addrs) != 2 || addrs[0] == addrs[1] || !strings.HasPrefix(addrs[0], "127.0.0.1:") {
-		t.Errorf("DataDir = %q, %q", dir, addrs)
+	if filepath.Dir(s.Dir) != parent || len(s.Addrs) != 2 || s.Addrs[0] == s.Addrs[1] || !strings.HasPrefix(s.Addrs[0], "127.0.0.1:") {
+		t.Errorf("NewServer = %q, %q", s.Dir, s.Addrs)
 	}
-	if _, _, err := DataDir(filepath.Join(parent, "missing"), "x-", 1); err == nil || !strings.Contains(err.Error(), "set -tmp") {
-		t.Errorf("DataDir under a missing parent: %v", err)
+	if err := s.Shut(time.Second); err != nil {
+		t.Errorf("Shut of a server never started: %v", err)
+	}
+	if _, err := os.Stat(s.Dir); !os.IsNotExist(err) {
+		t.Errorf("Shut left %s: %v", s.Dir, err)
+	}
+	if _, err := NewServer("x", filepath.Join(parent, "missing"), 1); err == nil || !strings.Contains(err.Error(), "set -tmp") {
+		t.Errorf("NewServer under a missing parent: %v", err)
 	}
 }
 

@@ -61,8 +61,8 @@ func (p *Proc) Alive() bool {
 	}
 }
 
-// WaitReady polls ready every 20 ms until it succeeds, the process exits,
-// ctx is done or timeout has passed.
+// WaitReady polls ready every 5 ms (a boot time is measured to that)
+// until it succeeds, the process exits, ctx is done or timeout has passed.
 func (p *Proc) WaitReady(ctx context.Context, timeout time.Duration, ready func() error) error {
 	deadline := time.Now().Add(timeout)
 	for {
@@ -75,7 +75,7 @@ func (p *Proc) WaitReady(ctx context.Context, timeout time.Duration, ready func(
 			return fmt.Errorf("%s exited before it was ready: %v\n%s", p.Name, p.waitErr, Tail(p.Output()))
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(20 * time.Millisecond):
+		case <-time.After(5 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("%s not ready after %s: %v\n%s", p.Name, timeout, err, Tail(p.Output()))
@@ -100,25 +100,6 @@ func (p *Proc) Stop(grace time.Duration) error {
 		<-p.exited
 		return fmt.Errorf("%s did not stop within %s of SIGTERM", p.Name, grace)
 	}
-}
-
-// DataDir creates a fresh data directory under parent ("": the system
-// temp dir) and finds n loopback addresses whose ports were free a moment
-// ago, for a server to listen on.
-func DataDir(parent, prefix string, n int) (dir string, addrs []string, err error) {
-	dir, err = os.MkdirTemp(parent, prefix)
-	if err != nil {
-		return "", nil, fmt.Errorf("cannot create a data directory (set -tmp): %w", err)
-	}
-	for range n {
-		addr, err := child.FreeAddr()
-		if err != nil {
-			os.RemoveAll(dir)
-			return "", nil, err
-		}
-		addrs = append(addrs, addr)
-	}
-	return dir, addrs, nil
 }
 
 // GetOK gets url with c and wants 200 OK.
@@ -176,55 +157,129 @@ func Metrics(c *http.Client, url string, each func(name string, value float64)) 
 	return nil
 }
 
-// Server is a server process started on a data directory of its own and
-// on loopback addresses that were free a moment before.
+// Server is a server's data directory and the loopback addresses it
+// listens on, free a moment before; Proc is its process once started.
 type Server struct {
 	*Proc
+	Name  string
 	Dir   string
 	Addrs []string
 }
 
-// StartServer creates a data directory under tmp ("": the system temp
-// dir) and finds ports addresses, starts the command cmd makes for them,
-// and waits up to 15 s until ready answers. On an error nothing is left
-// running or on disk.
-func StartServer(ctx context.Context, name, tmp string, ports int, cmd func(dir string, addrs []string) (*exec.Cmd, error), ready func(addrs []string) error) (*Server, error) {
-	dir, addrs, err := DataDir(tmp, "ankusa-bench-"+name+"-", ports)
+// NewServer creates a data directory under tmp ("": the system temp dir)
+// and finds ports addresses for the server name; nothing runs yet.
+func NewServer(name, tmp string, ports int) (*Server, error) {
+	dir, err := os.MkdirTemp(tmp, "ankusa-bench-"+name+"-")
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("cannot create a data directory (set -tmp): %w", err)
 	}
-	s := &Server{Dir: dir, Addrs: addrs}
-	c, err := cmd(dir, addrs)
-	if err == nil {
-		if s.Proc, err = StartProc(name, c); err != nil {
-			err = fmt.Errorf("cannot start %s (build it with make bench-build): %w", name, err)
+	s := &Server{Name: name, Dir: dir}
+	for range ports {
+		addr, err := child.FreeAddr()
+		if err != nil {
+			os.RemoveAll(dir)
+			return nil, err
 		}
+		s.Addrs = append(s.Addrs, addr)
 	}
+	return s, nil
+}
+
+// Start starts cmd and waits up to timeout until ready answers (see
+// Proc.WaitReady): it returns the time from the start to that answer. On
+// an error the process is stopped.
+func (s *Server) Start(ctx context.Context, cmd *exec.Cmd, timeout time.Duration, ready func() error) (time.Duration, error) {
+	began := time.Now()
+	p, err := StartProc(s.Name, cmd)
 	if err != nil {
-		os.RemoveAll(dir)
+		return 0, fmt.Errorf("cannot start %s (build it with make bench-build): %w", s.Name, err)
+	}
+	s.Proc = p
+	if err := p.WaitReady(ctx, timeout, ready); err != nil {
+		p.Stop(10 * time.Second)
+		return 0, err
+	}
+	return time.Since(began), nil
+}
+
+// Shut stops the server if it was started (SIGTERM, SIGKILL after grace),
+// removes its data directory, and returns an error unless it exited 0.
+func (s *Server) Shut(grace time.Duration) error {
+	var err error
+	if s.Proc != nil {
+		err = s.Stop(grace)
+	}
+	os.RemoveAll(s.Dir)
+	return err
+}
+
+// readyClient asks a starting server whether it is ready.
+var readyClient = &http.Client{Timeout: 5 * time.Second}
+
+// StartRef starts the reference server in bin called name, bench/ceiling
+// or bench/gcref (which logs to its data directory), on a loopback port,
+// and waits up to 15 s for its GET /stats.
+func StartRef(ctx context.Context, bin, tmp, name string) (*Server, error) {
+	s, err := NewServer(name, tmp, 1)
+	if err != nil {
 		return nil, err
 	}
-	if err := s.WaitReady(ctx, 15*time.Second, func() error { return ready(addrs) }); err != nil {
-		s.Shut(10 * time.Second)
+	args := []string{"-listen", s.Addrs[0]}
+	if name == "gcref" {
+		args = append(args, "-dir", s.Dir)
+	}
+	_, err = s.Start(ctx, exec.Command(filepath.Join(bin, name), args...), 15*time.Second, func() error {
+		return GetOK(readyClient, "http://"+s.Addrs[0]+"/stats")
+	})
+	if err != nil {
+		s.Shut(time.Second) // Start stopped it: this removes the directory
 		return nil, err
 	}
 	return s, nil
 }
 
-// Shut stops the server (SIGTERM, SIGKILL after grace), removes its data
-// directory, and returns an error unless it exited 0.
-func (s *Server) Shut(grace time.Duration) error {
-	err := s.Stop(grace)
-	os.RemoveAll(s.Dir)
-	return err
+// Node is the appliance, `ankusa serve` of the binary in Bin, on a
+// Server of its own: Listen is its listener, Admin its admin listener.
+type Node struct {
+	*Server
+	Bin, Listen, Admin string
 }
 
-// AnkusaCmd writes config to dir/ankusa.yaml and returns `ankusa serve`
-// of the binary in bin on it.
-func AnkusaCmd(bin, dir, config string) (*exec.Cmd, error) {
-	path := filepath.Join(dir, "ankusa.yaml")
-	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
-		return nil, fmt.Errorf("cannot write the appliance's config: %w", err)
+// NewNode creates the node's data directory under tmp and finds its two
+// addresses; nothing runs yet.
+func NewNode(bin, tmp string) (*Node, error) {
+	s, err := NewServer("ankusa", tmp, 2)
+	if err != nil {
+		return nil, err
 	}
-	return exec.Command(filepath.Join(bin, "ankusa"), "serve", "-config", path), nil
+	return &Node{Server: s, Bin: bin, Listen: s.Addrs[0], Admin: s.Addrs[1]}, nil
+}
+
+// Data is the directory for the node's config to name as its data_dir.
+func (n *Node) Data() string { return filepath.Join(n.Dir, "data") }
+
+// Boot writes config to the node's ankusa.yaml, starts the node on it and
+// waits up to timeout for its admin listener's /readyz 200: it returns
+// the time from the start to that answer.
+func (n *Node) Boot(ctx context.Context, config string, timeout time.Duration) (time.Duration, error) {
+	path := filepath.Join(n.Dir, "ankusa.yaml")
+	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
+		return 0, fmt.Errorf("cannot write the appliance's config: %w", err)
+	}
+	cmd := exec.Command(filepath.Join(n.Bin, "ankusa"), "serve", "-config", path)
+	return n.Start(ctx, cmd, timeout, func() error { return GetOK(readyClient, "http://"+n.Admin+"/readyz") })
+}
+
+// StartNode starts a node on a fresh data directory under tmp, its config
+// what config makes of it, and waits up to 15 s for /readyz 200.
+func StartNode(ctx context.Context, bin, tmp string, config func(n *Node) string) (*Node, error) {
+	n, err := NewNode(bin, tmp)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := n.Boot(ctx, config(n), 15*time.Second); err != nil {
+		n.Shut(time.Second)
+		return nil, err
+	}
+	return n, nil
 }
