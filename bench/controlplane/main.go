@@ -48,8 +48,7 @@ type options struct {
 	serve, serveClients    int
 	loadD, loadWarm        time.Duration
 	loadC                  int
-	settle                 time.Duration
-	busy                   int // measurements started on a busy machine
+	alone                  benchkit.Alone // -settle
 }
 
 func main() {
@@ -84,7 +83,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.loadD, "load-d", 10*time.Second, "loadgen's measured duration on each node")
 	fs.DurationVar(&o.loadWarm, "load-warmup", 2*time.Second, "loadgen's warm-up")
 	fs.IntVar(&o.loadC, "load-c", 64, "loadgen's connections")
-	fs.DurationVar(&o.settle, "settle", 2*time.Minute, "before each measurement, wait up to this long for a quiet machine")
+	fs.DurationVar(&o.alone.Limit, "settle", 2*time.Minute, "before each measurement, wait up to this long for a quiet machine")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -103,22 +102,4 @@ func parseFlags(args []string) (*options, error) {
 			o.sources, o.tenants, o.small, o.boots, o.serve, o.serveClients, o.loadC)
 	}
 	return o, nil
-}
-
-// quiet waits up to -settle for a quiet machine, and counts a measurement
-// that starts on a busy one.
-func quiet(ctx context.Context, o *options) error {
-	q := benchkit.Quiet{
-		CPU:    40, // of one core: 80% of two idle
-		Others: benchkit.Others(benchkit.Benchmarks),
-		Waiting: func(cpu float64, busy []string) {
-			fmt.Printf("waiting for a quiet machine (CPU %.0f%% of a core; running: %v)...\n", cpu, busy)
-		},
-	}
-	ok, _, err := q.Settle(ctx, o.settle)
-	if err == nil && !ok {
-		o.busy++
-		fmt.Printf("the machine is still busy after %s; measuring anyway\n", o.settle)
-	}
-	return err
 }

@@ -28,7 +28,7 @@ func measure(ctx context.Context, o *options) (*report, error) {
 	if err := measureLarge(ctx, o, rep); err != nil {
 		return nil, err
 	}
-	rep.busy = o.busy
+	rep.busy = o.alone.Busy
 	rep.check()
 	return rep, nil
 }
@@ -43,7 +43,7 @@ func measureSmall(ctx context.Context, o *options, rep *report) error {
 	if _, err := seed(n, o.small, min(o.tenants, o.small)); err != nil {
 		return err
 	}
-	if err := quiet(ctx, o); err != nil {
+	if err := o.alone.Wait(ctx); err != nil {
 		return err
 	}
 	ready, rss, err := n.boot(ctx)
@@ -52,7 +52,7 @@ func measureSmall(ctx context.Context, o *options, rep *report) error {
 	}
 	rep.smallBoot = bootRun{Sources: o.small + 1, Ready: ready, RSS: rss}
 	fmt.Printf("booted with %d sources in %s, RSS %d MiB\n", o.small+1, ready.Round(time.Millisecond), rss>>20)
-	if err := quiet(ctx, o); err != nil {
+	if err := o.alone.Wait(ctx); err != nil {
 		return err
 	}
 	var probs []string
@@ -83,7 +83,7 @@ func measureLarge(ctx context.Context, o *options, rep *report) error {
 				return err
 			}
 		}
-		if err := quiet(ctx, o); err != nil {
+		if err := o.alone.Wait(ctx); err != nil {
 			return err
 		}
 		ready, rss, err := n.boot(ctx)
@@ -98,7 +98,7 @@ func measureLarge(ctx context.Context, o *options, rep *report) error {
 			rep.failures = append(rep.failures, "the heap profile: "+err.Error())
 		}
 	}
-	if err := quiet(ctx, o); err != nil {
+	if err := o.alone.Wait(ctx); err != nil {
 		return err
 	}
 	var probs []string
@@ -110,7 +110,7 @@ func measureLarge(ctx context.Context, o *options, rep *report) error {
 	existing := o.sources + 1
 	busiest := slices.Max(o.clients)
 	for _, c := range o.clients {
-		if err := quiet(ctx, o); err != nil {
+		if err := o.alone.Wait(ctx); err != nil {
 			return err
 		}
 		var prof chan error
@@ -130,7 +130,7 @@ func measureLarge(ctx context.Context, o *options, rep *report) error {
 		rep.creates = append(rep.creates, run)
 		fmt.Printf("%d clients: %d creates in %.1fs, %.0f/s, p50 %s p99 %s, %d refused\n", c, run.Created, run.Seconds, run.PerSecond, run.Latency.P50, run.Latency.P99, run.Refused)
 	}
-	if err := quiet(ctx, o); err != nil {
+	if err := o.alone.Wait(ctx); err != nil {
 		return err
 	}
 	rep.serve = writeToServe(ctx, n, o.serve, o.serveClients, o.tenants)

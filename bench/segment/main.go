@@ -49,8 +49,7 @@ type options struct {
 	rounds      int
 	fetches     int
 	diskFetches int
-	settle      time.Duration
-	busy        int // measurements started on a busy machine
+	alone       benchkit.Alone // -settle
 }
 
 func main() {
@@ -76,7 +75,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.rounds, "rounds", 5, "sealing rounds (median)")
 	fs.IntVar(&o.fetches, "fetches", 3000, "random ids fetched, cold and warm")
 	fs.IntVar(&o.diskFetches, "disk-fetches", 300, "of which fetched with the file's pages dropped first")
-	fs.DurationVar(&o.settle, "settle", 10*time.Minute, "before each measurement, wait up to this long for a quiet machine")
+	fs.DurationVar(&o.alone.Limit, "settle", 10*time.Minute, "before each measurement, wait up to this long for a quiet machine")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -109,29 +108,11 @@ func measure(ctx context.Context, o *options) (*report, error) {
 	fmt.Println(rep.hooks)
 	last, err := sealRounds(ctx, o, h, dir, &rep.seal)
 	if err == nil {
-		err = quiet(ctx, o)
+		err = o.alone.Wait(ctx)
 	}
 	if err == nil {
 		rep.fetch, err = storeFetch(last, sampleIDs(h, o.fetches), o.diskFetches)
 	}
-	rep.busy = o.busy
+	rep.busy = o.alone.Busy
 	return rep, err
-}
-
-// quiet waits up to -settle for a quiet machine, and counts a measurement
-// that starts on a busy one.
-func quiet(ctx context.Context, o *options) error {
-	q := benchkit.Quiet{
-		CPU:    40, // of one core: 80% of two idle
-		Others: benchkit.Others(benchkit.Benchmarks),
-		Waiting: func(cpu float64, busy []string) {
-			fmt.Printf("waiting for a quiet machine (CPU %.0f%% of a core; running: %v)...\n", cpu, busy)
-		},
-	}
-	ok, _, err := q.Settle(ctx, o.settle)
-	if err == nil && !ok {
-		o.busy++
-		fmt.Printf("the machine is still busy after %s; measuring anyway\n", o.settle)
-	}
-	return err
 }

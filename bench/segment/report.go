@@ -44,9 +44,7 @@ func (r *report) markdown() string {
 	fmt.Fprintf(&b, "- %s\n", r.hooks)
 	fmt.Fprintf(&b, "- sealing: %d round(s), the median; %s of records in %d blocks, %d segment(s)\n", r.seal.rounds, mb(r.seal.raw), r.seal.blocks, r.seal.segments)
 	fmt.Fprintf(&b, "- fetch: Store.Fetch of %d random ids cold and warm, %d of them page-cache-cold\n", r.fetch.cold.n, r.fetch.disk.n)
-	if r.busy > 0 {
-		fmt.Fprintf(&b, "- **%d measurements started while the machine stayed busy with other work: their speeds and latencies are not reliable**\n", r.busy)
-	}
+	b.WriteString(benchkit.BusyNote(r.busy))
 	b.WriteString("\n")
 	t := benchkit.Table{Header: []string{"blocks", "compressor", "ratio", "seal MB/s (fsync)", "× 70 MB/s", "CPU at 70 MB/s", "fetch cold p50 / p99", "page-cache-cold p50 / p99", "warm p50 / p99"}, Left: map[int]bool{1: true}}
 	t.Add("256 KiB", "klauspost SpeedFastest", fmt.Sprintf("%.2f", r.seal.ratio()), fmt.Sprintf("%.0f", r.seal.mbs), fmt.Sprintf("%.1f×", r.seal.mbs/spineMBs),

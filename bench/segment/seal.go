@@ -53,7 +53,7 @@ func sealRounds(ctx context.Context, o *options, h *hooks, dir string, res *seal
 	var cpus []time.Duration
 	var last string
 	for round := range o.rounds {
-		if err := quiet(ctx, o); err != nil {
+		if err := o.alone.Wait(ctx); err != nil {
 			return "", err
 		}
 		if last != "" {

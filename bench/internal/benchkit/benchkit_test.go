@@ -279,6 +279,15 @@ func TestSettle(t *testing.T) {
 	}
 }
 
+func TestBusyNote(t *testing.T) {
+	if got := BusyNote(0); got != "" {
+		t.Errorf("BusyNote(0) = %q", got)
+	}
+	if got := BusyNote(2); !strings.HasPrefix(got, "- **2 measurements started while the machine stayed busy") || !strings.HasSuffix(got, "**\n") {
+		t.Errorf("BusyNote(2) = %q", got)
+	}
+}
+
 func TestMetrics(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/metrics" {

@@ -2,6 +2,7 @@ package benchkit
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -155,4 +156,36 @@ func (w *Watcher) End() string {
 		return *s
 	}
 	return ""
+}
+
+// Alone waits before each measurement of a command that must run alone
+// (bench/segment, bench/controlplane) up to Limit for a quiet machine: no
+// other benchmark or test running (Benchmarks) and under 40% of one core
+// in use (80% of two idle ones). It says on stdout what it waits for and
+// counts in Busy the measurements that started on a machine still busy.
+type Alone struct {
+	Limit time.Duration
+	Busy  int
+}
+
+// Wait waits for a quiet machine; only ctx's end is an error.
+func (a *Alone) Wait(ctx context.Context) error {
+	q := Quiet{CPU: 40, Others: Others(Benchmarks), Waiting: func(cpu float64, busy []string) {
+		fmt.Printf("waiting for a quiet machine (CPU %.0f%% of a core; running: %v)...\n", cpu, busy)
+	}}
+	ok, _, err := q.Settle(ctx, a.Limit)
+	if err == nil && !ok {
+		a.Busy++
+		fmt.Printf("the machine is still busy after %s; measuring anyway\n", a.Limit)
+	}
+	return err
+}
+
+// BusyNote is a report's item on the busy measurements that Alone let
+// start, "" for none.
+func BusyNote(busy int) string {
+	if busy == 0 {
+		return ""
+	}
+	return fmt.Sprintf("- **%d measurements started while the machine stayed busy with other work: their speeds and latencies are not reliable**\n", busy)
 }
