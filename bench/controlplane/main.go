@@ -30,8 +30,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/ankusa/ankusa/bench/internal/benchkit"
@@ -65,8 +63,8 @@ func main() {
 
 func parseFlags(args []string) (*options, error) {
 	fs := flag.NewFlagSet("bench-controlplane", flag.ContinueOnError)
-	o := &options{}
-	clients := fs.String("clients", "1,16,64", "concurrent admin clients of the creates/s runs")
+	o := &options{clients: []int{1, 16, 64}}
+	fs.Var((*benchkit.Ints)(&o.clients), "clients", "concurrent admin clients of the creates/s runs, comma-separated")
 	fs.StringVar(&o.bin, "bin", "bin", "directory of the built ankusa and loadgen (make bench-build)")
 	fs.StringVar(&o.tmp, "tmp", "", "parent of the data directories (default: the system temp dir)")
 	fs.StringVar(&o.out, "out", "bin/bench-controlplane.md", "markdown report")
@@ -84,18 +82,8 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.loadWarm, "load-warmup", 2*time.Second, "loadgen's warm-up")
 	fs.IntVar(&o.loadC, "load-c", 64, "loadgen's connections")
 	fs.DurationVar(&o.alone.Limit, "settle", 2*time.Minute, "before each measurement, wait up to this long for a quiet machine")
-	if err := fs.Parse(args); err != nil {
+	if err := benchkit.Parse(fs, args); err != nil {
 		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
-	for _, f := range strings.Split(*clients, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 {
-			return nil, fmt.Errorf("-clients %q: want a comma-separated list of counts of at least 1", *clients)
-		}
-		o.clients = append(o.clients, n)
 	}
 	if o.sources < 1 || o.tenants < 1 || o.tenants > o.sources || o.small < 1 || o.boots < 1 || o.serve < 1 || o.serveClients < 1 || o.loadC < 1 {
 		return nil, fmt.Errorf("-sources %d -tenants %d -small %d -boots %d -serve %d -serve-clients %d -load-c %d: want at least 1 of each, and no more tenants than sources",

@@ -106,11 +106,8 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.settle, "settle", 15*time.Minute, "before each run, wait up to this long for a quiet machine")
 	fs.IntVar(&o.redo, "redo", 2, "run again, up to this many times, a run during which a test or another benchmark started")
 	fs.DurationVar(&o.drainLimit, "drain-limit", 90*time.Second, "give up waiting for a backlog to drain after this long")
-	if err := fs.Parse(args); err != nil {
+	if err := benchkit.Parse(fs, args); err != nil {
 		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	o.only = map[string]bool{}
 	for _, k := range strings.Split(*only, ",") {

@@ -76,11 +76,8 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.fetches, "fetches", 3000, "random ids fetched, cold and warm")
 	fs.IntVar(&o.diskFetches, "disk-fetches", 300, "of which fetched with the file's pages dropped first")
 	fs.DurationVar(&o.alone.Limit, "settle", 10*time.Minute, "before each measurement, wait up to this long for a quiet machine")
-	if err := fs.Parse(args); err != nil {
+	if err := benchkit.Parse(fs, args); err != nil {
 		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	var err error
 	if o.sizes, err = payload.ParseSizeMix(*size); err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -159,6 +160,24 @@ func TestUnset(t *testing.T) {
 	Unset(fs, map[string]func(){"a": func() { *a = 9 }, "b": func() { *b = 9 }})
 	if *a != 5 || *b != 9 {
 		t.Errorf("a %d b %d, want 5 (given) and 9 (default)", *a, *b)
+	}
+}
+
+func TestParseInts(t *testing.T) {
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	v := []int{1, 2}
+	fs.Var((*Ints)(&v), "n", "")
+	if got := fs.Lookup("n").DefValue; got != "1,2" {
+		t.Errorf("default %q", got)
+	}
+	if err := Parse(fs, []string{"-n", "64, 256"}); err != nil || len(v) != 2 || v[0] != 64 || v[1] != 256 {
+		t.Errorf("Parse = %v, %v", v, err)
+	}
+	for _, bad := range [][]string{{"-n", "64,x"}, {"-n", "0"}, {"-n", ""}, {"extra"}} {
+		if err := Parse(fs, bad); err == nil {
+			t.Errorf("Parse(%q): no error", bad)
+		}
 	}
 }
 

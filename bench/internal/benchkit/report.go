@@ -13,6 +13,7 @@ package benchkit
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -203,4 +204,38 @@ func Unset(fs *flag.FlagSet, defaults map[string]func()) {
 			apply()
 		}
 	}
+}
+
+// Parse parses args into fs and refuses any argument after the flags.
+func Parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	return nil
+}
+
+// Ints is a flag of comma-separated positive integers.
+type Ints []int
+
+func (v *Ints) String() string {
+	s := make([]string, len(*v))
+	for i, n := range *v {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
+}
+
+func (v *Ints) Set(list string) error {
+	*v = nil
+	for _, f := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return errors.New("want positive integers separated by commas")
+		}
+		*v = append(*v, n)
+	}
+	return nil
 }
