@@ -7,9 +7,11 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/ankusa/ankusa/bench/internal/benchkit"
+	"github.com/ankusa/ankusa/tools/loadgen/result"
 )
 
 // bootRun is one boot of a node with its sources stored.
@@ -17,6 +19,14 @@ type bootRun struct {
 	Sources int           `json:"sources"`
 	Ready   time.Duration `json:"start_to_readyz_ns"`
 	RSS     int64         `json:"rss_bytes"`
+}
+
+// loadRun is loadgen's closed-loop run against the seeded target source
+// of a node with Sources sources.
+type loadRun struct {
+	Sources int            `json:"sources"`
+	Result  result.Summary `json:"loadgen"`
+	CPU     float64        `json:"node_cpu_s"`
 }
 
 // measure makes the small node's measurements, then the large one's.
@@ -137,6 +147,32 @@ func measureLarge(ctx context.Context, o *options, rep *report) error {
 	rep.serveExisting = existing
 	fmt.Printf("write-to-serve: %d creates, %d not 201 at once, p50 %s p99 %s\n", rep.serve.Creates, rep.serve.NotServed, rep.serve.Latency.P50, rep.serve.Latency.P99)
 	return n.stop()
+}
+
+// load runs loadgen against the target source: 1 KiB GitHub payloads
+// signed as GitHub signs, -load-c connections, closed loop.
+func load(ctx context.Context, o *options, n *node, sources int) (loadRun, []string, error) {
+	args := []string{
+		"-url", "http://" + n.Listen + "/webhooks/" + seedTargetTenant + "/" + seedTarget,
+		"-c", strconv.Itoa(o.loadC),
+		"-d", o.loadD.String(),
+		"-warmup", o.loadWarm.String(),
+		"-size", "1KiB", "-kind", "github",
+		"-sign", "github", "-secret", seedTargetSecret,
+		"-json",
+	}
+	cpu0, _ := benchkit.CPUSeconds(n.Pid())
+	l, err := benchkit.StartLoadgen(ctx, o.bin, args, o.loadWarm+o.loadD)
+	if err != nil {
+		return loadRun{}, nil, err
+	}
+	r, _, exited, err := l.Wait()
+	if err != nil {
+		return loadRun{}, nil, err
+	}
+	cpu1, _ := benchkit.CPUSeconds(n.Pid())
+	probs := append(benchkit.LoadProblems(&r), exited...)
+	return loadRun{Sources: sources, Result: r, CPU: cpu1 - cpu0}, benchkit.Prefixed(fmt.Sprintf("loadgen with %d sources", sources), probs), nil
 }
 
 // cpuProfile fetches the node's CPU profile over about d (the admin

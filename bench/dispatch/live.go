@@ -56,7 +56,7 @@ func liveRun(ctx context.Context, o *options, kind string) (*liveResult, error) 
 		return nil, err
 	}
 	b := r.s.take()
-	res.problem(prefixed("live "+kind, benchkit.LoadProblems(&res.Load))...)
+	res.problem(benchkit.Prefixed("live "+kind, benchkit.LoadProblems(&res.Load))...)
 	last, ok := r.waitDelivered(ctx, b.Records, o.drainLimit)
 	final := r.s.take()
 	r.endSampling()

@@ -140,10 +140,10 @@ func (rep *report) openTable(b *strings.Builder) {
 func (rep *report) anomalies(b *strings.Builder) {
 	var anomalies []string
 	for _, r := range rep.Live {
-		anomalies = append(anomalies, prefixed("live "+r.Target, r.Anomalies)...)
+		anomalies = append(anomalies, benchkit.Prefixed("live "+r.Target, r.Anomalies)...)
 	}
 	for _, r := range rep.Open {
-		anomalies = append(anomalies, prefixed(fmt.Sprintf("open loop at %.0f%%", 100*r.Frac), r.Anomalies)...)
+		anomalies = append(anomalies, benchkit.Prefixed(fmt.Sprintf("open loop at %.0f%%", 100*r.Frac), r.Anomalies)...)
 	}
 	if len(anomalies) > 0 {
 		b.WriteString("Seen in the node (its error log, and backlog gauges that cannot be right):\n\n")

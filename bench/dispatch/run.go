@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ankusa/ankusa/bench/internal/benchkit"
@@ -132,13 +134,13 @@ func sleep(ctx context.Context, d time.Duration) error {
 // with the sample and loadgen's CPU seconds at the start of the measured
 // window. On an error the run is finished.
 func (r *nodeRun) startWindow(ctx context.Context, args []string, d time.Duration) (*benchkit.Loadgen, sample, float64, error) {
-	l, err := startLoad(ctx, r.o, args, d+r.o.warmup+time.Minute)
+	l, err := benchkit.StartLoadgen(ctx, r.o.bin, args, d+r.o.warmup)
 	if err != nil {
 		r.finish()
 		return nil, sample{}, 0, err
 	}
 	if err := sleep(ctx, r.o.warmup); err != nil {
-		loadResultOf(l)
+		l.Wait()
 		r.finish()
 		return nil, sample{}, 0, err
 	}
@@ -158,14 +160,12 @@ func (out *outcome) problem(p ...string) { out.Problems = append(out.Problems, p
 // wait waits for loadgen l and returns its result; a non-zero exit beside
 // it is a problem of out. On an error the run is finished.
 func (r *nodeRun) wait(l *benchkit.Loadgen, out *outcome) (result.Summary, error) {
-	lr, problem, err := loadResultOf(l)
+	lr, _, exited, err := l.Wait()
 	if err != nil {
 		r.finish()
 		return lr, err
 	}
-	if problem != "" {
-		out.problem(problem)
-	}
+	out.problem(exited...)
 	return lr, nil
 }
 
@@ -176,10 +176,30 @@ func (r *nodeRun) close(out *outcome) {
 	out.Samples, out.Anomalies = r.series, r.anomalies()
 }
 
-func prefixed(p string, ss []string) []string {
-	out := make([]string, len(ss))
-	for i, s := range ss {
-		out[i] = p + ": " + s
+// loadShape is the request every run sends, gcref's included: 1 KiB
+// Stripe-like bodies over o.tenants tenants.
+func loadShape(o *options, addr string) []string {
+	return []string{
+		"-url", "http://" + addr + loadPath,
+		"-tenants", strconv.Itoa(o.tenants),
+		"-c", strconv.Itoa(o.conns),
+		"-size", "1KiB",
+		"-kind", "stripe",
+		"-json",
 	}
-	return out
+}
+
+// closedArgs is a closed-loop run of d after warmup.
+func closedArgs(o *options, addr string, d, warmup time.Duration) []string {
+	return append(loadShape(o, addr), "-d", d.String(), "-warmup", warmup.String())
+}
+
+// openArgs is an open-loop run at rate.
+func openArgs(o *options, addr string, rate float64, d, warmup time.Duration) []string {
+	return append(loadShape(o, addr), "-rate", strconv.FormatFloat(rate, 'f', 0, 64), "-d", d.String(), "-warmup", warmup.String())
+}
+
+// commandLine is how the report shows a loadgen run: the port replaced.
+func commandLine(args []string, addr string) string {
+	return "loadgen " + strings.ReplaceAll(strings.Join(args, " "), addr, "127.0.0.1:PORT")
 }

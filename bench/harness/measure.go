@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -154,12 +155,30 @@ func settle(ctx context.Context, limit time.Duration) (bool, error) {
 	return quiet, err
 }
 
+// loadArgs is the loadgen command line of one run: the same for every
+// server but the URL. rate 0 is closed loop.
+func loadArgs(o *options, url string, conns int, rate float64) []string {
+	args := []string{
+		"-url", url,
+		"-c", strconv.Itoa(conns),
+		"-d", o.duration.String(),
+		"-warmup", o.warmup.String(),
+		"-size", "1KiB",
+		"-kind", "stripe",
+		"-json",
+	}
+	if rate > 0 {
+		args = append(args, "-rate", strconv.FormatFloat(rate, 'f', 0, 64))
+	}
+	return args
+}
+
 // drive runs loadgen against s and samples s around the measured window.
 func (r *runResult) drive(ctx context.Context, o *options, s *server) error {
 	pid := s.Pid()
 	args := loadArgs(o, s.url, r.Conns, r.Rate)
 	r.Command = "loadgen " + strings.Join(args, " ")
-	l, err := startLoad(ctx, o, args)
+	l, err := benchkit.StartLoadgen(ctx, o.bin, args, o.warmup+o.duration)
 	if err != nil {
 		return err
 	}
@@ -177,15 +196,12 @@ func (r *runResult) drive(ctx context.Context, o *options, s *server) error {
 	clientStart, _ := benchkit.CPUSeconds(l.Pid())
 	busyStart, _ := benchkit.MachineBusy()
 	r.PeakRSSWindow = benchkit.ResetPeakRSS(pid)
-	load, raw, exitErr, err := l.Wait()
+	load, raw, exited, err := l.Wait()
 	if err != nil {
 		return err
 	}
-	r.Load, r.LoadRaw = load, raw
+	r.Load, r.LoadRaw, r.Problems = load, raw, append(r.Problems, exited...)
 	clientEnd := l.CPU()
-	if exitErr != nil {
-		r.Problems = append(r.Problems, exitErr.Error())
-	}
 	if !s.Alive() {
 		r.Problems = append(r.Problems, fmt.Sprintf("%s exited during the run: %v\n%s", s.Name, s.WaitErr(), benchkit.Tail(s.Output())))
 		return nil

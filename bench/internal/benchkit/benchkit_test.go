@@ -210,17 +210,17 @@ func TestLoadgen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, raw, exitErr, err := l.Wait()
+	r, raw, exited, err := l.Wait()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r.Requests != 10 || r.LatencyUs.P99 != 120 || !strings.HasPrefix(string(raw), "{") {
 		t.Errorf("result %+v, raw %s", r, raw)
 	}
-	if exitErr == nil || !strings.Contains(exitErr.Error(), "oops") {
-		t.Errorf("exitErr %v, want the exit and stderr", exitErr)
+	if len(exited) != 1 || !strings.Contains(exited[0], "exit status 1: oops") {
+		t.Errorf("exited %q, want the exit and stderr", exited)
 	}
-	if got := fmt.Sprint(LoadProblems(&r)); got != "[1 answers 503]" {
+	if got := fmt.Sprint(Prefixed("x", LoadProblems(&r))); got != "[x: 1 answers 503]" {
 		t.Errorf("problems %s", got)
 	}
 

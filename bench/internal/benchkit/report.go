@@ -122,6 +122,15 @@ func Footer(ok string, failures []string, wallSeconds float64) string {
 	return Result(ok, failures) + "\n" + RunTime(wallSeconds) + "\n"
 }
 
+// Prefixed is each of ss after p and ": ".
+func Prefixed(p string, ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = p + ": " + s
+	}
+	return out
+}
+
 // Median is the median of v (the mean of the middle two for an even
 // count), 0 for none.
 func Median(v []float64) float64 {
