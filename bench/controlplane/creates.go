@@ -6,40 +6,23 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/ankusa/ankusa/bench/internal/benchkit"
 )
-
-// latency is a sample's percentiles.
-type latency struct {
-	N   int           `json:"n"`
-	P50 time.Duration `json:"p50_ns"`
-	P99 time.Duration `json:"p99_ns"`
-	Max time.Duration `json:"max_ns"`
-}
-
-func percentiles(d []time.Duration) latency {
-	if len(d) == 0 {
-		return latency{}
-	}
-	s := slices.Clone(d)
-	slices.Sort(s)
-	at := func(q float64) time.Duration { return s[min(len(s)-1, int(q*float64(len(s))))] }
-	return latency{N: len(s), P50: at(0.50), P99: at(0.99), Max: s[len(s)-1]}
-}
 
 // createRun is one creates/s run at one concurrency.
 type createRun struct {
-	Clients   int      `json:"clients"`
-	Created   int      `json:"created"`
-	Seconds   float64  `json:"seconds"`
-	PerSecond float64  `json:"creates_per_s"`
-	Latency   latency  `json:"latency"`
-	Refused   int      `json:"refused"`  // answers but 201
-	Errors    []string `json:"errors"`   // the first few refusals and failures
-	Existing  int      `json:"existing"` // sources stored when the run began
+	Clients   int              `json:"clients"`
+	Created   int              `json:"created"`
+	Seconds   float64          `json:"seconds"`
+	PerSecond float64          `json:"creates_per_s"`
+	Latency   benchkit.Latency `json:"latency"`
+	Refused   int              `json:"refused"`  // answers but 201
+	Errors    []string         `json:"errors"`   // the first few refusals and failures
+	Existing  int              `json:"existing"` // sources stored when the run began
 }
 
 // createSource posts a create of the source name of tenant and returns
@@ -101,6 +84,6 @@ func creates(ctx context.Context, n *node, clients, tenants int, d time.Duration
 	run.Seconds = time.Since(began).Seconds()
 	run.Created = len(lat)
 	run.PerSecond = float64(run.Created) / run.Seconds
-	run.Latency = percentiles(lat)
+	run.Latency = benchkit.Percentiles(lat)
 	return run
 }

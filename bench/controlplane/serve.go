@@ -13,17 +13,19 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/ankusa/ankusa/bench/internal/benchkit"
 )
 
 // serveRun is the write-to-serve run: creates each followed at once by a
 // signed hook to the new source.
 type serveRun struct {
-	Clients   int      `json:"clients"`
-	Creates   int      `json:"creates"`
-	NotServed int      `json:"not_201_first_try"` // must be 0
-	Failures  []string `json:"failures"`          // the first few
-	Latency   latency  `json:"admin_201_to_edge_201"`
-	Create    latency  `json:"create"`
+	Clients   int              `json:"clients"`
+	Creates   int              `json:"creates"`
+	NotServed int              `json:"not_201_first_try"` // must be 0
+	Failures  []string         `json:"failures"`          // the first few
+	Latency   benchkit.Latency `json:"admin_201_to_edge_201"`
+	Create    benchkit.Latency `json:"create"`
 }
 
 // writeToServe makes count creates over clients workers; after each 201 it
@@ -70,7 +72,7 @@ func writeToServe(ctx context.Context, n *node, count, clients, tenants int) ser
 	}
 	wg.Wait()
 	run.Creates = count
-	run.Latency, run.Create = percentiles(lat), percentiles(create)
+	run.Latency, run.Create = benchkit.Percentiles(lat), benchkit.Percentiles(create)
 	return run
 }
 

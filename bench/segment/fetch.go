@@ -11,22 +11,17 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"golang.org/x/sys/unix"
 
+	"github.com/ankusa/ankusa/bench/internal/benchkit"
 	"github.com/ankusa/ankusa/envelope"
 	"github.com/ankusa/ankusa/meta"
 	"github.com/ankusa/ankusa/segment"
 	"github.com/ankusa/ankusa/wal"
 )
 
-// latency is a distribution of fetch times.
-type latency struct {
-	p50, p99 time.Duration
-	n        int
-}
-
 // fetched are the fetch latencies: cold (no block cache), disk (the
 // file's pages dropped too) and warm (every block cached).
 type fetched struct {
-	cold, disk, warm latency
+	cold, disk, warm benchkit.Latency
 }
 
 // emptyLog is a WAL directory with nothing in it, as the store's Log: the
@@ -135,10 +130,10 @@ func fetchOne(s *segment.Store, id envelope.ID) error {
 
 // diskFetch times fetch on each id with the pages of every segment file
 // in dir dropped from the page cache first.
-func diskFetch(dir string, ids []envelope.ID, fetch func(envelope.ID) error) (latency, error) {
+func diskFetch(dir string, ids []envelope.ID, fetch func(envelope.ID) error) (benchkit.Latency, error) {
 	names, err := filepath.Glob(filepath.Join(dir, "*.seg"))
 	if err != nil {
-		return latency{}, err
+		return benchkit.Latency{}, err
 	}
 	var files []*os.File
 	defer func() {
@@ -149,7 +144,7 @@ func diskFetch(dir string, ids []envelope.ID, fetch func(envelope.ID) error) (la
 	for _, name := range names {
 		f, err := os.Open(name)
 		if err != nil {
-			return latency{}, err
+			return benchkit.Latency{}, err
 		}
 		files = append(files, f)
 	}
@@ -165,24 +160,19 @@ func diskFetch(dir string, ids []envelope.ID, fetch func(envelope.ID) error) (la
 }
 
 // timeEach times fn on every id, calling before (untimed) first.
-func timeEach(ids []envelope.ID, before func() error, fn func(envelope.ID) error) (latency, error) {
+func timeEach(ids []envelope.ID, before func() error, fn func(envelope.ID) error) (benchkit.Latency, error) {
 	d := make([]time.Duration, 0, len(ids))
 	for _, id := range ids {
 		if before != nil {
 			if err := before(); err != nil {
-				return latency{}, err
+				return benchkit.Latency{}, err
 			}
 		}
 		start := time.Now()
 		if err := fn(id); err != nil {
-			return latency{}, err
+			return benchkit.Latency{}, err
 		}
 		d = append(d, time.Since(start))
 	}
-	if len(d) == 0 {
-		return latency{}, nil
-	}
-	slices.Sort(d)
-	at := func(q float64) time.Duration { return d[min(len(d)-1, int(q*float64(len(d))))] }
-	return latency{p50: at(0.50), p99: at(0.99), n: len(d)}, nil
+	return benchkit.Percentiles(d), nil
 }

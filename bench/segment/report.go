@@ -43,7 +43,7 @@ func (r *report) markdown() string {
 	b.WriteString(r.machine.Header(r.command))
 	fmt.Fprintf(&b, "- %s\n", r.hooks)
 	fmt.Fprintf(&b, "- sealing: %d round(s), the median; %s of records in %d blocks, %d segment(s)\n", r.seal.rounds, mb(r.seal.raw), r.seal.blocks, r.seal.segments)
-	fmt.Fprintf(&b, "- fetch: Store.Fetch of %d random ids cold and warm, %d of them page-cache-cold\n", r.fetch.cold.n, r.fetch.disk.n)
+	fmt.Fprintf(&b, "- fetch: Store.Fetch of %d random ids cold and warm, %d of them page-cache-cold\n", r.fetch.cold.N, r.fetch.disk.N)
 	b.WriteString(benchkit.BusyNote(r.busy))
 	b.WriteString("\n")
 	t := benchkit.Table{Header: []string{"blocks", "compressor", "ratio", "seal MB/s (fsync)", "× 70 MB/s", "CPU at 70 MB/s", "fetch cold p50 / p99", "page-cache-cold p50 / p99", "warm p50 / p99"}, Left: map[int]bool{1: true}}
@@ -56,11 +56,11 @@ func (r *report) markdown() string {
 
 func mb(n int64) string { return fmt.Sprintf("%.1f MB", float64(n)/1e6) }
 
-func lat(l latency) string {
-	if l.n == 0 {
+func lat(l benchkit.Latency) string {
+	if l.N == 0 {
 		return "–"
 	}
-	return dur(l.p50) + " / " + dur(l.p99)
+	return dur(l.P50) + " / " + dur(l.P99)
 }
 
 func dur(d time.Duration) string {

@@ -83,6 +83,16 @@ func TestMedianKeepsOrder(t *testing.T) {
 	}
 }
 
+func TestPercentiles(t *testing.T) {
+	d := []time.Duration{5, 1, 4, 2, 3}
+	if got, want := Percentiles(d), (Latency{N: 5, P50: 3, P99: 5, Max: 5}); got != want || d[0] != 5 {
+		t.Errorf("Percentiles = %+v (input now %v), want %+v", got, d, want)
+	}
+	if got := Percentiles(nil); got != (Latency{}) {
+		t.Errorf("Percentiles(nil) = %+v", got)
+	}
+}
+
 func TestParentPID(t *testing.T) {
 	if got := ParentPID(os.Getpid()); got != os.Getppid() {
 		t.Errorf("ParentPID(self) = %d, want %d", got, os.Getppid())

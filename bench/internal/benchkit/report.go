@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -144,6 +145,25 @@ func Median(v []float64) float64 {
 		return s[n/2]
 	}
 	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// Latency is a sample of durations: its size and percentiles (of n sorted
+// values, quantile q is the one at index ⌊q·n⌋).
+type Latency struct {
+	N   int           `json:"n"`
+	P50 time.Duration `json:"p50_ns"`
+	P99 time.Duration `json:"p99_ns"`
+	Max time.Duration `json:"max_ns"`
+}
+
+// Percentiles is the Latency of d, which it leaves in its order.
+func Percentiles(d []time.Duration) Latency {
+	if len(d) == 0 {
+		return Latency{}
+	}
+	s := slices.Sorted(slices.Values(d))
+	at := func(q float64) time.Duration { return s[min(len(s)-1, int(q*float64(len(s))))] }
+	return Latency{N: len(s), P50: at(0.50), P99: at(0.99), Max: s[len(s)-1]}
 }
 
 // WriteReport writes a report's markdown to out and its figures, v, as
