@@ -119,16 +119,6 @@ func (r *nodeRun) anomalies() []string {
 	return out
 }
 
-// sleep waits d or until ctx is done.
-func sleep(ctx context.Context, d time.Duration) error {
-	select {
-	case <-time.After(d):
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
 // startWindow starts loadgen with args (a run of d after the warm-up)
 // against the run's node and waits out the warm-up: it returns loadgen
 // with the sample and loadgen's CPU seconds at the start of the measured
@@ -139,7 +129,7 @@ func (r *nodeRun) startWindow(ctx context.Context, args []string, d time.Duratio
 		r.finish()
 		return nil, sample{}, 0, err
 	}
-	if err := sleep(ctx, r.o.warmup); err != nil {
+	if err := benchkit.Sleep(ctx, r.o.warmup); err != nil {
 		l.Wait()
 		r.finish()
 		return nil, sample{}, 0, err

@@ -182,11 +182,9 @@ func (r *runResult) drive(ctx context.Context, o *options, s *server) error {
 	if err != nil {
 		return err
 	}
-	select {
-	case <-time.After(o.warmup):
-	case <-ctx.Done():
+	if err := benchkit.Sleep(ctx, o.warmup); err != nil {
 		l.Wait()
-		return ctx.Err()
+		return err
 	}
 	start, err := r.sample(s, pid)
 	if err != nil {

@@ -41,10 +41,8 @@ func (q Quiet) Settle(ctx context.Context, limit time.Duration) (bool, time.Dura
 			return false, 0, err
 		}
 		t0 := time.Now()
-		select {
-		case <-ctx.Done():
-			return false, time.Since(began), ctx.Err()
-		case <-time.After(500 * time.Millisecond):
+		if err := Sleep(ctx, 500*time.Millisecond); err != nil {
+			return false, time.Since(began), err
 		}
 		after, err := MachineBusy()
 		if err != nil {
@@ -62,12 +60,22 @@ func (q Quiet) Settle(ctx context.Context, limit time.Duration) (bool, time.Dura
 			said = true
 		}
 		if len(busy) > 0 {
-			select {
-			case <-ctx.Done():
-				return false, time.Since(began), ctx.Err()
-			case <-time.After(5 * time.Second):
+			if err := Sleep(ctx, 5*time.Second); err != nil {
+				return false, time.Since(began), err
 			}
 		}
+	}
+}
+
+// Sleep waits d or until ctx is done, and then returns ctx's error.
+func Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 
