@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"slices"
@@ -53,22 +52,10 @@ func measureSmall(ctx context.Context, o *options, rep *report) error {
 	if _, err := seed(n, o.small, min(o.tenants, o.small)); err != nil {
 		return err
 	}
-	if err := o.alone.Wait(ctx); err != nil {
+	if rep.smallBoot, err = n.boot(ctx, o, o.small+1); err != nil {
 		return err
 	}
-	ready, rss, err := n.boot(ctx)
-	if err != nil {
-		return err
-	}
-	rep.smallBoot = bootRun{Sources: o.small + 1, Ready: ready, RSS: rss}
-	fmt.Printf("booted with %d sources in %s, RSS %d MiB\n", o.small+1, ready.Round(time.Millisecond), rss>>20)
-	if err := o.alone.Wait(ctx); err != nil {
-		return err
-	}
-	var probs []string
-	rep.loadSmall, probs, err = load(ctx, o, n, o.small+1)
-	rep.failures = append(rep.failures, probs...)
-	if err != nil {
+	if rep.loadSmall, err = rep.load(ctx, o, n, o.small+1); err != nil {
 		return err
 	}
 	return n.stop()
@@ -93,28 +80,18 @@ func measureLarge(ctx context.Context, o *options, rep *report) error {
 				return err
 			}
 		}
-		if err := o.alone.Wait(ctx); err != nil {
-			return err
-		}
-		ready, rss, err := n.boot(ctx)
+		b, err := n.boot(ctx, o, o.sources+1)
 		if err != nil {
 			return err
 		}
-		rep.boots = append(rep.boots, bootRun{Sources: o.sources + 1, Ready: ready, RSS: rss})
-		fmt.Printf("booted with %d sources in %s, RSS %d MiB\n", o.sources+1, ready.Round(time.Millisecond), rss>>20)
+		rep.boots = append(rep.boots, b)
 	}
 	if o.heapProfile != "" {
 		if err := fetchProfile(n, "/debug/pprof/heap?gc=1", o.heapProfile, time.Minute); err != nil {
 			rep.failures = append(rep.failures, "the heap profile: "+err.Error())
 		}
 	}
-	if err := o.alone.Wait(ctx); err != nil {
-		return err
-	}
-	var probs []string
-	rep.loadLarge, probs, err = load(ctx, o, n, o.sources+1)
-	rep.failures = append(rep.failures, probs...)
-	if err != nil {
+	if rep.loadLarge, err = rep.load(ctx, o, n, o.sources+1); err != nil {
 		return err
 	}
 	existing := o.sources + 1
@@ -149,9 +126,14 @@ func measureLarge(ctx context.Context, o *options, rep *report) error {
 	return n.stop()
 }
 
-// load runs loadgen against the target source: 1 KiB GitHub payloads
-// signed as GitHub signs, -load-c connections, closed loop.
-func load(ctx context.Context, o *options, n *node, sources int) (loadRun, []string, error) {
+// load waits for a quiet machine and runs loadgen against the target
+// source of n, which holds sources sources: 1 KiB GitHub payloads signed
+// as GitHub signs, -load-c connections, closed loop. What went wrong in
+// the run is a failure of rep.
+func (rep *report) load(ctx context.Context, o *options, n *node, sources int) (loadRun, error) {
+	if err := o.alone.Wait(ctx); err != nil {
+		return loadRun{}, err
+	}
 	args := []string{
 		"-url", "http://" + n.Listen + "/webhooks/" + seedTargetTenant + "/" + seedTarget,
 		"-c", strconv.Itoa(o.loadC),
@@ -164,15 +146,15 @@ func load(ctx context.Context, o *options, n *node, sources int) (loadRun, []str
 	cpu0, _ := benchkit.CPUSeconds(n.Pid())
 	l, err := benchkit.StartLoadgen(ctx, o.bin, args, o.loadWarm+o.loadD)
 	if err != nil {
-		return loadRun{}, nil, err
+		return loadRun{}, err
 	}
 	r, _, exited, err := l.Wait()
 	if err != nil {
-		return loadRun{}, nil, err
+		return loadRun{}, err
 	}
 	cpu1, _ := benchkit.CPUSeconds(n.Pid())
-	probs := append(benchkit.LoadProblems(&r), exited...)
-	return loadRun{Sources: sources, Result: r, CPU: cpu1 - cpu0}, benchkit.Prefixed(fmt.Sprintf("loadgen with %d sources", sources), probs), nil
+	rep.failures = append(rep.failures, benchkit.Prefixed(fmt.Sprintf("loadgen with %d sources", sources), append(benchkit.LoadProblems(&r), exited...))...)
+	return loadRun{Sources: sources, Result: r, CPU: cpu1 - cpu0}, nil
 }
 
 // cpuProfile fetches the node's CPU profile over about d (the admin
@@ -182,30 +164,17 @@ func cpuProfile(n *node, path string, d time.Duration) error {
 	return fetchProfile(n, fmt.Sprintf("/debug/pprof/profile?seconds=%d", secs), path, d+30*time.Second)
 }
 
-// fetchProfile gets the admin listener's profile at uri into path.
+// fetchProfile gets the admin listener's profile at uri into path (the
+// profiles need the token's debug scope).
 func fetchProfile(n *node, uri, path string, timeout time.Duration) error {
-	c := &http.Client{Timeout: timeout}
-	req, err := http.NewRequest("GET", "http://"+n.Admin+uri, nil)
-	if err != nil {
-		return err
+	status, body, err := call(&http.Client{Timeout: timeout}, "GET", "http://"+n.Admin+uri, nil, "Authorization", "Bearer "+adminToken)
+	if err == nil && status != http.StatusOK {
+		err = fmt.Errorf("GET %s: %d %s", uri, status, benchkit.Tail(string(body)))
 	}
-	req.Header.Set("Authorization", "Bearer "+adminToken) // the profiles need the debug scope
-	resp, err := c.Do(req)
-	if err != nil {
-		return err
+	if err == nil {
+		if err = os.WriteFile(path, body, 0o644); err != nil {
+			err = fmt.Errorf("cannot write the profile %q: %w", path, err)
+		}
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(resp.Body)
-		return fmt.Errorf("GET %s: %s %s", uri, resp.Status, benchkit.Tail(string(b)))
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("cannot write the profile %q: %w", path, err)
-	}
-	if _, err := io.Copy(f, resp.Body); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return err
 }

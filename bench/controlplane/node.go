@@ -49,16 +49,23 @@ func (n *node) config() string {
 	return fmt.Sprintf(nodeConfig, n.Data(), n.Listen, n.Admin, hex.EncodeToString(sum[:]))
 }
 
-// boot starts the node and waits up to 5 minutes for /readyz 200; it
-// returns the time from the process's start to that answer and the RSS
-// then.
-func (n *node) boot(ctx context.Context) (time.Duration, int64, error) {
+// boot waits for a quiet machine, starts the node with sources stored and
+// waits up to 5 minutes for /readyz 200: the time from the process's
+// start to that answer, and the RSS then.
+func (n *node) boot(ctx context.Context, o *options, sources int) (bootRun, error) {
+	if err := o.alone.Wait(ctx); err != nil {
+		return bootRun{}, err
+	}
 	ready, err := n.Boot(ctx, n.config(), 5*time.Minute)
 	if err != nil {
-		return 0, 0, err
+		return bootRun{}, err
 	}
 	rss, err := benchkit.RSS(n.Pid())
-	return ready, int64(rss), err
+	if err != nil {
+		return bootRun{}, err
+	}
+	fmt.Printf("booted with %d sources in %s, RSS %d MiB\n", sources, ready.Round(time.Millisecond), int64(rss)>>20)
+	return bootRun{Sources: sources, Ready: ready, RSS: int64(rss)}, nil
 }
 
 // stop sends SIGTERM and waits for the drain (SIGKILL after 60 s).

@@ -1,10 +1,11 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -98,25 +99,16 @@ func seed(n *node, count, tenants int) (time.Duration, error) {
 // seedAll puts the count sources from 4 goroutines.
 func seedAll(p *source.Persistent, count, tenants int) error {
 	var next atomic.Int64
-	var wg sync.WaitGroup
 	errs := make([]error, 4)
-	for w := range errs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := int(next.Add(1) - 1); i < count; i = int(next.Add(1) - 1) {
-				if err := put(p, seedTenant(i, tenants), createBody(seedName(i))); err != nil {
-					errs[w] = err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return err
+	each(context.Background(), len(errs), func(w, _ int) bool {
+		i := int(next.Add(1) - 1)
+		if i < count {
+			errs[w] = put(p, seedTenant(i, tenants), createBody(seedName(i)))
 		}
+		return i < count && errs[w] == nil
+	})
+	if err := errors.Join(errs...); err != nil {
+		return err
 	}
 	if got := p.Snapshot().Len(); got != count+1 {
 		return fmt.Errorf("seeded %d sources, want %d", got, count+1)
