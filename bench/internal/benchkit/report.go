@@ -1,13 +1,15 @@
 // Package benchkit holds what the benchmark commands under bench/ share:
-// their main (Run), the markdown table and report lines, the machine a
-// run was made on, loadgen runs and their -json result
-// (tools/loadgen/result), server processes, the wait for a quiet machine,
+// their main (Run) and flags, the markdown table and report lines, the
+// machine a run was made on, loadgen runs and their -json result
+// (tools/loadgen/result), server processes (the appliance on a config,
+// the reference servers and their handler), the wait for a quiet machine,
 // and the CPU and memory figures Linux keeps in /proc. It measures
 // nothing itself.
 //
-// It imports of this module only internal/child, internal/hostinfo and
-// tools/loadgen/result, and only bench/ may import it (it is internal to
-// bench/): no product package depends on the benchmarks.
+// It imports of this module only envelope (the reference servers' ids),
+// internal/child, internal/hostinfo and tools/loadgen/result, and only
+// bench/ may import it (it is internal to bench/): no product package
+// depends on the benchmarks.
 package benchkit
 
 import (
