@@ -102,16 +102,8 @@ func TestParentPID(t *testing.T) {
 	}
 }
 
-func TestGroup(t *testing.T) {
-	for in, want := range map[string]string{"0": "0", "999": "999", "1000": "1,000", "123457": "123,457", "1234567": "1,234,567", "-4200": "-4,200", "-0": "-0"} {
-		if got := Group(in); got != want {
-			t.Errorf("Group(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 func TestThousands(t *testing.T) {
-	for in, want := range map[float64]string{0: "0", 999.4: "999", 1000: "1,000", 123456.7: "123,457", 1234567: "1,234,567", -4200: "-4,200"} {
+	for in, want := range map[float64]string{0: "0", 999.4: "999", 1000: "1,000", 123456.7: "123,457", 1234567: "1,234,567", -4200: "-4,200", -999: "-999", -0.2: "-0", 100000: "100,000"} {
 		if got := Thousands(in); got != want {
 			t.Errorf("Thousands(%v) = %q, want %q", in, got, want)
 		}

@@ -38,13 +38,9 @@ func DescribeMachine(tmp, note string) Machine {
 	}
 }
 
-// Platform is "commit C; nproc N, CPU model; Linux K".
-func (m Machine) Platform() string {
-	return fmt.Sprintf("commit %s; nproc %d, %s; Linux %s", m.Commit, m.NProc, m.CPUModel, m.Kernel)
-}
-
 // Header is a report's first lines: the command and the date, a blank
 // line, and an item saying where it ran.
 func (m Machine) Header(command string) string {
-	return fmt.Sprintf("%s, %s\n\n- %s; data directories under %s\n", command, m.Date, m.Platform(), m.DataDir)
+	return fmt.Sprintf("%s, %s\n\n- commit %s; nproc %d, %s; Linux %s; data directories under %s\n",
+		command, m.Date, m.Commit, m.NProc, m.CPUModel, m.Kernel, m.DataDir)
 }

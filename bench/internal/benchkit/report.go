@@ -21,7 +21,6 @@ import (
 	"os"
 	"os/signal"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -75,42 +74,17 @@ func (t *Table) String() string {
 	return b.String()
 }
 
-// Group puts a comma between each group of three digits of an integer
-// written in decimal ("-1234567" is "-1,234,567").
-func Group(s string) string {
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
+// Thousands formats v rounded to an integer with a comma between each
+// group of three digits ("-1,234,567").
+func Thousands(v float64) string {
+	digits, neg := strings.CutPrefix(strconv.FormatFloat(v, 'f', 0, 64), "-")
+	for i := len(digits) - 3; i > 0; i -= 3 {
+		digits = digits[:i] + "," + digits[i:]
 	}
 	if neg {
-		return "-" + b.String()
+		return "-" + digits
 	}
-	return b.String()
-}
-
-// Thousands formats v rounded to an integer with a comma between each
-// group of three digits.
-func Thousands(v float64) string {
-	return Group(strconv.FormatFloat(v, 'f', 0, 64))
-}
-
-// Result is a report's verdict: "Result: ok (ok)" when nothing failed,
-// else "Result: FAILED" and a line for each failure, ending in a newline.
-func Result(ok string, failures []string) string {
-	if len(failures) == 0 {
-		return "Result: ok (" + ok + ")"
-	}
-	var b strings.Builder
-	b.WriteString("Result: FAILED\n")
-	for _, f := range failures {
-		fmt.Fprintf(&b, "- %s\n", strings.ReplaceAll(f, "\n", "\n  "))
-	}
-	return b.String()
+	return digits
 }
 
 // RunTime is the "Run time: ..." line of a run that took wallSeconds,
@@ -119,10 +93,19 @@ func RunTime(wallSeconds float64) string {
 	return "Run time: " + time.Duration(wallSeconds*float64(time.Second)).Round(time.Second).String()
 }
 
-// Footer is the end of a report: its Result and, after a newline, its
-// RunTime line.
+// Footer is the end of a report: "Result: ok (ok)" when nothing failed,
+// else "Result: FAILED" and an item for each failure and a blank line;
+// then the RunTime line.
 func Footer(ok string, failures []string, wallSeconds float64) string {
-	return Result(ok, failures) + "\n" + RunTime(wallSeconds) + "\n"
+	if len(failures) == 0 {
+		return "Result: ok (" + ok + ")\n" + RunTime(wallSeconds) + "\n"
+	}
+	var b strings.Builder
+	b.WriteString("Result: FAILED\n")
+	for _, f := range failures {
+		fmt.Fprintf(&b, "- %s\n", strings.ReplaceAll(f, "\n", "\n  "))
+	}
+	return b.String() + "\n" + RunTime(wallSeconds) + "\n"
 }
 
 // Prefixed is each of ss after p and ": ".
@@ -140,8 +123,7 @@ func Median(v []float64) float64 {
 	if len(v) == 0 {
 		return 0
 	}
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
+	s := slices.Sorted(slices.Values(v))
 	n := len(s)
 	if n%2 == 1 {
 		return s[n/2]
@@ -252,11 +234,7 @@ func Parse(fs *flag.FlagSet, args []string) error {
 type Ints []int
 
 func (v *Ints) String() string {
-	s := make([]string, len(*v))
-	for i, n := range *v {
-		s[i] = strconv.Itoa(n)
-	}
-	return strings.Join(s, ",")
+	return strings.ReplaceAll(strings.Trim(fmt.Sprint([]int(*v)), "[]"), " ", ",")
 }
 
 func (v *Ints) Set(list string) error {
