@@ -60,12 +60,12 @@ func openRun(ctx context.Context, o *options, frac, gcrefMax float64) (*openResu
 	if err != nil {
 		return nil, err
 	}
-	r.t.tallied().swapHist()
+	r.t.tallied().latency() // the warm-up's, left out
 	if res.Load, err = r.wait(l, &res.outcome); err != nil {
 		return nil, err
 	}
 	b := r.s.take()
-	res.LatencyUS = histLatency(r.t.tallied().swapHist())
+	res.LatencyUS = r.t.tallied().latency()
 	res.figures(between(r.s.snapshot(), a, b), a, b)
 	res.CPU = shares(a, b, l.CPU()-clientA)
 	why := res.unbounded()

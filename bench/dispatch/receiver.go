@@ -11,6 +11,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/ankusa/ankusa/envelope"
+	"github.com/ankusa/ankusa/tools/loadgen/result"
 )
 
 // tally counts deliveries by event id (its seq: a bitset) and measures the
@@ -74,13 +75,14 @@ func (t *tally) counts() (unique, total, bad int64) {
 	return t.unique, t.total, t.bad
 }
 
-// swapHist returns the latencies so far and starts a new histogram.
-func (t *tally) swapHist() *hdrhistogram.Histogram {
+// latency is the distribution of the latencies recorded since the last
+// call, and starts a new one.
+func (t *tally) latency() result.Latency {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	h := t.hist
 	t.hist = newHist()
-	return h
+	return result.LatencyOf(h, h.Max())
 }
 
 func (t *tally) lastDelivery() time.Time {

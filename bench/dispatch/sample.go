@@ -5,9 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/ankusa/ankusa/bench/internal/benchkit"
-	"github.com/ankusa/ankusa/tools/loadgen/result"
 )
 
 // sampleEvery is the backlog sampling period.
@@ -171,16 +169,4 @@ func hitRate(a, b sample) float64 {
 		return 0
 	}
 	return float64(hits) / float64(hits+misses)
-}
-
-// histLatency is the distribution of a tally's delivery latencies.
-func histLatency(h *hdrhistogram.Histogram) result.Latency {
-	if h.TotalCount() == 0 {
-		return result.Latency{}
-	}
-	return result.Latency{
-		P50: h.ValueAtQuantile(50), P90: h.ValueAtQuantile(90),
-		P99: h.ValueAtQuantile(99), P999: h.ValueAtQuantile(99.9),
-		Max: h.Max(), Mean: h.Mean(),
-	}
 }
