@@ -41,7 +41,7 @@ func liveRun(ctx context.Context, o *options, kind string) (*liveResult, error) 
 	if err != nil {
 		return nil, err
 	}
-	r, err := startRun(ctx, o, t, "", "")
+	r, err := startRun(ctx, o, t)
 	if err != nil {
 		return nil, err
 	}

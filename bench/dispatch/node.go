@@ -42,25 +42,13 @@ sources:
 // source. gcref answers any path.
 const loadPath = "/webhooks/{tenant}/demo"
 
-// httpSink is the node's sink to the receiver at addr (the YAML flow
-// mapping); extra is more sink keys.
-func httpSink(addr, extra string) string {
-	return fmt.Sprintf(`{id: recv, type: http, url: "http://%s/in/{tenant_id}", secret: "%s", allow_private: true%s}`, addr, sinkSecret, extra)
-}
-
-// amqpSink publishes to exchange on the broker at url.
-func amqpSink(url, exchange, extra string) string {
-	return fmt.Sprintf(`{id: mq, type: rabbitmq, url: %q, exchange: %q, routing_key: "bench.{tenant_id}"%s}`, url, exchange, extra)
-}
-
 // node is a started `ankusa serve` on a data directory of its own.
 type node struct{ *benchkit.Node }
 
-// startNode starts a node delivering to sink; segment is extra config (a
-// "segment: {...}" line) or "".
-func startNode(ctx context.Context, o *options, sink, segment string) (*node, error) {
+// startNode starts a node delivering to sink (a YAML flow mapping).
+func startNode(ctx context.Context, o *options, sink string) (*node, error) {
 	n, err := benchkit.StartNode(ctx, o.bin, o.tmp, func(n *benchkit.Node) string {
-		return fmt.Sprintf(nodeConfig, n.Data(), n.Listen, n.Admin, sink) + segment
+		return fmt.Sprintf(nodeConfig, n.Data(), n.Listen, n.Admin, sink)
 	})
 	return &node{n}, err
 }

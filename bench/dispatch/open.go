@@ -49,7 +49,7 @@ func openRun(ctx context.Context, o *options, frac, gcrefMax float64) (*openResu
 	if err != nil {
 		return nil, err
 	}
-	r, err := startRun(ctx, o, t, "", "")
+	r, err := startRun(ctx, o, t)
 	if err != nil {
 		return nil, err
 	}

@@ -64,7 +64,9 @@ func openBroker(url string) (*broker, error) {
 	return b, nil
 }
 
-func (b *broker) sink(extra string) string { return amqpSink(b.url, b.exchange, extra) }
+func (b *broker) sink() string {
+	return fmt.Sprintf(`{id: mq, type: rabbitmq, url: %q, exchange: %q, routing_key: "bench.{tenant_id}"}`, b.url, b.exchange)
+}
 
 func (b *broker) tallied() *tally { return b.tally }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -19,14 +20,13 @@ import (
 // timestamp (the commit loop's clock, the moment before the 201): the
 // latency has millisecond resolution and reads about 0.5 ms high.
 type tally struct {
-	mu      sync.Mutex
-	seen    []uint64 // bit seq: delivered at least once
-	unique  int64
-	total   int64
-	bad     int64 // deliveries without a parsable event id
-	hist    *hdrhistogram.Histogram
-	last    time.Time    // last first delivery
-	counter atomic.Int64 // unique, readable without the lock
+	mu     sync.Mutex
+	seen   []uint64     // bit seq: delivered at least once
+	unique atomic.Int64 // hooks delivered at least once, read without the lock
+	total  int64
+	bad    int64 // deliveries without a parsable event id
+	hist   *hdrhistogram.Histogram
+	last   time.Time // last first delivery
 }
 
 func newTally() *tally {
@@ -58,21 +58,17 @@ func (t *tally) record(id []byte, now time.Time) {
 		return
 	}
 	t.seen[w] |= bit
-	t.unique++
-	t.counter.Store(t.unique)
+	t.unique.Add(1)
 	t.last = now
 	lat := now.UnixMicro() - int64(eid.Millis())*1000
 	_ = t.hist.RecordValue(max(1, lat))
 }
 
-// uniqueCount is the number of hooks delivered at least once.
-func (t *tally) uniqueCount() int64 { return t.counter.Load() }
-
 // counts returns unique, every delivery, and deliveries without an id.
 func (t *tally) counts() (unique, total, bad int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.unique, t.total, t.bad
+	return t.unique.Load(), t.total, t.bad
 }
 
 // latency is the distribution of the latencies recorded since the last
@@ -118,7 +114,9 @@ func (r *receiver) handle(ctx *fasthttp.RequestCtx) {
 	ctx.SetStatusCode(fasthttp.StatusNoContent)
 }
 
-func (r *receiver) sink(extra string) string { return httpSink(r.addr, extra) }
+func (r *receiver) sink() string {
+	return fmt.Sprintf(`{id: recv, type: http, url: "http://%s/in/{tenant_id}", secret: "%s", allow_private: true}`, r.addr, sinkSecret)
+}
 
 func (r *receiver) tallied() *tally { return r.tally }
 

@@ -15,7 +15,7 @@ import (
 // target is where the node delivers, the receiver (HTTP) or the broker
 // (RabbitMQ), and the tally of what arrived.
 type target interface {
-	sink(extra string) string // the node's sink to it; extra is more sink keys
+	sink() string // the node's sink to it, a YAML flow mapping
 	tallied() *tally
 	close() error
 }
@@ -40,10 +40,9 @@ type nodeRun struct {
 	errors map[string]int // the node's error log lines by message
 }
 
-// startRun starts a node delivering to t (which it closes on an error);
-// extra is more sink keys, segment more config.
-func startRun(ctx context.Context, o *options, t target, extra, segment string) (*nodeRun, error) {
-	n, err := startNode(ctx, o, t.sink(extra), segment)
+// startRun starts a node delivering to t (which it closes on an error).
+func startRun(ctx context.Context, o *options, t target) (*nodeRun, error) {
+	n, err := startNode(ctx, o, t.sink())
 	if err != nil {
 		t.close()
 		return nil, err
@@ -53,12 +52,11 @@ func startRun(ctx context.Context, o *options, t target, extra, segment string) 
 	return r, nil
 }
 
-// endSampling stops the sampler and returns every sample of the run.
-func (r *nodeRun) endSampling() []sample {
+// endSampling stops the sampler and keeps every sample of the run.
+func (r *nodeRun) endSampling() {
 	if r.series == nil {
 		r.series = r.s.end()
 	}
-	return r.series
 }
 
 // finish stops sampling, the node and the target; what went wrong is
@@ -81,7 +79,7 @@ func (r *nodeRun) finish() []string {
 // first delivery and whether everything arrived.
 func (r *nodeRun) waitDelivered(ctx context.Context, want int64, limit time.Duration) (time.Time, bool) {
 	deadline := time.Now().Add(limit)
-	for r.t.tallied().uniqueCount() < want {
+	for r.t.tallied().unique.Load() < want {
 		if time.Now().After(deadline) || !r.n.Alive() || ctx.Err() != nil {
 			return r.t.tallied().lastDelivery(), false
 		}

@@ -70,7 +70,7 @@ func (s *sampler) take() sample {
 	p.selfCPU = cpuSeconds(os.Getpid())
 	p.busy, _ = benchkit.MachineBusy()
 	err := s.n.metrics(&p)
-	p.Delivered = s.t.uniqueCount()
+	p.Delivered = s.t.unique.Load()
 	if err != nil {
 		p.err = err
 		return p
