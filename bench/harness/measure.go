@@ -117,12 +117,11 @@ func measureUndisturbed(ctx context.Context, o *options, name string, round, con
 // be made; what went wrong inside a made run is in Problems.
 func measure(ctx context.Context, o *options, name string, round, conns int, rate float64) (*runResult, error) {
 	r := &runResult{Server: name, Mode: "closed", Round: round, Conns: conns, Rate: rate}
-	began := time.Now()
-	quiet, err := settle(ctx, o.settle)
+	quiet, waited, err := benchkit.Quiet{CPU: quietCPU}.Settle(ctx, o.settle)
 	if err != nil {
 		return nil, err
 	}
-	r.SettleS, r.Quiet = time.Since(began).Seconds(), quiet
+	r.SettleS, r.Quiet = waited.Seconds(), quiet
 	s, err := startServer(ctx, o, name)
 	if err != nil {
 		return nil, err
@@ -137,23 +136,16 @@ func measure(ctx context.Context, o *options, name string, round, conns int, rat
 	if err != nil {
 		return nil, err
 	}
-	r.check()
+	r.Problems = append(r.Problems, benchkit.LoadProblems(&r.Load)...)
 	fmt.Fprintf(os.Stderr, "harness: round %d, %s loop, %d connections, %-7s %9.0f req/s  p99 %s  cpu %3.0f%%  %s\n",
 		round, r.Mode, conns, r.Server, r.Load.ThroughputRPS, ms(float64(r.Load.LatencyUs.P99)), r.CPUPercent, strings.Join(r.Problems, "; "))
 	return r, nil
 }
 
-// quietCPU is how busy the machine may be, in percent of one core, for
-// settle to call it quiet.
+// quietCPU is how busy the machine may be, in percent of one core over
+// half a second, for a run to start: other work on a shared machine would
+// be measured as the servers' slowness.
 const quietCPU = 20
-
-// settle waits up to limit for the machine to be quiet over half a second
-// (other work on a shared machine would be measured as the servers'
-// slowness) and reports whether it was.
-func settle(ctx context.Context, limit time.Duration) (bool, error) {
-	quiet, _, err := benchkit.Quiet{CPU: quietCPU}.Settle(ctx, limit)
-	return quiet, err
-}
 
 // loadArgs is the loadgen command line of one run: the same for every
 // server but the URL. rate 0 is closed loop.
@@ -247,10 +239,4 @@ func (r *runResult) sample(s *server, pid int) (sample, error) {
 		}
 	}
 	return p, nil
-}
-
-// check records every answer but 201, every failed request and an empty
-// run as problems.
-func (r *runResult) check() {
-	r.Problems = append(r.Problems, benchkit.LoadProblems(&r.Load)...)
 }

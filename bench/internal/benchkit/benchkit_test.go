@@ -12,9 +12,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ankusa/ankusa/tools/loadgen/result"
 )
 
 func TestParseStatCPU(t *testing.T) {
@@ -237,6 +240,26 @@ func TestLoadgen(t *testing.T) {
 	}
 	if _, err := StartLoadgen(context.Background(), t.TempDir(), nil, time.Minute); err == nil {
 		t.Error("StartLoadgen without a loadgen: no error")
+	}
+}
+
+// TestLoadProblems: every answer but 201 (sorted by code), every failed
+// request and an empty run are problems.
+func TestLoadProblems(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		load result.Summary
+		want []string
+	}{
+		{"clean", result.Summary{Status: map[string]int64{"201": 10}}, nil},
+		{"503", result.Summary{Status: map[string]int64{"201": 10, "503": 2}}, []string{"2 answers 503"}},
+		{"errors", result.Summary{Status: map[string]int64{"201": 10}, Errors: 3, ErrorKinds: map[string]int64{"timeout": 3}}, []string{`3 failed requests {"timeout":3}`}},
+		{"empty", result.Summary{}, []string{"no 201 answers"}},
+		{"sorted", result.Summary{Status: map[string]int64{"503": 1, "201": 10, "429": 2}}, []string{"2 answers 429", "1 answers 503"}},
+	} {
+		if got := LoadProblems(&tc.load); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: problems %q, want %q", tc.name, got, tc.want)
+		}
 	}
 }
 
