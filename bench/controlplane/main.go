@@ -26,10 +26,8 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/ankusa/ankusa/bench/internal/benchkit"
@@ -49,17 +47,7 @@ type options struct {
 	alone                  benchkit.Alone // -settle
 }
 
-func main() {
-	o, err := parseFlags(os.Args[1:])
-	os.Exit(benchkit.Run("bench-controlplane", err, func(ctx context.Context, started time.Time) (benchkit.Published, error) {
-		rep, err := measure(ctx, o)
-		if err != nil {
-			return benchkit.Published{}, err
-		}
-		rep.wall = time.Since(started)
-		return benchkit.Published{Markdown: "\n" + rep.markdown(), Out: o.out, JSONOut: o.jsonOut, Figures: rep.figures(), Failures: rep.failures}, nil
-	}))
-}
+func main() { benchkit.Main("bench-controlplane", parseFlags, measure) }
 
 func parseFlags(args []string) (*options, error) {
 	fs := flag.NewFlagSet("bench-controlplane", flag.ContinueOnError)

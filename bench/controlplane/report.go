@@ -83,6 +83,11 @@ func (r *report) check() {
 	}
 }
 
+func (r *report) Publish(wall time.Duration) benchkit.Published {
+	r.wall = wall
+	return benchkit.Published{Markdown: "\n" + r.markdown(), Out: r.o.out, JSONOut: r.o.jsonOut, Figures: r.figures(), Failures: r.failures}
+}
+
 // markdown renders the report; the same text is printed and written to
 // -out.
 func (r *report) markdown() string {

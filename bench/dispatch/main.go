@@ -37,10 +37,8 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -71,17 +69,7 @@ type options struct {
 	drainLimit  time.Duration
 }
 
-func main() {
-	o, err := parseFlags(os.Args[1:])
-	os.Exit(benchkit.Run("bench-dispatch", err, func(ctx context.Context, started time.Time) (benchkit.Published, error) {
-		rep, err := measureAll(ctx, o)
-		if err != nil {
-			return benchkit.Published{}, err
-		}
-		rep.WallSeconds = time.Since(started).Seconds()
-		return benchkit.Published{Markdown: rep.markdown(), Out: o.out, JSONOut: o.jsonOut, Figures: rep, Failures: rep.Failures}, nil
-	}))
-}
+func main() { benchkit.Main("bench-dispatch", parseFlags, measureAll) }
 
 func parseFlags(args []string) (*options, error) {
 	fs := flag.NewFlagSet("bench-dispatch", flag.ContinueOnError)

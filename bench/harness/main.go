@@ -17,10 +17,8 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/ankusa/ankusa/bench/internal/benchkit"
@@ -44,18 +42,7 @@ type options struct {
 	redo      int
 }
 
-func main() {
-	o, err := parseFlags(os.Args[1:])
-	os.Exit(benchkit.Run("harness", err, func(ctx context.Context, started time.Time) (benchkit.Published, error) {
-		res, err := measureAll(ctx, o)
-		if err != nil {
-			return benchkit.Published{}, err
-		}
-		res.WallSeconds = time.Since(started).Seconds()
-		res.judge(o)
-		return benchkit.Published{Markdown: res.markdown(o), Out: o.out, JSONOut: o.jsonOut, Figures: res, Failures: res.Failures}, nil
-	}))
-}
+func main() { benchkit.Main("harness", parseFlags, measureAll) }
 
 func parseFlags(args []string) (*options, error) {
 	fs := flag.NewFlagSet("harness", flag.ContinueOnError)

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/ankusa/ankusa/bench/internal/benchkit"
 )
@@ -26,6 +27,7 @@ type results struct {
 	Notes       []string         `json:"notes,omitempty"`
 	Failures    []string         `json:"failures"`
 	WallSeconds float64          `json:"wall_seconds"`
+	o           *options
 }
 
 // unpinned is said in every report: the load generator and the servers run
@@ -75,7 +77,14 @@ func newResults(o *options) *results {
 		Warmup:   o.warmup.String(),
 		MinRatio: o.minRatio,
 		Failures: []string{},
+		o:        o,
 	}
+}
+
+func (res *results) Publish(wall time.Duration) benchkit.Published {
+	res.WallSeconds = wall.Seconds()
+	res.judge(res.o)
+	return benchkit.Published{Markdown: res.markdown(res.o), Out: res.o.out, JSONOut: res.o.jsonOut, Figures: res, Failures: res.Failures}
 }
 
 func (res *results) runs(mode, server string, conns int) []*runResult {

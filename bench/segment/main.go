@@ -52,17 +52,7 @@ type options struct {
 	alone       benchkit.Alone // -settle
 }
 
-func main() {
-	o, err := parseFlags(os.Args[1:])
-	os.Exit(benchkit.Run("bench-segment", err, func(ctx context.Context, started time.Time) (benchkit.Published, error) {
-		rep, err := measure(ctx, o)
-		if err != nil {
-			return benchkit.Published{}, err
-		}
-		rep.wall = time.Since(started)
-		return benchkit.Published{Markdown: "\n" + rep.markdown(), Out: o.out}, nil
-	}))
-}
+func main() { benchkit.Main("bench-segment", parseFlags, measure) }
 
 func parseFlags(args []string) (*options, error) {
 	fs := flag.NewFlagSet("bench-segment", flag.ContinueOnError)

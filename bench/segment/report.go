@@ -23,17 +23,24 @@ type report struct {
 	fetch   fetched
 	busy    int // measurements started on a busy machine
 	wall    time.Duration
+	out     string // -out
 }
 
 func newReport(o *options, h *hooks) *report {
 	n := int64(len(h.envs))
 	return &report{
 		machine: benchkit.DescribeMachine(o.tmp, ""),
+		out:     o.out,
 		command: "make bench-segment (" + strings.Join(os.Args, " ") + ")",
 		hooks: fmt.Sprintf("%d hooks of tools/loadgen's payloads (-kind %s -size %s, each with its own token, signed), over %d tenants: bodies %.1f MB (mean %d B); "+
 			"as envelope records %.1f MB (mean %d B, headers and envelope fields included)",
 			n, o.kind, o.sizes, hookTenants, float64(h.bodies)/1e6, h.bodies/n, float64(h.raw)/1e6, h.raw/n),
 	}
+}
+
+func (r *report) Publish(wall time.Duration) benchkit.Published {
+	r.wall = wall
+	return benchkit.Published{Markdown: "\n" + r.markdown(), Out: r.out}
 }
 
 // markdown renders the report; the same text is printed and written to

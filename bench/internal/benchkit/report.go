@@ -1,5 +1,5 @@
 // Package benchkit holds what the benchmark commands under bench/ share:
-// their main (Run) and flags, the markdown table and report lines, the
+// their main (Main) and flags, the markdown table and report lines, the
 // machine a run was made on, loadgen runs and their -json result
 // (tools/loadgen/result), server processes (the appliance on a config,
 // the reference servers and their handler), the wait for a quiet machine,
@@ -170,40 +170,49 @@ func WriteReport(out, jsonOut, md string, v any) error {
 	return nil
 }
 
-// Published is what a bench command's measurement made: the report's
-// markdown, its figures, its failures, and the files to write them to.
+// Published is a bench command's report: its markdown, its figures, its
+// failures, and the files to write them to.
 type Published struct {
 	Markdown, Out, JSONOut string
 	Figures                any
 	Failures               []string
 }
 
-// Run is a bench command's main: usage is its flags' error, if any (exit
-// 2). It measures under a context that SIGINT and SIGTERM cancel (exit 1
-// when it could not), prints the report, writes it to Out and its figures
-// as JSON to JSONOut (see WriteReport), and returns the exit code: 1 when
-// they cannot be written or the report has failures, else 0.
-func Run(prog string, usage error, measure func(ctx context.Context, started time.Time) (Published, error)) int {
-	if usage != nil {
-		fmt.Fprintln(os.Stderr, prog+":", usage)
-		return 2
+// Report is a bench command's finished measurement.
+type Report interface {
+	// Publish is the report of a run that took wall.
+	Publish(wall time.Duration) Published
+}
+
+// Main is a bench command's main: parse reads its command line (an error
+// exits 2), measure runs under a context that SIGINT and SIGTERM cancel
+// (an error exits 1), and its report is printed and written to Out, its
+// figures as JSON to JSONOut (see WriteReport). It exits 1 when they
+// cannot be written or the report has failures, else 0.
+func Main[O any, R Report](prog string, parse func(args []string) (O, error), measure func(context.Context, O) (R, error)) {
+	fail := func(code int, err error) {
+		fmt.Fprintln(os.Stderr, prog+":", err)
+		os.Exit(code)
+	}
+	o, err := parse(os.Args[1:])
+	if err != nil {
+		fail(2, err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	p, err := measure(ctx, time.Now())
+	began := time.Now()
+	r, err := measure(ctx, o)
+	stop()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, prog+":", err)
-		return 1
+		fail(1, err)
 	}
+	p := r.Publish(time.Since(began))
 	fmt.Print(p.Markdown)
 	if err := WriteReport(p.Out, p.JSONOut, p.Markdown, p.Figures); err != nil {
-		fmt.Fprintln(os.Stderr, prog+":", err)
-		return 1
+		fail(1, err)
 	}
 	if len(p.Failures) > 0 {
-		return 1
+		os.Exit(1)
 	}
-	return 0
 }
 
 // Unset runs each function of defaults whose flag was not given on fs's
