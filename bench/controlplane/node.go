@@ -4,11 +4,18 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/ankusa/ankusa/bench/internal/benchkit"
+	"github.com/ankusa/ankusa/config"
+	"github.com/ankusa/ankusa/meta"
+	"github.com/ankusa/ankusa/source"
 )
 
 // adminToken is the bench's admin bearer token; the config holds its
@@ -79,4 +86,118 @@ func (n *node) remove() { _ = n.Shut(60 * time.Second) }
 var client = &http.Client{
 	Timeout:   30 * time.Second,
 	Transport: &http.Transport{MaxIdleConns: 512, MaxIdleConnsPerHost: 256, IdleConnTimeout: time.Minute},
+}
+
+// seedTarget is the stored source loadgen posts to: tenant t00000,
+// verified as GitHub signs (loadgen -sign github), no sinks (a hook
+// costs dispatch nothing but its seq), so that the request path is what
+// is measured.
+const (
+	seedTarget       = "loadgen-target"
+	seedTargetTenant = "t00000"
+	seedTargetSecret = "bench-github-secret"
+)
+
+// seedName is the name of seeded source i, and seedTenant its tenant.
+func seedName(i int) string            { return fmt.Sprintf("s%06d", i) }
+func seedTenant(i, tenants int) string { return fmt.Sprintf("t%05d", i%tenants) }
+
+// createBody is the admin API's body of a source named name (and the
+// document seeded in-process): a generic HMAC verifier (X-Sig, hex
+// HMAC-SHA256 of the body, no prefix) and one HTTP sink nobody listens
+// on, whose hooks wait as pending deliveries.
+func createBody(name string) string {
+	return fmt.Sprintf(`{"name": %q, "verify": {"type": "hmac", "header": "X-Sig", "secret": %q}, "sinks": [{"type": "http", "url": "http://127.0.0.1:9/in", "allow_private": true}]}`, name, hookSecret(name))
+}
+
+// hookSecret is the verifier secret of the source named name.
+func hookSecret(name string) string { return "secret-" + name }
+
+// noSyncBackend is source.MetaBackend but for its writes' durability:
+// the seeding's writes need not each wait for a log sync, and the store
+// closes (and syncs) before the node opens it.
+type noSyncBackend struct{ source.MetaBackend }
+
+func (b noSyncBackend) Commit(ops []source.Op, audit meta.AuditRow) error {
+	batch := b.Store.NewBatch()
+	defer batch.Close()
+	for _, op := range ops {
+		switch op.Kind {
+		case source.PutSource:
+			batch.PutSource(op.Tenant, op.Name, op.Record)
+		case source.PutRoute:
+			batch.PutRoute(op.Tenant, op.Name, op.Record)
+		default:
+			return fmt.Errorf("BUG: the seeding writes no op of kind %d", op.Kind)
+		}
+	}
+	if err := batch.AddAudit(audit); err != nil {
+		return err
+	}
+	return batch.Commit(meta.NoSync)
+}
+
+// seed stores n sources over tenants tenants (and the loadgen target) in
+// the node's meta store, through source.Persistent: the records and audit
+// rows an admin create writes. The node must not be running.
+func seed(n *node, count, tenants int) (time.Duration, error) {
+	began := time.Now()
+	if err := os.MkdirAll(n.Data(), 0o755); err != nil {
+		return 0, err
+	}
+	cfg, err := config.Load([]byte(n.config()), config.ValidateOptions{})
+	if err != nil {
+		return 0, fmt.Errorf("cannot load the node's config: %w", err)
+	}
+	ms, err := meta.Open(meta.Options{Dir: filepath.Join(n.Data(), "meta")})
+	if err != nil {
+		return 0, err
+	}
+	p, _, err := source.OpenPersistent(source.PersistentOptions{
+		Config:  cfg,
+		Context: config.SourceContext{Resolver: cfg.RouteResolver.Type, WALType: cfg.WAL.Type, DedupeScope: cfg.Dedupe.Scope},
+		Backend: noSyncBackend{source.MetaBackend{Store: ms}},
+	})
+	if err == nil {
+		err = put(p, seedTargetTenant, fmt.Sprintf(`{"name": %q, "verify": {"type": "github", "secret": %q}}`, seedTarget, seedTargetSecret))
+	}
+	if err == nil {
+		err = seedAll(p, count, tenants)
+	}
+	if cerr := ms.Close(); err == nil {
+		err = cerr
+	}
+	return time.Since(began), err
+}
+
+// seedAll puts the count sources from 4 goroutines.
+func seedAll(p *source.Persistent, count, tenants int) error {
+	var next atomic.Int64
+	errs := make([]error, 4)
+	each(context.Background(), len(errs), func(w, _ int) bool {
+		i := int(next.Add(1) - 1)
+		if i < count {
+			errs[w] = put(p, seedTenant(i, tenants), createBody(seedName(i)))
+		}
+		return i < count && errs[w] == nil
+	})
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if got := p.Snapshot().Len(); got != count+1 {
+		return fmt.Errorf("seeded %d sources, want %d", got, count+1)
+	}
+	return nil
+}
+
+func put(p *source.Persistent, tenant, body string) error {
+	doc, probs := config.ParseSourceDoc([]byte(body))
+	if len(probs) > 0 {
+		return fmt.Errorf("BUG: the seed document %s: %v", body, probs)
+	}
+	_, err := p.PutSource(source.SourceWrite{Tenant: tenant, Create: true, Doc: doc, Audit: meta.AuditRow{Principal: "bench-seed", Action: "source.create"}})
+	if err != nil {
+		return fmt.Errorf("cannot seed source %q of tenant %q: %w", doc.Name, tenant, err)
+	}
+	return nil
 }

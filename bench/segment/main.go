@@ -30,10 +30,8 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/ankusa/ankusa/bench/internal/benchkit"
@@ -77,29 +75,4 @@ func parseFlags(args []string) (*options, error) {
 		return nil, fmt.Errorf("-n %d -rounds %d -fetches %d -disk-fetches %d: want at least 1 of each (0 disk fetches allowed)", o.hooks, o.rounds, o.fetches, o.diskFetches)
 	}
 	return o, nil
-}
-
-// measure seals the hooks -rounds times and fetches from the last
-// round's segments.
-func measure(ctx context.Context, o *options) (*report, error) {
-	dir, err := os.MkdirTemp(o.tmp, "bench-segment-")
-	if err != nil {
-		return nil, fmt.Errorf("cannot create a directory for the segments (set -tmp): %w", err)
-	}
-	defer os.RemoveAll(dir)
-	h, err := makeHooks(o.hooks, o.kind, o.sizes)
-	if err != nil {
-		return nil, err
-	}
-	rep := newReport(o, h)
-	fmt.Println(rep.hooks)
-	last, err := sealRounds(ctx, o, h, dir, &rep.seal)
-	if err == nil {
-		err = o.alone.Wait(ctx)
-	}
-	if err == nil {
-		rep.fetch, err = storeFetch(last, sampleIDs(h, o.fetches), o.diskFetches)
-	}
-	rep.busy = o.alone.Busy
-	return rep, err
 }
