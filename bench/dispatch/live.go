@@ -37,11 +37,7 @@ type liveResult struct {
 }
 
 func liveRun(ctx context.Context, o *options, kind string) (*liveResult, error) {
-	t, err := startTarget(o, kind)
-	if err != nil {
-		return nil, err
-	}
-	r, err := startRun(ctx, o, t)
+	r, err := startRun(ctx, o, kind)
 	if err != nil {
 		return nil, err
 	}

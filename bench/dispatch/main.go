@@ -47,26 +47,12 @@ import (
 
 // options are the command's flags.
 type options struct {
-	bin         string
-	tmp         string
-	out         string
-	jsonOut     string
-	quick       bool
-	conns       int
-	tenants     int
-	duration    time.Duration
-	warmup      time.Duration
-	gcrefRounds int
-	openD       time.Duration
-	openFrac    float64
-	maxFrac     float64
-	openSteps   int
-	amqpURL     string
-	skipAMQP    bool
-	only        map[string]bool
-	settle      time.Duration
-	redo        int
-	drainLimit  time.Duration
+	bin, tmp, out, jsonOut, amqpURL              string
+	quick, skipAMQP                              bool
+	conns, tenants, gcrefRounds, openSteps, redo int
+	duration, warmup, openD, settle, drainLimit  time.Duration
+	openFrac, maxFrac                            float64
+	only                                         map[string]bool
 }
 
 func main() { benchkit.Main("bench-dispatch", parseFlags, measureAll) }

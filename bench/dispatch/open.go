@@ -45,11 +45,7 @@ const (
 // openRun runs loadgen open loop at frac of gcref's maximum with every
 // stage running and judges whether the delivery backlog stayed bounded.
 func openRun(ctx context.Context, o *options, frac, gcrefMax float64) (*openResult, error) {
-	t, err := startReceiver()
-	if err != nil {
-		return nil, err
-	}
-	r, err := startRun(ctx, o, t)
+	r, err := startRun(ctx, o, targetHTTP)
 	if err != nil {
 		return nil, err
 	}

@@ -122,8 +122,18 @@ type nodeRun struct {
 	errors map[string]int // the node's error log lines by message
 }
 
-// startRun starts a node delivering to t (which it closes on an error).
-func startRun(ctx context.Context, o *options, t target) (*nodeRun, error) {
+// startRun starts a target of kind and a node delivering to it.
+func startRun(ctx context.Context, o *options, kind string) (*nodeRun, error) {
+	var t target
+	var err error
+	if kind == targetAMQP {
+		t, err = openBroker(o.amqpURL)
+	} else {
+		t, err = startReceiver()
+	}
+	if err != nil {
+		return nil, err
+	}
 	n, err := startNode(ctx, o, t.sink())
 	if err != nil {
 		t.close()

@@ -27,14 +27,6 @@ type target interface {
 	close() error
 }
 
-// startTarget starts a healthy target of kind.
-func startTarget(o *options, kind string) (target, error) {
-	if kind == targetAMQP {
-		return openBroker(o.amqpURL)
-	}
-	return startReceiver()
-}
-
 // tally counts deliveries by event id (its seq: a bitset) and measures the
 // time from the hook's commit to its delivery, from the id's millisecond
 // timestamp (the commit loop's clock, the moment before the 201): the

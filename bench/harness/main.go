@@ -26,20 +26,12 @@ import (
 
 // options are the harness's flags.
 type options struct {
-	bin       string
-	rounds    int
-	conns     []int
-	duration  time.Duration
-	warmup    time.Duration
-	openFrac  float64
-	openConns int
-	minRatio  float64
-	quick     bool
-	out       string
-	jsonOut   string
-	tmp       string
-	settle    time.Duration
-	redo      int
+	bin, out, jsonOut, tmp   string
+	rounds, openConns, redo  int
+	conns                    []int
+	duration, warmup, settle time.Duration
+	openFrac, minRatio       float64
+	quick                    bool
 }
 
 func main() { benchkit.Main("harness", parseFlags, measureAll) }

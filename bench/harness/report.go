@@ -236,7 +236,8 @@ func (res *results) markdown(o *options) string {
 
 	t := benchkit.Table{Header: []string{"conns", "server", "req/s", "req/s min–max", "p50", "p99", "p99.9", "CPU", "client CPU", "RSS", "hooks/fsync", "fdatasync"}, Left: map[int]bool{1: true}}
 	for _, s := range res.Summary {
-		t.Add(append(append([]string{fmt.Sprint(s.Conns), s.Server}, closedCells(s)...), fmt.Sprintf("%.0f MiB", s.RSS), hooks(s), fsyncAvg(s))...)
+		t.Add(fmt.Sprint(s.Conns), s.Server, benchkit.Thousands(s.RPS), benchkit.Thousands(s.RPSMin)+"–"+benchkit.Thousands(s.RPSMax),
+			ms(s.P50), ms(s.P99), ms(s.P999), fmt.Sprintf("%.0f%%", s.CPU), fmt.Sprintf("%.0f%%", s.ClientCPU), fmt.Sprintf("%.0f MiB", s.RSS), hooks(s), fsyncAvg(s))
 	}
 	b.WriteString(t.String())
 	b.WriteString("\n")
@@ -256,14 +257,6 @@ func (res *results) markdown(o *options) string {
 		b.WriteString(t.String())
 		fmt.Fprintf(&b, "\nankusa p99 / gcref p99 at the same rate: %.2f\n", res.OpenP99)
 	}
-	b.WriteString(res.closing())
-	return b.String()
-}
-
-// closing is the end of a report: a blank line, the notes, the guard if
-// any, the result and the run time.
-func (res *results) closing() string {
-	var b strings.Builder
 	b.WriteString("\n")
 	for _, n := range res.Notes {
 		fmt.Fprintf(&b, "Note: %s.\n", n)
@@ -273,13 +266,6 @@ func (res *results) closing() string {
 	}
 	b.WriteString(benchkit.Footer("every request answered 201", res.Failures, res.WallSeconds))
 	return b.String()
-}
-
-// closedCells are the closed-loop figures of a row: req/s, its range, the
-// latencies, the server's and the client's CPU.
-func closedCells(s summary) []string {
-	return []string{benchkit.Thousands(s.RPS), benchkit.Thousands(s.RPSMin) + "–" + benchkit.Thousands(s.RPSMax),
-		ms(s.P50), ms(s.P99), ms(s.P999), fmt.Sprintf("%.0f%%", s.CPU), fmt.Sprintf("%.0f%%", s.ClientCPU)}
 }
 
 func hooks(s summary) string {

@@ -39,15 +39,10 @@ import (
 )
 
 type options struct {
-	tmp         string
-	out         string
-	hooks       int
-	kind        string
-	sizes       payload.SizeMix
-	rounds      int
-	fetches     int
-	diskFetches int
-	alone       benchkit.Alone // -settle
+	tmp, out, kind                      string
+	hooks, rounds, fetches, diskFetches int
+	sizes                               payload.SizeMix
+	alone                               benchkit.Alone // -settle
 }
 
 func main() { benchkit.Main("bench-segment", parseFlags, measure) }
