@@ -96,7 +96,7 @@ func (res *openResult) figures(window []sample, a, b sample) {
 			tailPending = append(tailPending, p.Pending)
 		}
 	}
-	res.BacklogFinal = medianInt(tailPending)
+	res.BacklogFinal = int64(benchkit.Median(tailPending))
 	res.Slope = slope(window)
 	res.Bound = boundFactor * res.Rate * float64(max(res.LatencyUS.P50, 1000)) / 1e6
 }
@@ -170,14 +170,6 @@ func (rep *report) openSearch(ctx context.Context, o *options) error {
 		}
 	}
 	return nil
-}
-
-func medianInt(v []int64) int64 {
-	f := make([]float64, len(v))
-	for i, x := range v {
-		f[i] = float64(x)
-	}
-	return int64(benchkit.Median(f))
 }
 
 func round2(f float64) float64 {

@@ -79,6 +79,12 @@ func TestMedian(t *testing.T) {
 	}
 }
 
+func TestMedianInt(t *testing.T) {
+	if got := Median([]int64{7, 1, 4, 2}); got != 3 {
+		t.Errorf("Median of int64s = %v, want 3", got)
+	}
+}
+
 func TestMedianKeepsOrder(t *testing.T) {
 	v := []float64{3, 1, 2}
 	if Median(v) != 2 || v[0] != 3 || v[1] != 1 || v[2] != 2 {

@@ -122,16 +122,16 @@ func Prefixed(p string, ss []string) []string {
 
 // Median is the median of v (the mean of the middle two for an even
 // count), 0 for none.
-func Median(v []float64) float64 {
+func Median[T int64 | float64](v []T) float64 {
 	if len(v) == 0 {
 		return 0
 	}
 	s := slices.Sorted(slices.Values(v))
 	n := len(s)
 	if n%2 == 1 {
-		return s[n/2]
+		return float64(s[n/2])
 	}
-	return (s[n/2-1] + s[n/2]) / 2
+	return (float64(s[n/2-1]) + float64(s[n/2])) / 2
 }
 
 // Latency is a sample of durations: its size and percentiles (of n sorted
