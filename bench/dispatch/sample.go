@@ -29,7 +29,6 @@ type sample struct {
 	nodeCPU   float64 // CPU seconds so far
 	selfCPU   float64
 	busy      float64 // the machine's busy CPU seconds so far
-	err       error
 }
 
 // sampler samples the node's /metrics and the target's tally every
@@ -72,8 +71,7 @@ func (s *sampler) take() sample {
 	err := s.n.metrics(&p)
 	p.Delivered = s.t.unique.Load()
 	if err != nil {
-		p.err = err
-		return p
+		return p // not kept: the node did not answer
 	}
 	s.mu.Lock()
 	s.all = append(s.all, p)
@@ -92,9 +90,7 @@ func (s *sampler) snapshot() []sample {
 func (s *sampler) end() []sample {
 	close(s.stop)
 	<-s.done
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]sample(nil), s.all...)
+	return s.snapshot()
 }
 
 // cpuSeconds is a process's user plus system CPU time so far, 0 where

@@ -103,7 +103,6 @@ func (t *tally) lastDelivery() time.Time {
 // delivery and counts them in its tally.
 type receiver struct {
 	addr  string
-	ln    net.Listener
 	srv   *fasthttp.Server
 	tally *tally
 }
@@ -113,7 +112,7 @@ func startReceiver() (*receiver, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &receiver{addr: ln.Addr().String(), ln: ln, tally: newTally()}
+	r := &receiver{addr: ln.Addr().String(), tally: newTally()}
 	r.srv = &fasthttp.Server{Handler: r.handle, Name: "bench-receiver", ReadTimeout: time.Minute, IdleTimeout: time.Minute}
 	go func() { _ = r.srv.Serve(ln) }()
 	return r, nil
@@ -145,13 +144,11 @@ func (r *receiver) close() error {
 // minutes after its last consumer, should the run die first).
 type broker struct {
 	conn     *amqp.Connection
-	ch       *amqp.Channel
 	url      string
 	exchange string
 	queue    string
 	key      string
 	tally    *tally
-	done     chan struct{}
 }
 
 // openBroker declares a topic exchange and a durable queue bound to every
@@ -167,7 +164,7 @@ func openBroker(url string) (*broker, error) {
 		return nil, err
 	}
 	prefix := fmt.Sprintf("ankusa-bench-dispatch-%d-%08x", os.Getpid(), rand.Uint32())
-	b := &broker{conn: conn, ch: ch, url: url, exchange: prefix + "-x", queue: prefix + "-q", key: "bench.#", tally: newTally(), done: make(chan struct{})}
+	b := &broker{conn: conn, url: url, exchange: prefix + "-x", queue: prefix + "-q", key: "bench.#", tally: newTally()}
 	if err := ch.ExchangeDeclare(b.exchange, "topic", false, false, false, false, nil); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("cannot declare exchange %s: %w", b.exchange, err)
@@ -202,7 +199,6 @@ func (b *broker) tallied() *tally { return b.tally }
 // consume counts every message by its message id (the event id) and acks
 // them in groups.
 func (b *broker) consume(msgs <-chan amqp.Delivery) {
-	defer close(b.done)
 	n := 0
 	for m := range msgs {
 		b.tally.record([]byte(m.MessageId), time.Now())
