@@ -269,46 +269,44 @@ func TestLoadProblems(t *testing.T) {
 	}
 }
 
-func TestProc(t *testing.T) {
-	p, err := StartProc("sleeper", exec.Command("sleep", "30"))
-	if err != nil {
-		t.Fatal(err)
-	}
+func TestServerStart(t *testing.T) {
+	s := &Server{Name: "sleeper"}
 	tries := 0
-	err = p.WaitReady(context.Background(), 5*time.Second, func() error {
+	took, err := s.Start(context.Background(), exec.Command("sleep", "30"), 5*time.Second, func() error {
 		if tries++; tries < 3 {
 			return errors.New("not yet")
 		}
 		return nil
 	})
-	if err != nil || !p.Alive() || p.Pid() <= 0 {
-		t.Fatalf("WaitReady: %v, alive %v", err, p.Alive())
+	if err != nil || !s.Alive() || s.Pid() <= 0 || took < 10*time.Millisecond {
+		t.Fatalf("Start: %v after %s, alive %v", err, took, s.Alive())
 	}
 	// sleep dies of SIGTERM: not a clean exit.
-	if err := p.Stop(5 * time.Second); err == nil || !strings.Contains(err.Error(), "sleeper exited with") {
+	if err := s.Stop(5 * time.Second); err == nil || !strings.Contains(err.Error(), "sleeper exited with") {
 		t.Errorf("Stop: %v", err)
 	}
-	if p.Alive() || p.WaitErr() == nil {
+	if s.Alive() || s.WaitErr() == nil {
 		t.Error("stopped process still alive or exited 0")
 	}
 
-	p, err = StartProc("quitter", exec.Command("sh", "-c", "echo bye; exit 3"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = p.WaitReady(context.Background(), 5*time.Second, func() error { return errors.New("never") })
+	s = &Server{Name: "quitter"}
+	_, err = s.Start(context.Background(), exec.Command("sh", "-c", "echo bye; exit 3"), 5*time.Second, func() error { return errors.New("never") })
 	if err == nil || !strings.Contains(err.Error(), "quitter exited before it was ready") || !strings.Contains(err.Error(), "bye") {
-		t.Errorf("WaitReady of an exited process: %v", err)
+		t.Errorf("Start of a process that exits: %v", err)
 	}
 
-	p, err = StartProc("slow", exec.Command("sleep", "30"))
-	if err != nil {
-		t.Fatal(err)
+	s = &Server{Name: "slow"}
+	_, err = s.Start(context.Background(), exec.Command("sleep", "30"), 100*time.Millisecond, func() error { return errors.New("never") })
+	if err == nil || !strings.Contains(err.Error(), "slow not ready after 100ms: never") || s.Alive() {
+		t.Errorf("Start timeout: %v, alive %v", err, s.Alive())
 	}
-	defer p.Stop(time.Second)
-	err = p.WaitReady(context.Background(), 100*time.Millisecond, func() error { return errors.New("never") })
-	if err == nil || !strings.Contains(err.Error(), "slow not ready after 100ms: never") {
-		t.Errorf("WaitReady timeout: %v", err)
+
+	s = &Server{Name: "missing"}
+	if _, err := s.Start(context.Background(), exec.Command(filepath.Join(t.TempDir(), "missing")), time.Second, nil); err == nil || !strings.Contains(err.Error(), "make bench-build") {
+		t.Errorf("Start of a missing binary: %v", err)
+	}
+	if err := s.Shut(time.Second); err != nil {
+		t.Errorf("Shut of a server that never started: %v", err)
 	}
 }
 

@@ -16,92 +16,6 @@ import (
 	"github.com/ankusa/ankusa/internal/child"
 )
 
-// Proc is a started server process; its output is kept.
-type Proc struct {
-	Name    string
-	Cmd     *exec.Cmd
-	out     child.Buffer
-	exited  chan struct{}
-	waitErr error
-}
-
-// StartProc starts cmd, its stdout and stderr kept in Output, and waits
-// for it in the background. The error is exec's, for the caller to say
-// how to build the binary.
-func StartProc(name string, cmd *exec.Cmd) (*Proc, error) {
-	p := &Proc{Name: name, Cmd: cmd, exited: make(chan struct{})}
-	cmd.Stdout = &p.out
-	cmd.Stderr = &p.out
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	go func() { p.waitErr = cmd.Wait(); close(p.exited) }()
-	return p, nil
-}
-
-// Pid is the process's id.
-func (p *Proc) Pid() int { return p.Cmd.Process.Pid }
-
-// Output is the process's stdout and stderr so far.
-func (p *Proc) Output() string { return p.out.String() }
-
-// WaitErr is how the process exited, once it has.
-func (p *Proc) WaitErr() error {
-	<-p.exited
-	return p.waitErr
-}
-
-// Alive reports whether the process is still running.
-func (p *Proc) Alive() bool {
-	select {
-	case <-p.exited:
-		return false
-	default:
-		return true
-	}
-}
-
-// WaitReady polls ready every 5 ms (a boot time is measured to that)
-// until it succeeds, the process exits, ctx is done or timeout has passed.
-func (p *Proc) WaitReady(ctx context.Context, timeout time.Duration, ready func() error) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		err := ready()
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-p.exited:
-			return fmt.Errorf("%s exited before it was ready: %v\n%s", p.Name, p.waitErr, Tail(p.Output()))
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(5 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s not ready after %s: %v\n%s", p.Name, timeout, err, Tail(p.Output()))
-		}
-	}
-}
-
-// Stop sends SIGTERM and waits for the process to exit, with SIGKILL
-// after grace; it returns an error unless the process exited 0.
-func (p *Proc) Stop(grace time.Duration) error {
-	if p.Alive() {
-		_ = p.Cmd.Process.Signal(syscall.SIGTERM)
-	}
-	select {
-	case <-p.exited:
-		if p.waitErr != nil {
-			return fmt.Errorf("%s exited with %v after SIGTERM\n%s", p.Name, p.waitErr, Tail(p.Output()))
-		}
-		return nil
-	case <-time.After(grace):
-		_ = p.Cmd.Process.Kill()
-		<-p.exited
-		return fmt.Errorf("%s did not stop within %s of SIGTERM", p.Name, grace)
-	}
-}
-
 // GetOK gets url with c and wants 200 OK.
 func GetOK(c *http.Client, url string) error {
 	resp, err := c.Get(url)
@@ -158,12 +72,16 @@ func Metrics(c *http.Client, url string, each func(name string, value float64)) 
 }
 
 // Server is a server's data directory and the loopback addresses it
-// listens on, free a moment before; Proc is its process once started.
+// listens on, free a moment before, and once started its process, whose
+// stdout and stderr it keeps.
 type Server struct {
-	*Proc
-	Name  string
-	Dir   string
-	Addrs []string
+	Name    string
+	Dir     string
+	Addrs   []string
+	Cmd     *exec.Cmd
+	out     *child.Buffer
+	exited  chan struct{}
+	waitErr error
 }
 
 // NewServer creates a data directory under tmp ("": the system temp dir)
@@ -185,28 +103,86 @@ func NewServer(name, tmp string, ports int) (*Server, error) {
 	return s, nil
 }
 
-// Start starts cmd and waits up to timeout until ready answers (see
-// Proc.WaitReady): it returns the time from the start to that answer. On
-// an error the process is stopped.
+// Start starts cmd and polls ready every 5 ms (a boot time is measured to
+// that) until it answers, the process exits, ctx is done or timeout has
+// passed: it returns the time from the start to that answer. On an error
+// the process is stopped.
 func (s *Server) Start(ctx context.Context, cmd *exec.Cmd, timeout time.Duration, ready func() error) (time.Duration, error) {
+	out, exited := &child.Buffer{}, make(chan struct{})
+	cmd.Stdout, cmd.Stderr = out, out
 	began := time.Now()
-	p, err := StartProc(s.Name, cmd)
-	if err != nil {
+	if err := cmd.Start(); err != nil {
 		return 0, fmt.Errorf("cannot start %s (build it with make bench-build): %w", s.Name, err)
 	}
-	s.Proc = p
-	if err := p.WaitReady(ctx, timeout, ready); err != nil {
-		p.Stop(10 * time.Second)
+	s.Cmd, s.out, s.exited = cmd, out, exited
+	go func() { s.waitErr = cmd.Wait(); close(exited) }()
+	for {
+		err := ready()
+		if err == nil {
+			return time.Since(began), nil
+		}
+		select {
+		case <-exited:
+			return 0, fmt.Errorf("%s exited before it was ready: %v\n%s", s.Name, s.waitErr, Tail(s.Output()))
+		case <-ctx.Done():
+			err = ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+			if time.Since(began) < timeout {
+				continue
+			}
+			err = fmt.Errorf("%s not ready after %s: %v\n%s", s.Name, timeout, err, Tail(s.Output()))
+		}
+		s.Stop(10 * time.Second)
 		return 0, err
 	}
-	return time.Since(began), nil
 }
 
-// Shut stops the server if it was started (SIGTERM, SIGKILL after grace),
-// removes its data directory, and returns an error unless it exited 0.
+// Pid is the process's id.
+func (s *Server) Pid() int { return s.Cmd.Process.Pid }
+
+// Output is the process's stdout and stderr so far.
+func (s *Server) Output() string { return s.out.String() }
+
+// WaitErr is how the process exited, once it has.
+func (s *Server) WaitErr() error {
+	<-s.exited
+	return s.waitErr
+}
+
+// Alive reports whether the process is still running.
+func (s *Server) Alive() bool {
+	select {
+	case <-s.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// Stop sends SIGTERM and waits for the process to exit, with SIGKILL
+// after grace; it returns an error unless the process exited 0.
+func (s *Server) Stop(grace time.Duration) error {
+	if s.Alive() {
+		_ = s.Cmd.Process.Signal(syscall.SIGTERM)
+	}
+	select {
+	case <-s.exited:
+		if s.waitErr != nil {
+			return fmt.Errorf("%s exited with %v after SIGTERM\n%s", s.Name, s.waitErr, Tail(s.Output()))
+		}
+		return nil
+	case <-time.After(grace):
+		_ = s.Cmd.Process.Kill()
+		<-s.exited
+		return fmt.Errorf("%s did not stop within %s of SIGTERM", s.Name, grace)
+	}
+}
+
+// Shut stops the server if it was started (see Stop), removes its data
+// directory, and returns an error unless it exited 0.
 func (s *Server) Shut(grace time.Duration) error {
 	var err error
-	if s.Proc != nil {
+	if s.Cmd != nil {
 		err = s.Stop(grace)
 	}
 	os.RemoveAll(s.Dir)
