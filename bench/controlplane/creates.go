@@ -49,6 +49,9 @@ func creates(ctx context.Context, n *node, clients, tenants int, d time.Duration
 	began := time.Now()
 	end := began.Add(d)
 	each(ctx, clients, func(w, i int) bool {
+		if !time.Now().Before(end) {
+			return false
+		}
 		t0 := time.Now()
 		err := createSource(n, fmt.Sprintf("t%05d", rand.IntN(tenants)), fmt.Sprintf("c%d-%d-%d", clients, w, i))
 		took := time.Since(t0)
@@ -62,7 +65,7 @@ func creates(ctx context.Context, n *node, clients, tenants int, d time.Duration
 		} else {
 			lat = append(lat, took)
 		}
-		return time.Now().Before(end)
+		return true
 	})
 	run.Seconds = time.Since(began).Seconds()
 	run.Created = len(lat)
