@@ -26,12 +26,8 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/ankusa/ankusa/bench/internal/benchkit"
@@ -48,26 +44,15 @@ type options struct {
 	serve, serveClients    int
 	loadD, loadWarm        time.Duration
 	loadC                  int
-	settle                 time.Duration
-	busy                   int // measurements started on a busy machine
+	alone                  benchkit.Alone // -settle
 }
 
-func main() {
-	o, err := parseFlags(os.Args[1:])
-	os.Exit(benchkit.Run("bench-controlplane", err, func(ctx context.Context, started time.Time) (benchkit.Published, error) {
-		rep, err := measure(ctx, o)
-		if err != nil {
-			return benchkit.Published{}, err
-		}
-		rep.wall = time.Since(started)
-		return benchkit.Published{Markdown: "\n" + rep.markdown(), Out: o.out, JSONOut: o.jsonOut, Figures: rep.figures(), Failures: rep.failures}, nil
-	}))
-}
+func main() { benchkit.Main("bench-controlplane", parseFlags, measure) }
 
 func parseFlags(args []string) (*options, error) {
 	fs := flag.NewFlagSet("bench-controlplane", flag.ContinueOnError)
-	o := &options{}
-	clients := fs.String("clients", "1,16,64", "concurrent admin clients of the creates/s runs")
+	o := &options{clients: []int{1, 16, 64}}
+	fs.Var((*benchkit.Ints)(&o.clients), "clients", "concurrent admin clients of the creates/s runs, comma-separated")
 	fs.StringVar(&o.bin, "bin", "bin", "directory of the built ankusa and loadgen (make bench-build)")
 	fs.StringVar(&o.tmp, "tmp", "", "parent of the data directories (default: the system temp dir)")
 	fs.StringVar(&o.out, "out", "bin/bench-controlplane.md", "markdown report")
@@ -84,41 +69,13 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.loadD, "load-d", 10*time.Second, "loadgen's measured duration on each node")
 	fs.DurationVar(&o.loadWarm, "load-warmup", 2*time.Second, "loadgen's warm-up")
 	fs.IntVar(&o.loadC, "load-c", 64, "loadgen's connections")
-	fs.DurationVar(&o.settle, "settle", 2*time.Minute, "before each measurement, wait up to this long for a quiet machine")
-	if err := fs.Parse(args); err != nil {
+	fs.DurationVar(&o.alone.Limit, "settle", 2*time.Minute, "before each measurement, wait up to this long for a quiet machine")
+	if err := benchkit.Parse(fs, args); err != nil {
 		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
-	for _, f := range strings.Split(*clients, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 {
-			return nil, fmt.Errorf("-clients %q: want a comma-separated list of counts of at least 1", *clients)
-		}
-		o.clients = append(o.clients, n)
 	}
 	if o.sources < 1 || o.tenants < 1 || o.tenants > o.sources || o.small < 1 || o.boots < 1 || o.serve < 1 || o.serveClients < 1 || o.loadC < 1 {
 		return nil, fmt.Errorf("-sources %d -tenants %d -small %d -boots %d -serve %d -serve-clients %d -load-c %d: want at least 1 of each, and no more tenants than sources",
 			o.sources, o.tenants, o.small, o.boots, o.serve, o.serveClients, o.loadC)
 	}
 	return o, nil
-}
-
-// quiet waits up to -settle for a quiet machine, and counts a measurement
-// that starts on a busy one.
-func quiet(ctx context.Context, o *options) error {
-	q := benchkit.Quiet{
-		CPU:    40, // of one core: 80% of two idle
-		Others: benchkit.Others(benchkit.Benchmarks),
-		Waiting: func(cpu float64, busy []string) {
-			fmt.Printf("waiting for a quiet machine (CPU %.0f%% of a core; running: %v)...\n", cpu, busy)
-		},
-	}
-	ok, _, err := q.Settle(ctx, o.settle)
-	if err == nil && !ok {
-		o.busy++
-		fmt.Printf("the machine is still busy after %s; measuring anyway\n", o.settle)
-	}
-	return err
 }

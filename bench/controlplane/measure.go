@@ -3,13 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/ankusa/ankusa/bench/internal/benchkit"
+	"github.com/ankusa/ankusa/tools/loadgen/result"
 )
 
 // bootRun is one boot of a node with its sources stored.
@@ -17,6 +18,14 @@ type bootRun struct {
 	Sources int           `json:"sources"`
 	Ready   time.Duration `json:"start_to_readyz_ns"`
 	RSS     int64         `json:"rss_bytes"`
+}
+
+// loadRun is loadgen's closed-loop run against the seeded target source
+// of a node with Sources sources.
+type loadRun struct {
+	Sources int            `json:"sources"`
+	Result  result.Summary `json:"loadgen"`
+	CPU     float64        `json:"node_cpu_s"`
 }
 
 // measure makes the small node's measurements, then the large one's.
@@ -28,14 +37,14 @@ func measure(ctx context.Context, o *options) (*report, error) {
 	if err := measureLarge(ctx, o, rep); err != nil {
 		return nil, err
 	}
-	rep.busy = o.busy
+	rep.busy = o.alone.Busy
 	rep.check()
 	return rep, nil
 }
 
 // measureSmall boots a node with -small sources and runs loadgen on it.
 func measureSmall(ctx context.Context, o *options, rep *report) error {
-	n, err := newNode(o, "small")
+	n, err := newNode(o)
 	if err != nil {
 		return err
 	}
@@ -43,22 +52,10 @@ func measureSmall(ctx context.Context, o *options, rep *report) error {
 	if _, err := seed(n, o.small, min(o.tenants, o.small)); err != nil {
 		return err
 	}
-	if err := quiet(ctx, o); err != nil {
+	if rep.smallBoot, err = n.boot(ctx, o, o.small+1); err != nil {
 		return err
 	}
-	ready, rss, err := n.boot(ctx)
-	if err != nil {
-		return err
-	}
-	rep.smallBoot = bootRun{Sources: o.small + 1, Ready: ready, RSS: rss}
-	fmt.Printf("booted with %d sources in %s, RSS %d MiB\n", o.small+1, ready.Round(time.Millisecond), rss>>20)
-	if err := quiet(ctx, o); err != nil {
-		return err
-	}
-	var probs []string
-	rep.loadSmall, probs, err = load(ctx, o, n, o.small+1)
-	rep.failures = append(rep.failures, probs...)
-	if err != nil {
+	if rep.loadSmall, err = rep.load(ctx, o, n, o.small+1); err != nil {
 		return err
 	}
 	return n.stop()
@@ -67,7 +64,7 @@ func measureSmall(ctx context.Context, o *options, rep *report) error {
 // measureLarge seeds -sources, boots -boots times, runs loadgen, the
 // creates/s runs and the write-to-serve run.
 func measureLarge(ctx context.Context, o *options, rep *report) error {
-	n, err := newNode(o, "large")
+	n, err := newNode(o)
 	if err != nil {
 		return err
 	}
@@ -83,34 +80,24 @@ func measureLarge(ctx context.Context, o *options, rep *report) error {
 				return err
 			}
 		}
-		if err := quiet(ctx, o); err != nil {
-			return err
-		}
-		ready, rss, err := n.boot(ctx)
+		b, err := n.boot(ctx, o, o.sources+1)
 		if err != nil {
 			return err
 		}
-		rep.boots = append(rep.boots, bootRun{Sources: o.sources + 1, Ready: ready, RSS: rss})
-		fmt.Printf("booted with %d sources in %s, RSS %d MiB\n", o.sources+1, ready.Round(time.Millisecond), rss>>20)
+		rep.boots = append(rep.boots, b)
 	}
 	if o.heapProfile != "" {
 		if err := fetchProfile(n, "/debug/pprof/heap?gc=1", o.heapProfile, time.Minute); err != nil {
 			rep.failures = append(rep.failures, "the heap profile: "+err.Error())
 		}
 	}
-	if err := quiet(ctx, o); err != nil {
-		return err
-	}
-	var probs []string
-	rep.loadLarge, probs, err = load(ctx, o, n, o.sources+1)
-	rep.failures = append(rep.failures, probs...)
-	if err != nil {
+	if rep.loadLarge, err = rep.load(ctx, o, n, o.sources+1); err != nil {
 		return err
 	}
 	existing := o.sources + 1
 	busiest := slices.Max(o.clients)
 	for _, c := range o.clients {
-		if err := quiet(ctx, o); err != nil {
+		if err := o.alone.Wait(ctx); err != nil {
 			return err
 		}
 		var prof chan error
@@ -130,13 +117,44 @@ func measureLarge(ctx context.Context, o *options, rep *report) error {
 		rep.creates = append(rep.creates, run)
 		fmt.Printf("%d clients: %d creates in %.1fs, %.0f/s, p50 %s p99 %s, %d refused\n", c, run.Created, run.Seconds, run.PerSecond, run.Latency.P50, run.Latency.P99, run.Refused)
 	}
-	if err := quiet(ctx, o); err != nil {
+	if err := o.alone.Wait(ctx); err != nil {
 		return err
 	}
 	rep.serve = writeToServe(ctx, n, o.serve, o.serveClients, o.tenants)
 	rep.serveExisting = existing
 	fmt.Printf("write-to-serve: %d creates, %d not 201 at once, p50 %s p99 %s\n", rep.serve.Creates, rep.serve.NotServed, rep.serve.Latency.P50, rep.serve.Latency.P99)
 	return n.stop()
+}
+
+// load waits for a quiet machine and runs loadgen against the target
+// source of n, which holds sources sources: 1 KiB GitHub payloads signed
+// as GitHub signs, -load-c connections, closed loop. What went wrong in
+// the run is a failure of rep.
+func (rep *report) load(ctx context.Context, o *options, n *node, sources int) (loadRun, error) {
+	if err := o.alone.Wait(ctx); err != nil {
+		return loadRun{}, err
+	}
+	args := []string{
+		"-url", "http://" + n.Listen + "/webhooks/" + seedTargetTenant + "/" + seedTarget,
+		"-c", strconv.Itoa(o.loadC),
+		"-d", o.loadD.String(),
+		"-warmup", o.loadWarm.String(),
+		"-size", "1KiB", "-kind", "github",
+		"-sign", "github", "-secret", seedTargetSecret,
+		"-json",
+	}
+	cpu0, _ := benchkit.CPUSeconds(n.Pid())
+	l, err := benchkit.StartLoadgen(ctx, o.bin, args, o.loadWarm+o.loadD)
+	if err != nil {
+		return loadRun{}, err
+	}
+	r, _, exited, err := l.Wait()
+	if err != nil {
+		return loadRun{}, err
+	}
+	cpu1, _ := benchkit.CPUSeconds(n.Pid())
+	rep.failures = append(rep.failures, benchkit.Prefixed(fmt.Sprintf("loadgen with %d sources", sources), append(benchkit.LoadProblems(&r), exited...))...)
+	return loadRun{Sources: sources, Result: r, CPU: cpu1 - cpu0}, nil
 }
 
 // cpuProfile fetches the node's CPU profile over about d (the admin
@@ -146,30 +164,17 @@ func cpuProfile(n *node, path string, d time.Duration) error {
 	return fetchProfile(n, fmt.Sprintf("/debug/pprof/profile?seconds=%d", secs), path, d+30*time.Second)
 }
 
-// fetchProfile gets the admin listener's profile at uri into path.
+// fetchProfile gets the admin listener's profile at uri into path (the
+// profiles need the token's debug scope).
 func fetchProfile(n *node, uri, path string, timeout time.Duration) error {
-	c := &http.Client{Timeout: timeout}
-	req, err := http.NewRequest("GET", "http://"+n.admin+uri, nil)
-	if err != nil {
-		return err
+	status, body, err := call(&http.Client{Timeout: timeout}, "GET", "http://"+n.Admin+uri, nil, "Authorization", "Bearer "+adminToken)
+	if err == nil && status != http.StatusOK {
+		err = fmt.Errorf("GET %s: %d %s", uri, status, benchkit.Tail(string(body)))
 	}
-	req.Header.Set("Authorization", "Bearer "+adminToken) // the profiles need the debug scope
-	resp, err := c.Do(req)
-	if err != nil {
-		return err
+	if err == nil {
+		if err = os.WriteFile(path, body, 0o644); err != nil {
+			err = fmt.Errorf("cannot write the profile %q: %w", path, err)
+		}
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(resp.Body)
-		return fmt.Errorf("GET %s: %s %s", uri, resp.Status, benchkit.Tail(string(b)))
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("cannot write the profile %q: %w", path, err)
-	}
-	if _, err := io.Copy(f, resp.Body); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return err
 }

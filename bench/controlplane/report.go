@@ -83,6 +83,11 @@ func (r *report) check() {
 	}
 }
 
+func (r *report) Publish(wall time.Duration) benchkit.Published {
+	r.wall = wall
+	return benchkit.Published{Markdown: "\n" + r.markdown(), Out: r.o.out, JSONOut: r.o.jsonOut, Figures: r.figures(), Failures: r.failures}
+}
+
 // markdown renders the report; the same text is printed and written to
 // -out.
 func (r *report) markdown() string {
@@ -90,9 +95,7 @@ func (r *report) markdown() string {
 	b.WriteString(r.machine.Header(r.command))
 	fmt.Fprintf(&b, "- persistent source store, tenantpath resolver; %s sources stored over %s tenants (each a generic HMAC verifier and one HTTP sink), seeded in-process through source.Persistent in %s\n",
 		benchkit.Thousands(float64(r.o.sources)), benchkit.Thousands(float64(r.o.tenants)), r.seed.Round(time.Millisecond))
-	if r.busy > 0 {
-		fmt.Fprintf(&b, "- **%d measurements started while the machine stayed busy with other work: their speeds and latencies are not reliable**\n", r.busy)
-	}
+	b.WriteString(benchkit.BusyNote(r.busy))
 	b.WriteString("\nBoot (process start to the admin listener's /readyz 200) and the RSS then:\n\n")
 	b.WriteString(r.bootTable())
 	fmt.Fprintf(&b, "\nThe request path: loadgen -c %d -d %s -kind github -size 1KiB -sign github, closed loop, to one stored source:\n\n", r.o.loadC, r.o.loadD)

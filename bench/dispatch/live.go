@@ -37,17 +37,13 @@ type liveResult struct {
 }
 
 func liveRun(ctx context.Context, o *options, kind string) (*liveResult, error) {
-	t, err := startTarget(o, kind)
-	if err != nil {
-		return nil, err
-	}
-	r, err := startRun(ctx, o, t, "", "")
+	r, err := startRun(ctx, o, kind)
 	if err != nil {
 		return nil, err
 	}
 	res := &liveResult{Target: kind}
-	args := closedArgs(o, r.n.listen, o.duration, o.warmup)
-	res.Command = commandLine(args, r.n.listen)
+	args := closedArgs(o, r.n.Listen, o.duration, o.warmup)
+	res.Command = commandLine(args, r.n.Listen)
 	l, a, clientA, err := r.startWindow(ctx, args, o.duration)
 	if err != nil {
 		return nil, err
@@ -56,12 +52,12 @@ func liveRun(ctx context.Context, o *options, kind string) (*liveResult, error) 
 		return nil, err
 	}
 	b := r.s.take()
-	res.problem(prefixed("live "+kind, benchkit.LoadProblems(&res.Load))...)
+	res.problem(benchkit.Prefixed("live "+kind, benchkit.LoadProblems(&res.Load))...)
 	last, ok := r.waitDelivered(ctx, b.Records, o.drainLimit)
 	final := r.s.take()
 	r.endSampling()
 	unique, total, bad := r.t.tallied().counts()
-	res.LatencyUS = histLatency(r.t.tallied().swapHist())
+	res.LatencyUS = r.t.tallied().latency()
 	r.close(&res.outcome)
 	res.figures(r, a, b, final, last)
 	res.CPU = shares(a, b, l.CPU()-clientA)

@@ -37,10 +37,8 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -49,39 +47,15 @@ import (
 
 // options are the command's flags.
 type options struct {
-	bin         string
-	tmp         string
-	out         string
-	jsonOut     string
-	quick       bool
-	conns       int
-	tenants     int
-	duration    time.Duration
-	warmup      time.Duration
-	gcrefRounds int
-	openD       time.Duration
-	openFrac    float64
-	maxFrac     float64
-	openSteps   int
-	amqpURL     string
-	skipAMQP    bool
-	only        map[string]bool
-	settle      time.Duration
-	redo        int
-	drainLimit  time.Duration
+	bin, tmp, out, jsonOut, amqpURL              string
+	quick, skipAMQP                              bool
+	conns, tenants, gcrefRounds, openSteps, redo int
+	duration, warmup, openD, settle, drainLimit  time.Duration
+	openFrac, maxFrac                            float64
+	only                                         map[string]bool
 }
 
-func main() {
-	o, err := parseFlags(os.Args[1:])
-	os.Exit(benchkit.Run("bench-dispatch", err, func(ctx context.Context, started time.Time) (benchkit.Published, error) {
-		rep, err := measureAll(ctx, o)
-		if err != nil {
-			return benchkit.Published{}, err
-		}
-		rep.WallSeconds = time.Since(started).Seconds()
-		return benchkit.Published{Markdown: rep.markdown(), Out: o.out, JSONOut: o.jsonOut, Figures: rep, Failures: rep.Failures}, nil
-	}))
-}
+func main() { benchkit.Main("bench-dispatch", parseFlags, measureAll) }
 
 func parseFlags(args []string) (*options, error) {
 	fs := flag.NewFlagSet("bench-dispatch", flag.ContinueOnError)
@@ -106,11 +80,8 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.settle, "settle", 15*time.Minute, "before each run, wait up to this long for a quiet machine")
 	fs.IntVar(&o.redo, "redo", 2, "run again, up to this many times, a run during which a test or another benchmark started")
 	fs.DurationVar(&o.drainLimit, "drain-limit", 90*time.Second, "give up waiting for a backlog to drain after this long")
-	if err := fs.Parse(args); err != nil {
+	if err := benchkit.Parse(fs, args); err != nil {
 		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	o.only = map[string]bool{}
 	for _, k := range strings.Split(*only, ",") {

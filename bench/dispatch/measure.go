@@ -99,25 +99,22 @@ func (rep *report) measureGcref(ctx context.Context, o *options) error {
 	for round := 1; round <= o.gcrefRounds; round++ {
 		var res result.Summary
 		err := rep.undisturbed(ctx, o, fmt.Sprintf("gcref round %d", round), func() error {
-			g, err := startGcref(ctx, o)
+			g, err := benchkit.StartRef(ctx, o.bin, o.tmp, "gcref")
 			if err != nil {
 				return err
 			}
 			defer g.Shut(10 * time.Second)
 			args := closedArgs(o, g.Addrs[0], o.duration, o.warmup)
 			rep.Gcref.Command = commandLine(args, g.Addrs[0])
-			l, err := startLoad(ctx, o, args, o.duration+o.warmup+time.Minute)
+			l, err := benchkit.StartLoadgen(ctx, o.bin, args, o.duration+o.warmup)
 			if err != nil {
 				return err
 			}
-			r, problem, err := loadResultOf(l)
+			r, _, exited, err := l.Wait()
 			if err != nil {
 				return err
 			}
-			if problem != "" {
-				rep.fail("gcref: " + problem)
-			}
-			rep.fail(prefixed("gcref", benchkit.LoadProblems(&r))...)
+			rep.fail(benchkit.Prefixed("gcref", append(exited, benchkit.LoadProblems(&r)...))...)
 			res = r
 			return nil
 		})

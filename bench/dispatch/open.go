@@ -45,27 +45,23 @@ const (
 // openRun runs loadgen open loop at frac of gcref's maximum with every
 // stage running and judges whether the delivery backlog stayed bounded.
 func openRun(ctx context.Context, o *options, frac, gcrefMax float64) (*openResult, error) {
-	t, err := startReceiver()
-	if err != nil {
-		return nil, err
-	}
-	r, err := startRun(ctx, o, t, "", "")
+	r, err := startRun(ctx, o, targetHTTP)
 	if err != nil {
 		return nil, err
 	}
 	res := &openResult{Frac: frac, Rate: frac * gcrefMax}
-	args := openArgs(o, r.n.listen, res.Rate, o.openD, o.warmup)
-	res.Command = commandLine(args, r.n.listen)
+	args := openArgs(o, r.n.Listen, res.Rate, o.openD, o.warmup)
+	res.Command = commandLine(args, r.n.Listen)
 	l, a, clientA, err := r.startWindow(ctx, args, o.openD)
 	if err != nil {
 		return nil, err
 	}
-	r.t.tallied().swapHist()
+	r.t.tallied().latency() // the warm-up's, left out
 	if res.Load, err = r.wait(l, &res.outcome); err != nil {
 		return nil, err
 	}
 	b := r.s.take()
-	res.LatencyUS = histLatency(r.t.tallied().swapHist())
+	res.LatencyUS = r.t.tallied().latency()
 	res.figures(between(r.s.snapshot(), a, b), a, b)
 	res.CPU = shares(a, b, l.CPU()-clientA)
 	why := res.unbounded()
@@ -100,7 +96,7 @@ func (res *openResult) figures(window []sample, a, b sample) {
 			tailPending = append(tailPending, p.Pending)
 		}
 	}
-	res.BacklogFinal = medianInt(tailPending)
+	res.BacklogFinal = int64(benchkit.Median(tailPending))
 	res.Slope = slope(window)
 	res.Bound = boundFactor * res.Rate * float64(max(res.LatencyUS.P50, 1000)) / 1e6
 }
@@ -174,14 +170,6 @@ func (rep *report) openSearch(ctx context.Context, o *options) error {
 		}
 	}
 	return nil
-}
-
-func medianInt(v []int64) int64 {
-	f := make([]float64, len(v))
-	for i, x := range v {
-		f[i] = float64(x)
-	}
-	return int64(benchkit.Median(f))
 }
 
 func round2(f float64) float64 {

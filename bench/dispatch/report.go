@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/ankusa/ankusa/bench/internal/benchkit"
 )
@@ -26,6 +27,7 @@ type report struct {
 	Notes         []string         `json:"notes,omitempty"`
 	Failures      []string         `json:"failures"`
 	WallSeconds   float64          `json:"wall_seconds"`
+	o             *options
 }
 
 func newReport(o *options) *report {
@@ -40,7 +42,13 @@ func newReport(o *options) *report {
 		Warmup:       o.warmup.String(),
 		OpenDuration: o.openD.String(),
 		Failures:     []string{},
+		o:            o,
 	}
+}
+
+func (rep *report) Publish(wall time.Duration) benchkit.Published {
+	rep.WallSeconds = wall.Seconds()
+	return benchkit.Published{Markdown: rep.markdown(), Out: rep.o.out, JSONOut: rep.o.jsonOut, Figures: rep, Failures: rep.Failures}
 }
 
 func (rep *report) note(format string, a ...any) {
@@ -140,10 +148,10 @@ func (rep *report) openTable(b *strings.Builder) {
 func (rep *report) anomalies(b *strings.Builder) {
 	var anomalies []string
 	for _, r := range rep.Live {
-		anomalies = append(anomalies, prefixed("live "+r.Target, r.Anomalies)...)
+		anomalies = append(anomalies, benchkit.Prefixed("live "+r.Target, r.Anomalies)...)
 	}
 	for _, r := range rep.Open {
-		anomalies = append(anomalies, prefixed(fmt.Sprintf("open loop at %.0f%%", 100*r.Frac), r.Anomalies)...)
+		anomalies = append(anomalies, benchkit.Prefixed(fmt.Sprintf("open loop at %.0f%%", 100*r.Frac), r.Anomalies)...)
 	}
 	if len(anomalies) > 0 {
 		b.WriteString("Seen in the node (its error log, and backlog gauges that cannot be right):\n\n")

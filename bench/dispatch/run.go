@@ -2,28 +2,112 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ankusa/ankusa/bench/internal/benchkit"
 	"github.com/ankusa/ankusa/tools/loadgen/result"
 )
 
-// target is where the node delivers, the receiver (HTTP) or the broker
-// (RabbitMQ), and the tally of what arrived.
-type target interface {
-	sink(extra string) string // the node's sink to it; extra is more sink keys
-	tallied() *tally
-	close() error
+// sinkSecret signs the HTTP deliveries (Standard Webhooks), as a real
+// source would; the receiver does not verify (that CPU would come out of
+// the node's share).
+const sinkSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+
+// nodeConfig is the node's config: the tenantpath resolver (the tenant
+// comes from the URL, loadgen spreads hooks over -tenants; it requires a
+// finite rate limit, set far above any rate here), one source
+// without verification and one sink, the WAL on disk, sealing and
+// everything else at its default. %[4]s is the sink.
+const nodeConfig = `node: {name: bench-dispatch, data_dir: %[1]s}
+listen: %[2]s
+admin: {listen: %[3]s}
+log: {level: error}
+rate_limits:
+  default: {rate: 1000000, burst: 1000000}
+route_resolver: {type: tenantpath, prefix: [webhooks]}
+wal: {type: disk}
+source_store: {type: static}
+sources:
+  demo:
+    verify: {type: none}
+    trust_url_tenant: true
+    sinks:
+      - %[4]s
+`
+
+// loadPath is loadgen's URL path: the tenant from -tenants, the demo
+// source. gcref answers any path.
+const loadPath = "/webhooks/{tenant}/demo"
+
+// node is a started `ankusa serve` on a data directory of its own.
+type node struct{ *benchkit.Node }
+
+// startNode starts a node delivering to sink (a YAML flow mapping).
+func startNode(ctx context.Context, o *options, sink string) (*node, error) {
+	n, err := benchkit.StartNode(ctx, o.bin, o.tmp, func(n *benchkit.Node) string {
+		return fmt.Sprintf(nodeConfig, n.Data(), n.Listen, n.Admin, sink)
+	})
+	return &node{n}, err
 }
 
-// startTarget starts a healthy target of kind.
-func startTarget(o *options, kind string) (target, error) {
-	if kind == targetAMQP {
-		return openBroker(o.amqpURL)
+// stop sends SIGTERM and waits for the drain (SIGKILL after 30s), removes
+// the data directory, and returns an error unless the node exited 0.
+func (n *node) stop() error { return n.Shut(30 * time.Second) }
+
+// loggedErrors counts the node's error log lines by message (the node
+// logs at level error only).
+func (n *node) loggedErrors() map[string]int {
+	out := map[string]int{}
+	for _, line := range strings.Split(n.Output(), "\n") {
+		var l struct {
+			Level string `json:"level"`
+			Msg   string `json:"msg"`
+		}
+		if json.Unmarshal([]byte(line), &l) != nil || l.Level != "error" {
+			continue
+		}
+		out[l.Msg]++
 	}
-	return startReceiver()
+	return out
+}
+
+var client = &http.Client{Timeout: 10 * time.Second}
+
+// metrics reads the node's figures from /metrics into p.
+func (n *node) metrics(p *sample) error {
+	url := "http://" + n.Admin + "/metrics"
+	gauges := map[string]*int64{
+		"ankusa_wal_records_total":                   &p.Records,
+		`ankusa_dispatch_backlog{state="pending"}`:   &p.Pending,
+		`ankusa_dispatch_backlog{state="in_flight"}`: &p.InFlight,
+		`ankusa_dispatch_backlog{state="dead"}`:      &p.Dead,
+		"ankusa_dispatch_intake_overflow_total":      &p.Overflow,
+		"ankusa_segment_fetch_total":                 &p.Fetches,
+		"ankusa_segment_block_cache_hits_total":      &p.Hits,
+		"ankusa_segment_block_cache_misses_total":    &p.Misses,
+		"ankusa_segment_unsealed_hooks":              &p.Unsealed,
+	}
+	found := 0
+	err := benchkit.Metrics(client, url, func(name string, v float64) {
+		if g, ok := gauges[name]; ok {
+			*g = int64(v)
+			if g == &p.Records || g == &p.Pending {
+				found++
+			}
+		} else if strings.HasPrefix(name, "ankusa_dispatch_attempts_total{") && strings.Contains(name, `outcome="retry"`) {
+			p.Retries += int64(v)
+		}
+	})
+	if err == nil && found != 2 {
+		err = fmt.Errorf("GET %s: no ankusa_wal_records_total or ankusa_dispatch_backlog{state=\"pending\"}", url)
+	}
+	return err
 }
 
 // nodeRun is one node with its target, sampler and the bookkeeping every
@@ -38,10 +122,19 @@ type nodeRun struct {
 	errors map[string]int // the node's error log lines by message
 }
 
-// startRun starts a node delivering to t (which it closes on an error);
-// extra is more sink keys, segment more config.
-func startRun(ctx context.Context, o *options, t target, extra, segment string) (*nodeRun, error) {
-	n, err := startNode(ctx, o, t.sink(extra), segment)
+// startRun starts a target of kind and a node delivering to it.
+func startRun(ctx context.Context, o *options, kind string) (*nodeRun, error) {
+	var t target
+	var err error
+	if kind == targetAMQP {
+		t, err = openBroker(o.amqpURL)
+	} else {
+		t, err = startReceiver()
+	}
+	if err != nil {
+		return nil, err
+	}
+	n, err := startNode(ctx, o, t.sink())
 	if err != nil {
 		t.close()
 		return nil, err
@@ -51,12 +144,11 @@ func startRun(ctx context.Context, o *options, t target, extra, segment string) 
 	return r, nil
 }
 
-// endSampling stops the sampler and returns every sample of the run.
-func (r *nodeRun) endSampling() []sample {
+// endSampling stops the sampler and keeps every sample of the run.
+func (r *nodeRun) endSampling() {
 	if r.series == nil {
 		r.series = r.s.end()
 	}
-	return r.series
 }
 
 // finish stops sampling, the node and the target; what went wrong is
@@ -79,7 +171,7 @@ func (r *nodeRun) finish() []string {
 // first delivery and whether everything arrived.
 func (r *nodeRun) waitDelivered(ctx context.Context, want int64, limit time.Duration) (time.Time, bool) {
 	deadline := time.Now().Add(limit)
-	for r.t.tallied().uniqueCount() < want {
+	for r.t.tallied().unique.Load() < want {
 		if time.Now().After(deadline) || !r.n.Alive() || ctx.Err() != nil {
 			return r.t.tallied().lastDelivery(), false
 		}
@@ -117,28 +209,18 @@ func (r *nodeRun) anomalies() []string {
 	return out
 }
 
-// sleep waits d or until ctx is done.
-func sleep(ctx context.Context, d time.Duration) error {
-	select {
-	case <-time.After(d):
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
 // startWindow starts loadgen with args (a run of d after the warm-up)
 // against the run's node and waits out the warm-up: it returns loadgen
 // with the sample and loadgen's CPU seconds at the start of the measured
 // window. On an error the run is finished.
 func (r *nodeRun) startWindow(ctx context.Context, args []string, d time.Duration) (*benchkit.Loadgen, sample, float64, error) {
-	l, err := startLoad(ctx, r.o, args, d+r.o.warmup+time.Minute)
+	l, err := benchkit.StartLoadgen(ctx, r.o.bin, args, d+r.o.warmup)
 	if err != nil {
 		r.finish()
 		return nil, sample{}, 0, err
 	}
-	if err := sleep(ctx, r.o.warmup); err != nil {
-		loadResultOf(l)
+	if err := benchkit.Sleep(ctx, r.o.warmup); err != nil {
+		l.Wait()
 		r.finish()
 		return nil, sample{}, 0, err
 	}
@@ -158,14 +240,12 @@ func (out *outcome) problem(p ...string) { out.Problems = append(out.Problems, p
 // wait waits for loadgen l and returns its result; a non-zero exit beside
 // it is a problem of out. On an error the run is finished.
 func (r *nodeRun) wait(l *benchkit.Loadgen, out *outcome) (result.Summary, error) {
-	lr, problem, err := loadResultOf(l)
+	lr, _, exited, err := l.Wait()
 	if err != nil {
 		r.finish()
 		return lr, err
 	}
-	if problem != "" {
-		out.problem(problem)
-	}
+	out.problem(exited...)
 	return lr, nil
 }
 
@@ -176,10 +256,30 @@ func (r *nodeRun) close(out *outcome) {
 	out.Samples, out.Anomalies = r.series, r.anomalies()
 }
 
-func prefixed(p string, ss []string) []string {
-	out := make([]string, len(ss))
-	for i, s := range ss {
-		out[i] = p + ": " + s
+// loadShape is the request every run sends, gcref's included: 1 KiB
+// Stripe-like bodies over o.tenants tenants.
+func loadShape(o *options, addr string) []string {
+	return []string{
+		"-url", "http://" + addr + loadPath,
+		"-tenants", strconv.Itoa(o.tenants),
+		"-c", strconv.Itoa(o.conns),
+		"-size", "1KiB",
+		"-kind", "stripe",
+		"-json",
 	}
-	return out
+}
+
+// closedArgs is a closed-loop run of d after warmup.
+func closedArgs(o *options, addr string, d, warmup time.Duration) []string {
+	return append(loadShape(o, addr), "-d", d.String(), "-warmup", warmup.String())
+}
+
+// openArgs is an open-loop run at rate.
+func openArgs(o *options, addr string, rate float64, d, warmup time.Duration) []string {
+	return append(loadShape(o, addr), "-rate", strconv.FormatFloat(rate, 'f', 0, 64), "-d", d.String(), "-warmup", warmup.String())
+}
+
+// commandLine is how the report shows a loadgen run: the port replaced.
+func commandLine(args []string, addr string) string {
+	return "loadgen " + strings.ReplaceAll(strings.Join(args, " "), addr, "127.0.0.1:PORT")
 }

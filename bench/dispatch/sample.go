@@ -5,9 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/ankusa/ankusa/bench/internal/benchkit"
-	"github.com/ankusa/ankusa/tools/loadgen/result"
 )
 
 // sampleEvery is the backlog sampling period.
@@ -31,7 +29,6 @@ type sample struct {
 	nodeCPU   float64 // CPU seconds so far
 	selfCPU   float64
 	busy      float64 // the machine's busy CPU seconds so far
-	err       error
 }
 
 // sampler samples the node's /metrics and the target's tally every
@@ -72,10 +69,9 @@ func (s *sampler) take() sample {
 	p.selfCPU = cpuSeconds(os.Getpid())
 	p.busy, _ = benchkit.MachineBusy()
 	err := s.n.metrics(&p)
-	p.Delivered = s.t.uniqueCount()
+	p.Delivered = s.t.unique.Load()
 	if err != nil {
-		p.err = err
-		return p
+		return p // not kept: the node did not answer
 	}
 	s.mu.Lock()
 	s.all = append(s.all, p)
@@ -94,9 +90,7 @@ func (s *sampler) snapshot() []sample {
 func (s *sampler) end() []sample {
 	close(s.stop)
 	<-s.done
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]sample(nil), s.all...)
+	return s.snapshot()
 }
 
 // cpuSeconds is a process's user plus system CPU time so far, 0 where
@@ -171,16 +165,4 @@ func hitRate(a, b sample) float64 {
 		return 0
 	}
 	return float64(hits) / float64(hits+misses)
-}
-
-// histLatency is the distribution of a tally's delivery latencies.
-func histLatency(h *hdrhistogram.Histogram) result.Latency {
-	if h.TotalCount() == 0 {
-		return result.Latency{}
-	}
-	return result.Latency{
-		P50: h.ValueAtQuantile(50), P90: h.ValueAtQuantile(90),
-		P99: h.ValueAtQuantile(99), P999: h.ValueAtQuantile(99.9),
-		Max: h.Max(), Mean: h.Mean(),
-	}
 }

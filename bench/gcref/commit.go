@@ -14,7 +14,7 @@ import (
 	"github.com/valyala/fasthttp"
 	"golang.org/x/sys/unix"
 
-	"github.com/ankusa/ankusa/envelope"
+	"github.com/ankusa/ankusa/bench/internal/benchkit"
 )
 
 // queueLen bounds the records waiting for the commit goroutine. Handlers
@@ -43,17 +43,12 @@ type committer struct {
 	f       *os.File
 	queue   chan *hook
 	stopped chan struct{}
-	startMs uint64
+	handle  fasthttp.RequestHandler // benchkit.Handler of commit
 
 	records atomic.Uint64
 	fsyncs  atomic.Uint64
 	fsyncNs atomic.Uint64 // time spent in fdatasync
 }
-
-var (
-	contentJSON = []byte("application/json")
-	notAllowed  = []byte(`{"error":"method_not_allowed"}`)
-)
 
 // openCommitter creates (or truncates) the log at path, makes its directory
 // entry durable, and starts the commit goroutine.
@@ -75,40 +70,27 @@ func openCommitter(path string) (*committer, error) {
 		f:       f,
 		queue:   make(chan *hook, queueLen),
 		stopped: make(chan struct{}),
-		startMs: uint64(time.Now().UnixMilli()),
 	}
+	c.handle = benchkit.Handler(c.commit, func() string {
+		return `{"records":` + strconv.FormatUint(c.records.Load(), 10) +
+			`,"fsyncs":` + strconv.FormatUint(c.fsyncs.Load(), 10) +
+			`,"fsync_ns":` + strconv.FormatUint(c.fsyncNs.Load(), 10) + `}`
+	})
 	go c.loop()
 	return c, nil
 }
 
-// handle answers a POST with 201 once its body is on disk.
-func (c *committer) handle(ctx *fasthttp.RequestCtx) {
-	if !ctx.IsPost() {
-		if ctx.IsGet() && string(ctx.Path()) == "/stats" {
-			ctx.SetContentTypeBytes(contentJSON)
-			ctx.SetBodyString(`{"records":` + strconv.FormatUint(c.records.Load(), 10) +
-				`,"fsyncs":` + strconv.FormatUint(c.fsyncs.Load(), 10) +
-				`,"fsync_ns":` + strconv.FormatUint(c.fsyncNs.Load(), 10) + `}`)
-			return
-		}
-		ctx.SetStatusCode(fasthttp.StatusMethodNotAllowed)
-		ctx.SetBody(notAllowed)
-		return
-	}
-	body := ctx.PostBody()
+// commit hands a POST body to the commit goroutine and returns its seq
+// once it is on disk.
+func (c *committer) commit(body []byte) uint64 {
 	h := hookPool.Get().(*hook)
 	h.rec = binary.BigEndian.AppendUint32(h.rec[:0], uint32(len(body)))
 	h.rec = append(h.rec, body...)
 	c.queue <- h
 	<-h.done
-	var out [64]byte
-	b := append(out[:0], `{"id":"`...)
-	b = envelope.MakeID(c.startMs, 0, h.seq).AppendText(b)
-	b = append(b, `"}`...)
+	seq := h.seq
 	hookPool.Put(h)
-	ctx.SetStatusCode(fasthttp.StatusCreated)
-	ctx.Response.Header.SetContentTypeBytes(contentJSON)
-	ctx.Response.SetBody(b)
+	return seq
 }
 
 // loop is the commit goroutine: one writev and one fdatasync per batch of

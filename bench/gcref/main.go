@@ -21,9 +21,10 @@
 // made durable, the fdatasyncs that did it and the time they took.
 // SIGTERM or SIGINT drains and stops it.
 //
-// Of the product it imports envelope alone, for the ids it answers with,
-// so that it stays the reference: the simplest correct group commit, not
-// the appliance's code. No product package may import it.
+// It imports nothing of the product (its answers, ids included, are
+// benchkit.Handler's, as bench/ceiling's), so that it stays the
+// reference: the simplest correct group commit, not the appliance's code.
+// No product package may import it.
 package main
 
 import (

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/ankusa/ankusa/config"
-	"github.com/ankusa/ankusa/tools/loadgen/result"
 	"github.com/ankusa/ankusa/verify"
 )
 
@@ -42,35 +41,6 @@ func TestWalCounters(t *testing.T) {
 	c, err := walCounters(srv.URL)
 	if err != nil || c != (counters{records: 12345, fsyncs: 678, fsyncSeconds: 1.5}) {
 		t.Errorf("walCounters = %+v, %v", c, err)
-	}
-}
-
-// TestCheck: every answer but 201, every failed request and an empty run
-// are problems.
-func TestCheck(t *testing.T) {
-	for _, tc := range []struct {
-		name   string
-		load   result.Summary
-		wantIn []string
-	}{
-		{"clean", result.Summary{Status: map[string]int64{"201": 10}}, nil},
-		{"503", result.Summary{Status: map[string]int64{"201": 10, "503": 2}}, []string{"2 answers 503"}},
-		{"errors", result.Summary{Status: map[string]int64{"201": 10}, Errors: 3, ErrorKinds: map[string]int64{"timeout": 3}}, []string{`3 failed requests {"timeout":3}`}},
-		{"empty", result.Summary{}, []string{"no 201 answers"}},
-		{"sorted", result.Summary{Status: map[string]int64{"503": 1, "201": 10, "429": 2}}, []string{"2 answers 429", "1 answers 503"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			r := &runResult{Load: tc.load}
-			r.check()
-			if len(r.Problems) != len(tc.wantIn) {
-				t.Fatalf("problems %q, want %q", r.Problems, tc.wantIn)
-			}
-			for i, w := range tc.wantIn {
-				if !strings.Contains(r.Problems[i], w) {
-					t.Errorf("problem %q, want %q", r.Problems[i], w)
-				}
-			}
-		})
 	}
 }
 

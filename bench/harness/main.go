@@ -17,12 +17,8 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/ankusa/ankusa/bench/internal/benchkit"
@@ -30,39 +26,20 @@ import (
 
 // options are the harness's flags.
 type options struct {
-	bin       string
-	rounds    int
-	conns     []int
-	duration  time.Duration
-	warmup    time.Duration
-	openFrac  float64
-	openConns int
-	minRatio  float64
-	quick     bool
-	out       string
-	jsonOut   string
-	tmp       string
-	settle    time.Duration
-	redo      int
+	bin, out, jsonOut, tmp   string
+	rounds, openConns, redo  int
+	conns                    []int
+	duration, warmup, settle time.Duration
+	openFrac, minRatio       float64
+	quick                    bool
 }
 
-func main() {
-	o, err := parseFlags(os.Args[1:])
-	os.Exit(benchkit.Run("harness", err, func(ctx context.Context, started time.Time) (benchkit.Published, error) {
-		res, err := measureAll(ctx, o)
-		if err != nil {
-			return benchkit.Published{}, err
-		}
-		res.WallSeconds = time.Since(started).Seconds()
-		res.judge(o)
-		return benchkit.Published{Markdown: res.markdown(o), Out: o.out, JSONOut: o.jsonOut, Figures: res, Failures: res.Failures}, nil
-	}))
-}
+func main() { benchkit.Main("harness", parseFlags, measureAll) }
 
 func parseFlags(args []string) (*options, error) {
 	fs := flag.NewFlagSet("harness", flag.ContinueOnError)
-	o := &options{}
-	conns := fs.String("conns", "64,256", "comma-separated connection counts of the closed-loop runs")
+	o := &options{conns: []int{64, 256}}
+	fs.Var((*benchkit.Ints)(&o.conns), "conns", "comma-separated connection counts of the closed-loop runs")
 	fs.StringVar(&o.bin, "bin", "bin", "directory holding the ankusa, loadgen, ceiling and gcref binaries")
 	fs.IntVar(&o.rounds, "rounds", 3, "rounds of the closed-loop runs; the table shows their medians")
 	fs.DurationVar(&o.duration, "d", 10*time.Second, "measured duration of each run")
@@ -76,27 +53,17 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.settle, "settle", time.Minute, "before each run, wait up to this long for the rest of the machine to go quiet (under 20% of one core for half a second)")
 	fs.IntVar(&o.redo, "redo", 2, "run again, up to this many times, a run during which other processes used more than 15% of one core")
 	fs.StringVar(&o.tmp, "tmp", "", "parent of the servers' data directories (default: the system temp dir; it must be on the disk under test)")
-	if err := fs.Parse(args); err != nil {
+	if err := benchkit.Parse(fs, args); err != nil {
 		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	if o.quick {
 		benchkit.Unset(fs, map[string]func(){
 			"rounds":    func() { o.rounds = 3 },
-			"conns":     func() { *conns = "256" },
+			"conns":     func() { o.conns = []int{256} },
 			"d":         func() { o.duration = 3 * time.Second },
 			"warmup":    func() { o.warmup = time.Second },
 			"min-ratio": func() { o.minRatio = 0.5 },
 		})
-	}
-	for _, s := range strings.Split(*conns, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n <= 0 {
-			return nil, fmt.Errorf("-conns %q: want positive integers separated by commas", *conns)
-		}
-		o.conns = append(o.conns, n)
 	}
 	switch {
 	case o.rounds < 1:

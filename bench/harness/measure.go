@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -116,12 +117,11 @@ func measureUndisturbed(ctx context.Context, o *options, name string, round, con
 // be made; what went wrong inside a made run is in Problems.
 func measure(ctx context.Context, o *options, name string, round, conns int, rate float64) (*runResult, error) {
 	r := &runResult{Server: name, Mode: "closed", Round: round, Conns: conns, Rate: rate}
-	began := time.Now()
-	quiet, err := settle(ctx, o.settle)
+	quiet, waited, err := benchkit.Quiet{CPU: quietCPU}.Settle(ctx, o.settle)
 	if err != nil {
 		return nil, err
 	}
-	r.SettleS, r.Quiet = time.Since(began).Seconds(), quiet
+	r.SettleS, r.Quiet = waited.Seconds(), quiet
 	s, err := startServer(ctx, o, name)
 	if err != nil {
 		return nil, err
@@ -136,22 +136,33 @@ func measure(ctx context.Context, o *options, name string, round, conns int, rat
 	if err != nil {
 		return nil, err
 	}
-	r.check()
+	r.Problems = append(r.Problems, benchkit.LoadProblems(&r.Load)...)
 	fmt.Fprintf(os.Stderr, "harness: round %d, %s loop, %d connections, %-7s %9.0f req/s  p99 %s  cpu %3.0f%%  %s\n",
 		round, r.Mode, conns, r.Server, r.Load.ThroughputRPS, ms(float64(r.Load.LatencyUs.P99)), r.CPUPercent, strings.Join(r.Problems, "; "))
 	return r, nil
 }
 
-// quietCPU is how busy the machine may be, in percent of one core, for
-// settle to call it quiet.
+// quietCPU is how busy the machine may be, in percent of one core over
+// half a second, for a run to start: other work on a shared machine would
+// be measured as the servers' slowness.
 const quietCPU = 20
 
-// settle waits up to limit for the machine to be quiet over half a second
-// (other work on a shared machine would be measured as the servers'
-// slowness) and reports whether it was.
-func settle(ctx context.Context, limit time.Duration) (bool, error) {
-	quiet, _, err := benchkit.Quiet{CPU: quietCPU}.Settle(ctx, limit)
-	return quiet, err
+// loadArgs is the loadgen command line of one run: the same for every
+// server but the URL. rate 0 is closed loop.
+func loadArgs(o *options, url string, conns int, rate float64) []string {
+	args := []string{
+		"-url", url,
+		"-c", strconv.Itoa(conns),
+		"-d", o.duration.String(),
+		"-warmup", o.warmup.String(),
+		"-size", "1KiB",
+		"-kind", "stripe",
+		"-json",
+	}
+	if rate > 0 {
+		args = append(args, "-rate", strconv.FormatFloat(rate, 'f', 0, 64))
+	}
+	return args
 }
 
 // drive runs loadgen against s and samples s around the measured window.
@@ -159,15 +170,13 @@ func (r *runResult) drive(ctx context.Context, o *options, s *server) error {
 	pid := s.Pid()
 	args := loadArgs(o, s.url, r.Conns, r.Rate)
 	r.Command = "loadgen " + strings.Join(args, " ")
-	l, err := startLoad(ctx, o, args)
+	l, err := benchkit.StartLoadgen(ctx, o.bin, args, o.warmup+o.duration)
 	if err != nil {
 		return err
 	}
-	select {
-	case <-time.After(o.warmup):
-	case <-ctx.Done():
+	if err := benchkit.Sleep(ctx, o.warmup); err != nil {
 		l.Wait()
-		return ctx.Err()
+		return err
 	}
 	start, err := r.sample(s, pid)
 	if err != nil {
@@ -177,15 +186,12 @@ func (r *runResult) drive(ctx context.Context, o *options, s *server) error {
 	clientStart, _ := benchkit.CPUSeconds(l.Pid())
 	busyStart, _ := benchkit.MachineBusy()
 	r.PeakRSSWindow = benchkit.ResetPeakRSS(pid)
-	load, raw, exitErr, err := l.Wait()
+	load, raw, exited, err := l.Wait()
 	if err != nil {
 		return err
 	}
-	r.Load, r.LoadRaw = load, raw
+	r.Load, r.LoadRaw, r.Problems = load, raw, append(r.Problems, exited...)
 	clientEnd := l.CPU()
-	if exitErr != nil {
-		r.Problems = append(r.Problems, exitErr.Error())
-	}
 	if !s.Alive() {
 		r.Problems = append(r.Problems, fmt.Sprintf("%s exited during the run: %v\n%s", s.Name, s.WaitErr(), benchkit.Tail(s.Output())))
 		return nil
@@ -233,10 +239,4 @@ func (r *runResult) sample(s *server, pid int) (sample, error) {
 		}
 	}
 	return p, nil
-}
-
-// check records every answer but 201, every failed request and an empty
-// run as problems.
-func (r *runResult) check() {
-	r.Problems = append(r.Problems, benchkit.LoadProblems(&r.Load)...)
 }

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os/exec"
-	"path/filepath"
 	"time"
 
 	"github.com/ankusa/ankusa/bench/internal/benchkit"
@@ -52,36 +50,26 @@ sources:
 // startServer starts the named server on free loopback ports with a fresh
 // data directory under tmp and waits until it answers.
 func startServer(ctx context.Context, o *options, name string) (*server, error) {
-	ports := 1
 	if name == ankusa {
-		ports = 2 // and the admin listener
-	}
-	s := &server{}
-	var ready func(addrs []string) error
-	cmd := func(dir string, addrs []string) (*exec.Cmd, error) {
-		stats := "http://" + addrs[0] + "/stats"
-		s.url = "http://" + addrs[0] + loadPath
-		switch name {
-		case ceiling:
-			ready = func([]string) error { _, err := getJSON(stats); return err }
-			return exec.Command(filepath.Join(o.bin, "ceiling"), "-listen", addrs[0]), nil
-		case gcref:
-			s.statsFn = func() (counters, error) {
-				m, err := getJSON(stats)
-				return counters{records: m["records"], fsyncs: m["fsyncs"], fsyncSeconds: float64(m["fsync_ns"]) / 1e9}, err
-			}
-			ready = func([]string) error { _, err := s.statsFn(); return err }
-			return exec.Command(filepath.Join(o.bin, "gcref"), "-listen", addrs[0], "-dir", dir), nil
-		case ankusa:
-			s.statsFn = func() (counters, error) { return walCounters("http://" + addrs[1] + "/metrics") }
-			ready = func([]string) error { return benchkit.GetOK(client, "http://"+addrs[1]+"/readyz") }
-			return benchkit.AnkusaCmd(o.bin, dir, appConfigText(filepath.Join(dir, "data"), addrs[0], addrs[1]))
+		n, err := benchkit.StartNode(ctx, o.bin, o.tmp, func(n *benchkit.Node) string { return appConfigText(n.Data(), n.Listen, n.Admin) })
+		if err != nil {
+			return nil, err
 		}
-		panic("BUG: unknown server " + name)
+		return &server{Server: n.Server, url: "http://" + n.Listen + loadPath,
+			statsFn: func() (counters, error) { return walCounters("http://" + n.Admin + "/metrics") }}, nil
 	}
-	var err error
-	s.Server, err = benchkit.StartServer(ctx, name, o.tmp, ports, cmd, func(a []string) error { return ready(a) })
-	return s, err
+	ref, err := benchkit.StartRef(ctx, o.bin, o.tmp, name)
+	if err != nil {
+		return nil, err
+	}
+	s := &server{Server: ref, url: "http://" + ref.Addrs[0] + loadPath}
+	if name == gcref {
+		s.statsFn = func() (counters, error) {
+			m, err := getJSON("http://" + ref.Addrs[0] + "/stats")
+			return counters{records: m["records"], fsyncs: m["fsyncs"], fsyncSeconds: float64(m["fsync_ns"]) / 1e9}, err
+		}
+	}
+	return s, nil
 }
 
 // appConfigText is appConfig for a data directory and two listeners.

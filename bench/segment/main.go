@@ -30,10 +30,8 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/ankusa/ankusa/bench/internal/benchkit"
@@ -41,29 +39,13 @@ import (
 )
 
 type options struct {
-	tmp         string
-	out         string
-	hooks       int
-	kind        string
-	sizes       payload.SizeMix
-	rounds      int
-	fetches     int
-	diskFetches int
-	settle      time.Duration
-	busy        int // measurements started on a busy machine
+	tmp, out, kind                      string
+	hooks, rounds, fetches, diskFetches int
+	sizes                               payload.SizeMix
+	alone                               benchkit.Alone // -settle
 }
 
-func main() {
-	o, err := parseFlags(os.Args[1:])
-	os.Exit(benchkit.Run("bench-segment", err, func(ctx context.Context, started time.Time) (benchkit.Published, error) {
-		rep, err := measure(ctx, o)
-		if err != nil {
-			return benchkit.Published{}, err
-		}
-		rep.wall = time.Since(started)
-		return benchkit.Published{Markdown: "\n" + rep.markdown(), Out: o.out}, nil
-	}))
-}
+func main() { benchkit.Main("bench-segment", parseFlags, measure) }
 
 func parseFlags(args []string) (*options, error) {
 	fs := flag.NewFlagSet("bench-segment", flag.ContinueOnError)
@@ -76,12 +58,9 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.rounds, "rounds", 5, "sealing rounds (median)")
 	fs.IntVar(&o.fetches, "fetches", 3000, "random ids fetched, cold and warm")
 	fs.IntVar(&o.diskFetches, "disk-fetches", 300, "of which fetched with the file's pages dropped first")
-	fs.DurationVar(&o.settle, "settle", 10*time.Minute, "before each measurement, wait up to this long for a quiet machine")
-	if err := fs.Parse(args); err != nil {
+	fs.DurationVar(&o.alone.Limit, "settle", 10*time.Minute, "before each measurement, wait up to this long for a quiet machine")
+	if err := benchkit.Parse(fs, args); err != nil {
 		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	var err error
 	if o.sizes, err = payload.ParseSizeMix(*size); err != nil {
@@ -91,47 +70,4 @@ func parseFlags(args []string) (*options, error) {
 		return nil, fmt.Errorf("-n %d -rounds %d -fetches %d -disk-fetches %d: want at least 1 of each (0 disk fetches allowed)", o.hooks, o.rounds, o.fetches, o.diskFetches)
 	}
 	return o, nil
-}
-
-// measure seals the hooks -rounds times and fetches from the last
-// round's segments.
-func measure(ctx context.Context, o *options) (*report, error) {
-	dir, err := os.MkdirTemp(o.tmp, "bench-segment-")
-	if err != nil {
-		return nil, fmt.Errorf("cannot create a directory for the segments (set -tmp): %w", err)
-	}
-	defer os.RemoveAll(dir)
-	h, err := makeHooks(o.hooks, o.kind, o.sizes)
-	if err != nil {
-		return nil, err
-	}
-	rep := newReport(o, h)
-	fmt.Println(rep.hooks)
-	last, err := sealRounds(ctx, o, h, dir, &rep.seal)
-	if err == nil {
-		err = quiet(ctx, o)
-	}
-	if err == nil {
-		rep.fetch, err = storeFetch(last, sampleIDs(h, o.fetches), o.diskFetches)
-	}
-	rep.busy = o.busy
-	return rep, err
-}
-
-// quiet waits up to -settle for a quiet machine, and counts a measurement
-// that starts on a busy one.
-func quiet(ctx context.Context, o *options) error {
-	q := benchkit.Quiet{
-		CPU:    40, // of one core: 80% of two idle
-		Others: benchkit.Others(benchkit.Benchmarks),
-		Waiting: func(cpu float64, busy []string) {
-			fmt.Printf("waiting for a quiet machine (CPU %.0f%% of a core; running: %v)...\n", cpu, busy)
-		},
-	}
-	ok, _, err := q.Settle(ctx, o.settle)
-	if err == nil && !ok {
-		o.busy++
-		fmt.Printf("the machine is still busy after %s; measuring anyway\n", o.settle)
-	}
-	return err
 }

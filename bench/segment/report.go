@@ -23,17 +23,24 @@ type report struct {
 	fetch   fetched
 	busy    int // measurements started on a busy machine
 	wall    time.Duration
+	out     string // -out
 }
 
 func newReport(o *options, h *hooks) *report {
 	n := int64(len(h.envs))
 	return &report{
 		machine: benchkit.DescribeMachine(o.tmp, ""),
+		out:     o.out,
 		command: "make bench-segment (" + strings.Join(os.Args, " ") + ")",
 		hooks: fmt.Sprintf("%d hooks of tools/loadgen's payloads (-kind %s -size %s, each with its own token, signed), over %d tenants: bodies %.1f MB (mean %d B); "+
 			"as envelope records %.1f MB (mean %d B, headers and envelope fields included)",
 			n, o.kind, o.sizes, hookTenants, float64(h.bodies)/1e6, h.bodies/n, float64(h.raw)/1e6, h.raw/n),
 	}
+}
+
+func (r *report) Publish(wall time.Duration) benchkit.Published {
+	r.wall = wall
+	return benchkit.Published{Markdown: "\n" + r.markdown(), Out: r.out}
 }
 
 // markdown renders the report; the same text is printed and written to
@@ -43,10 +50,8 @@ func (r *report) markdown() string {
 	b.WriteString(r.machine.Header(r.command))
 	fmt.Fprintf(&b, "- %s\n", r.hooks)
 	fmt.Fprintf(&b, "- sealing: %d round(s), the median; %s of records in %d blocks, %d segment(s)\n", r.seal.rounds, mb(r.seal.raw), r.seal.blocks, r.seal.segments)
-	fmt.Fprintf(&b, "- fetch: Store.Fetch of %d random ids cold and warm, %d of them page-cache-cold\n", r.fetch.cold.n, r.fetch.disk.n)
-	if r.busy > 0 {
-		fmt.Fprintf(&b, "- **%d measurements started while the machine stayed busy with other work: their speeds and latencies are not reliable**\n", r.busy)
-	}
+	fmt.Fprintf(&b, "- fetch: Store.Fetch of %d random ids cold and warm, %d of them page-cache-cold\n", r.fetch.cold.N, r.fetch.disk.N)
+	b.WriteString(benchkit.BusyNote(r.busy))
 	b.WriteString("\n")
 	t := benchkit.Table{Header: []string{"blocks", "compressor", "ratio", "seal MB/s (fsync)", "× 70 MB/s", "CPU at 70 MB/s", "fetch cold p50 / p99", "page-cache-cold p50 / p99", "warm p50 / p99"}, Left: map[int]bool{1: true}}
 	t.Add("256 KiB", "klauspost SpeedFastest", fmt.Sprintf("%.2f", r.seal.ratio()), fmt.Sprintf("%.0f", r.seal.mbs), fmt.Sprintf("%.1f×", r.seal.mbs/spineMBs),
@@ -58,11 +63,11 @@ func (r *report) markdown() string {
 
 func mb(n int64) string { return fmt.Sprintf("%.1f MB", float64(n)/1e6) }
 
-func lat(l latency) string {
-	if l.n == 0 {
+func lat(l benchkit.Latency) string {
+	if l.N == 0 {
 		return "–"
 	}
-	return dur(l.p50) + " / " + dur(l.p99)
+	return dur(l.P50) + " / " + dur(l.P99)
 }
 
 func dur(d time.Duration) string {

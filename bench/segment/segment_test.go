@@ -59,7 +59,7 @@ func TestSealAndFetch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.cold.n != 50 || f.disk.n != 5 || f.warm.n != 50 || f.warm.p50 <= 0 {
+	if f.cold.N != 50 || f.disk.N != 5 || f.warm.N != 50 || f.warm.P50 <= 0 {
 		t.Errorf("fetch latencies %+v: want 50 cold, 5 from disk, 50 warm", f)
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/ankusa/ankusa/tools/loadgen/result"
 )
 
@@ -20,17 +19,6 @@ type Summary = result.Summary
 
 // Latency is a latency distribution in microseconds.
 type Latency = result.Latency
-
-func latencyOf(h *hdrhistogram.Histogram, exactMax int64) Latency {
-	if h.TotalCount() == 0 {
-		return Latency{}
-	}
-	return Latency{
-		P50: h.ValueAtQuantile(50), P90: h.ValueAtQuantile(90),
-		P99: h.ValueAtQuantile(99), P999: h.ValueAtQuantile(99.9),
-		Max: exactMax, Mean: round(h.Mean(), 1),
-	}
-}
 
 // summary merges the recorders into the run's summary, and counts the 201
 // answers without a usable id; end is when the last worker stopped.
@@ -50,7 +38,7 @@ func (rn *runner) summary(end time.Time) (s *Summary, noID int64) {
 		Mode: rn.cfg.Mode(), Connections: rn.cfg.Conns, Rate: rn.cfg.Rate,
 		DurationS: round(dur, 3),
 		Requests:  all.answered + all.errors,
-		LatencyUs: latencyOf(all.latency, all.maxUs),
+		LatencyUs: result.LatencyOf(all.latency, all.maxUs),
 		Status:    map[string]int64{}, ErrorKinds: map[string]int64{},
 		Errors: all.errors,
 	}
@@ -66,7 +54,7 @@ func (rn *runner) summary(end time.Time) (s *Summary, noID int64) {
 		s.ErrorKinds[kindNames[k]] = n
 	}
 	if rn.cfg.Open() {
-		lag, service := latencyOf(all.lag, all.lagMax), latencyOf(all.service, all.svcMax)
+		lag, service := result.LatencyOf(all.lag, all.lagMax), result.LatencyOf(all.service, all.svcMax)
 		s.SendLagUs, s.FromSendUs = &lag, &service
 	}
 	return s, all.noID

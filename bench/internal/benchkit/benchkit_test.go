@@ -5,15 +5,19 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ankusa/ankusa/tools/loadgen/result"
 )
 
 func TestParseStatCPU(t *testing.T) {
@@ -46,13 +50,16 @@ func TestParseProcStat(t *testing.T) {
 	}
 }
 
-func TestParseHWM(t *testing.T) {
-	got, err := ParseHWM("Name:\tgcref\nVmPeak:\t  900 kB\nVmHWM:\t   20480 kB\nVmRSS:\t 100 kB\n")
-	if err != nil || got != 20480*1024 {
-		t.Errorf("ParseHWM = %v, %v", got, err)
+func TestParseStatus(t *testing.T) {
+	status := "Name:\tgcref\nVmPeak:\t  900 kB\nVmHWM:\t   20480 kB\nVmRSS:\t 100 kB\n"
+	if got, err := ParseStatus(status, "VmHWM"); err != nil || got != 20480*1024 {
+		t.Errorf("ParseStatus VmHWM = %v, %v", got, err)
 	}
-	if _, err := ParseHWM("Name:\tx\n"); err == nil {
-		t.Error("ParseHWM without VmHWM: no error")
+	if got, err := ParseStatus(status, "VmRSS"); err != nil || got != 100*1024 {
+		t.Errorf("ParseStatus VmRSS = %v, %v", got, err)
+	}
+	if _, err := ParseStatus("Name:\tx\n", "VmHWM"); err == nil {
+		t.Error("ParseStatus without VmHWM: no error")
 	}
 }
 
@@ -72,10 +79,26 @@ func TestMedian(t *testing.T) {
 	}
 }
 
+func TestMedianInt(t *testing.T) {
+	if got := Median([]int64{7, 1, 4, 2}); got != 3 {
+		t.Errorf("Median of int64s = %v, want 3", got)
+	}
+}
+
 func TestMedianKeepsOrder(t *testing.T) {
 	v := []float64{3, 1, 2}
 	if Median(v) != 2 || v[0] != 3 || v[1] != 1 || v[2] != 2 {
 		t.Errorf("Median reordered its input: %v", v)
+	}
+}
+
+func TestPercentiles(t *testing.T) {
+	d := []time.Duration{5, 1, 4, 2, 3}
+	if got, want := Percentiles(d), (Latency{N: 5, P50: 3, P99: 5, Max: 5}); got != want || d[0] != 5 {
+		t.Errorf("Percentiles = %+v (input now %v), want %+v", got, d, want)
+	}
+	if got := Percentiles(nil); got != (Latency{}) {
+		t.Errorf("Percentiles(nil) = %+v", got)
 	}
 }
 
@@ -88,16 +111,8 @@ func TestParentPID(t *testing.T) {
 	}
 }
 
-func TestGroup(t *testing.T) {
-	for in, want := range map[string]string{"0": "0", "999": "999", "1000": "1,000", "123457": "123,457", "1234567": "1,234,567", "-4200": "-4,200", "-0": "-0"} {
-		if got := Group(in); got != want {
-			t.Errorf("Group(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 func TestThousands(t *testing.T) {
-	for in, want := range map[float64]string{0: "0", 999.4: "999", 1000: "1,000", 123456.7: "123,457", 1234567: "1,234,567", -4200: "-4,200"} {
+	for in, want := range map[float64]string{0: "0", 999.4: "999", 1000: "1,000", 123456.7: "123,457", 1234567: "1,234,567", -4200: "-4,200", -999: "-999", -0.2: "-0", 100000: "100,000"} {
 		if got := Thousands(in); got != want {
 			t.Errorf("Thousands(%v) = %q, want %q", in, got, want)
 		}
@@ -159,6 +174,24 @@ func TestUnset(t *testing.T) {
 	}
 }
 
+func TestParseInts(t *testing.T) {
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	v := []int{1, 2}
+	fs.Var((*Ints)(&v), "n", "")
+	if got := fs.Lookup("n").DefValue; got != "1,2" {
+		t.Errorf("default %q", got)
+	}
+	if err := Parse(fs, []string{"-n", "64, 256"}); err != nil || len(v) != 2 || v[0] != 64 || v[1] != 256 {
+		t.Errorf("Parse = %v, %v", v, err)
+	}
+	for _, bad := range [][]string{{"-n", "64,x"}, {"-n", "0"}, {"-n", ""}, {"extra"}} {
+		if err := Parse(fs, bad); err == nil {
+			t.Errorf("Parse(%q): no error", bad)
+		}
+	}
+}
+
 func TestWriteReport(t *testing.T) {
 	dir := t.TempDir()
 	md, js := filepath.Join(dir, "r.md"), filepath.Join(dir, "r.json")
@@ -188,17 +221,17 @@ func TestLoadgen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, raw, exitErr, err := l.Wait()
+	r, raw, exited, err := l.Wait()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r.Requests != 10 || r.LatencyUs.P99 != 120 || !strings.HasPrefix(string(raw), "{") {
 		t.Errorf("result %+v, raw %s", r, raw)
 	}
-	if exitErr == nil || !strings.Contains(exitErr.Error(), "oops") {
-		t.Errorf("exitErr %v, want the exit and stderr", exitErr)
+	if len(exited) != 1 || !strings.Contains(exited[0], "exit status 1: oops") {
+		t.Errorf("exited %q, want the exit and stderr", exited)
 	}
-	if got := fmt.Sprint(LoadProblems(&r)); got != "[1 answers 503]" {
+	if got := fmt.Sprint(Prefixed("x", LoadProblems(&r))); got != "[x: 1 answers 503]" {
 		t.Errorf("problems %s", got)
 	}
 
@@ -216,46 +249,64 @@ func TestLoadgen(t *testing.T) {
 	}
 }
 
-func TestProc(t *testing.T) {
-	p, err := StartProc("sleeper", exec.Command("sleep", "30"))
-	if err != nil {
-		t.Fatal(err)
+// TestLoadProblems: every answer but 201 (sorted by code), every failed
+// request and an empty run are problems.
+func TestLoadProblems(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		load result.Summary
+		want []string
+	}{
+		{"clean", result.Summary{Status: map[string]int64{"201": 10}}, nil},
+		{"503", result.Summary{Status: map[string]int64{"201": 10, "503": 2}}, []string{"2 answers 503"}},
+		{"errors", result.Summary{Status: map[string]int64{"201": 10}, Errors: 3, ErrorKinds: map[string]int64{"timeout": 3}}, []string{`3 failed requests {"timeout":3}`}},
+		{"empty", result.Summary{}, []string{"no 201 answers"}},
+		{"sorted", result.Summary{Status: map[string]int64{"503": 1, "201": 10, "429": 2}}, []string{"2 answers 429", "1 answers 503"}},
+	} {
+		if got := LoadProblems(&tc.load); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: problems %q, want %q", tc.name, got, tc.want)
+		}
 	}
+}
+
+func TestServerStart(t *testing.T) {
+	s := &Server{Name: "sleeper"}
 	tries := 0
-	err = p.WaitReady(context.Background(), 5*time.Second, func() error {
+	took, err := s.Start(context.Background(), exec.Command("sleep", "30"), 5*time.Second, func() error {
 		if tries++; tries < 3 {
 			return errors.New("not yet")
 		}
 		return nil
 	})
-	if err != nil || !p.Alive() || p.Pid() <= 0 {
-		t.Fatalf("WaitReady: %v, alive %v", err, p.Alive())
+	if err != nil || !s.Alive() || s.Pid() <= 0 || took < 10*time.Millisecond {
+		t.Fatalf("Start: %v after %s, alive %v", err, took, s.Alive())
 	}
 	// sleep dies of SIGTERM: not a clean exit.
-	if err := p.Stop(5 * time.Second); err == nil || !strings.Contains(err.Error(), "sleeper exited with") {
+	if err := s.Stop(5 * time.Second); err == nil || !strings.Contains(err.Error(), "sleeper exited with") {
 		t.Errorf("Stop: %v", err)
 	}
-	if p.Alive() || p.WaitErr() == nil {
+	if s.Alive() || s.WaitErr() == nil {
 		t.Error("stopped process still alive or exited 0")
 	}
 
-	p, err = StartProc("quitter", exec.Command("sh", "-c", "echo bye; exit 3"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = p.WaitReady(context.Background(), 5*time.Second, func() error { return errors.New("never") })
+	s = &Server{Name: "quitter"}
+	_, err = s.Start(context.Background(), exec.Command("sh", "-c", "echo bye; exit 3"), 5*time.Second, func() error { return errors.New("never") })
 	if err == nil || !strings.Contains(err.Error(), "quitter exited before it was ready") || !strings.Contains(err.Error(), "bye") {
-		t.Errorf("WaitReady of an exited process: %v", err)
+		t.Errorf("Start of a process that exits: %v", err)
 	}
 
-	p, err = StartProc("slow", exec.Command("sleep", "30"))
-	if err != nil {
-		t.Fatal(err)
+	s = &Server{Name: "slow"}
+	_, err = s.Start(context.Background(), exec.Command("sleep", "30"), 100*time.Millisecond, func() error { return errors.New("never") })
+	if err == nil || !strings.Contains(err.Error(), "slow not ready after 100ms: never") || s.Alive() {
+		t.Errorf("Start timeout: %v, alive %v", err, s.Alive())
 	}
-	defer p.Stop(time.Second)
-	err = p.WaitReady(context.Background(), 100*time.Millisecond, func() error { return errors.New("never") })
-	if err == nil || !strings.Contains(err.Error(), "slow not ready after 100ms: never") {
-		t.Errorf("WaitReady timeout: %v", err)
+
+	s = &Server{Name: "missing"}
+	if _, err := s.Start(context.Background(), exec.Command(filepath.Join(t.TempDir(), "missing")), time.Second, nil); err == nil || !strings.Contains(err.Error(), "make bench-build") {
+		t.Errorf("Start of a missing binary: %v", err)
+	}
+	if err := s.Shut(time.Second); err != nil {
+		t.Errorf("Shut of a server that never started: %v", err)
 	}
 }
 
@@ -273,6 +324,15 @@ func TestSettle(t *testing.T) {
 	cancel()
 	if _, _, err := (Quiet{CPU: 0}).Settle(ctx, time.Minute); !errors.Is(err, context.Canceled) {
 		t.Errorf("Settle with a done context: %v", err)
+	}
+}
+
+func TestBusyNote(t *testing.T) {
+	if got := BusyNote(0); got != "" {
+		t.Errorf("BusyNote(0) = %q", got)
+	}
+	if got := BusyNote(2); !strings.HasPrefix(got, "- **2 measurements started while the machine stayed busy") || !strings.HasSuffix(got, "**\n") {
+		t.Errorf("BusyNote(2) = %q", got)
 	}
 }
 
@@ -303,17 +363,23 @@ func TestMetrics(t *testing.T) {
 	}
 }
 
-func TestDataDir(t *testing.T) {
+func TestNewServer(t *testing.T) {
 	parent := t.TempDir()
-	dir, addrs, err := DataDir(parent, "x-", 2)
+	s, err := NewServer("x", parent, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if filepath.Dir(dir) != parent || len(addrs) != 2 || addrs[0] == addrs[1] || !strings.HasPrefix(addrs[0], "127.0.0.1:") {
-		t.Errorf("DataDir = %q, %q", dir, addrs)
+	if filepath.Dir(s.Dir) != parent || len(s.Addrs) != 2 || s.Addrs[0] == s.Addrs[1] || !strings.HasPrefix(s.Addrs[0], "127.0.0.1:") {
+		t.Errorf("NewServer = %q, %q", s.Dir, s.Addrs)
 	}
-	if _, _, err := DataDir(filepath.Join(parent, "missing"), "x-", 1); err == nil || !strings.Contains(err.Error(), "set -tmp") {
-		t.Errorf("DataDir under a missing parent: %v", err)
+	if err := s.Shut(time.Second); err != nil {
+		t.Errorf("Shut of a server never started: %v", err)
+	}
+	if _, err := os.Stat(s.Dir); !os.IsNotExist(err) {
+		t.Errorf("Shut left %s: %v", s.Dir, err)
+	}
+	if _, err := NewServer("x", filepath.Join(parent, "missing"), 1); err == nil || !strings.Contains(err.Error(), "set -tmp") {
+		t.Errorf("NewServer under a missing parent: %v", err)
 	}
 }
 

@@ -43,10 +43,11 @@ type Loadgen struct {
 	done    chan error
 }
 
-// StartLoadgen starts the loadgen in bin with args; it is killed once it
-// has run for limit.
-func StartLoadgen(ctx context.Context, bin string, args []string, limit time.Duration) (*Loadgen, error) {
-	ctx, cancel := context.WithTimeout(ctx, limit)
+// StartLoadgen starts the loadgen in bin with args, a run of run (its
+// warm-up and measured duration): one that overstays it by a minute is
+// stuck, and killed.
+func StartLoadgen(ctx context.Context, bin string, args []string, run time.Duration) (*Loadgen, error) {
+	ctx, cancel := context.WithTimeout(ctx, run+time.Minute)
 	l := &Loadgen{done: make(chan error, 1)}
 	l.Cmd = exec.CommandContext(ctx, filepath.Join(bin, "loadgen"), args...)
 	l.Cmd.Stdout = &l.stdout
@@ -65,9 +66,9 @@ func (l *Loadgen) Pid() int { return l.Cmd.Process.Pid }
 
 // Wait waits for loadgen to finish and parses its JSON result into r,
 // which it also returns as raw. A non-zero exit with a parsable result
-// comes back as exitErr beside the result: loadgen may exit non-zero on
+// is a problem in exited beside the result: loadgen may exit non-zero on
 // failed requests, which the figures then show.
-func (l *Loadgen) Wait() (r result.Summary, raw json.RawMessage, exitErr, err error) {
+func (l *Loadgen) Wait() (r result.Summary, raw json.RawMessage, exited []string, err error) {
 	werr := <-l.done
 	out := bytes.TrimSpace(l.stdout.Bytes())
 	// The object is the last line that starts with '{', or the whole output.
@@ -80,9 +81,9 @@ func (l *Loadgen) Wait() (r result.Summary, raw json.RawMessage, exitErr, err er
 			strings.Join(l.Cmd.Args[1:], " "), werr, err, Tail(string(out)), Tail(l.stderr.String()))
 	}
 	if werr != nil {
-		exitErr = fmt.Errorf("loadgen exited with %v: %s", werr, Tail(l.stderr.String()))
+		exited = []string{fmt.Sprintf("loadgen exited with %v: %s", werr, Tail(l.stderr.String()))}
 	}
-	return r, raw, exitErr, nil
+	return r, raw, exited, nil
 }
 
 // CPU is loadgen's CPU time in seconds over its whole run, once it has

@@ -16,111 +16,6 @@ import (
 	"github.com/ankusa/ankusa/internal/child"
 )
 
-// Proc is a started server process; its output is kept.
-type Proc struct {
-	Name    string
-	Cmd     *exec.Cmd
-	out     child.Buffer
-	exited  chan struct{}
-	waitErr error
-}
-
-// StartProc starts cmd, its stdout and stderr kept in Output, and waits
-// for it in the background. The error is exec's, for the caller to say
-// how to build the binary.
-func StartProc(name string, cmd *exec.Cmd) (*Proc, error) {
-	p := &Proc{Name: name, Cmd: cmd, exited: make(chan struct{})}
-	cmd.Stdout = &p.out
-	cmd.Stderr = &p.out
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	go func() { p.waitErr = cmd.Wait(); close(p.exited) }()
-	return p, nil
-}
-
-// Pid is the process's id.
-func (p *Proc) Pid() int { return p.Cmd.Process.Pid }
-
-// Output is the process's stdout and stderr so far.
-func (p *Proc) Output() string { return p.out.String() }
-
-// WaitErr is how the process exited, once it has.
-func (p *Proc) WaitErr() error {
-	<-p.exited
-	return p.waitErr
-}
-
-// Alive reports whether the process is still running.
-func (p *Proc) Alive() bool {
-	select {
-	case <-p.exited:
-		return false
-	default:
-		return true
-	}
-}
-
-// WaitReady polls ready every 20 ms until it succeeds, the process exits,
-// ctx is done or timeout has passed.
-func (p *Proc) WaitReady(ctx context.Context, timeout time.Duration, ready func() error) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		err := ready()
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-p.exited:
-			return fmt.Errorf("%s exited before it was ready: %v\n%s", p.Name, p.waitErr, Tail(p.Output()))
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s not ready after %s: %v\n%s", p.Name, timeout, err, Tail(p.Output()))
-		}
-	}
-}
-
-// Stop sends SIGTERM and waits for the process to exit, with SIGKILL
-// after grace; it returns an error unless the process exited 0.
-func (p *Proc) Stop(grace time.Duration) error {
-	if p.Alive() {
-		_ = p.Cmd.Process.Signal(syscall.SIGTERM)
-	}
-	select {
-	case <-p.exited:
-		if p.waitErr != nil {
-			return fmt.Errorf("%s exited with %v after SIGTERM\n%s", p.Name, p.waitErr, Tail(p.Output()))
-		}
-		return nil
-	case <-time.After(grace):
-		_ = p.Cmd.Process.Kill()
-		<-p.exited
-		return fmt.Errorf("%s did not stop within %s of SIGTERM", p.Name, grace)
-	}
-}
-
-// DataDir creates a fresh data directory under parent ("": the system
-// temp dir) and finds n loopback addresses whose ports were free a moment
-// ago, for a server to listen on.
-func DataDir(parent, prefix string, n int) (dir string, addrs []string, err error) {
-	dir, err = os.MkdirTemp(parent, prefix)
-	if err != nil {
-		return "", nil, fmt.Errorf("cannot create a data directory (set -tmp): %w", err)
-	}
-	for range n {
-		addr, err := child.FreeAddr()
-		if err != nil {
-			os.RemoveAll(dir)
-			return "", nil, err
-		}
-		addrs = append(addrs, addr)
-	}
-	return dir, addrs, nil
-}
-
 // GetOK gets url with c and wants 200 OK.
 func GetOK(c *http.Client, url string) error {
 	resp, err := c.Get(url)
@@ -176,55 +71,191 @@ func Metrics(c *http.Client, url string, each func(name string, value float64)) 
 	return nil
 }
 
-// Server is a server process started on a data directory of its own and
-// on loopback addresses that were free a moment before.
+// Server is a server's data directory and the loopback addresses it
+// listens on, free a moment before, and once started its process, whose
+// stdout and stderr it keeps.
 type Server struct {
-	*Proc
-	Dir   string
-	Addrs []string
+	Name    string
+	Dir     string
+	Addrs   []string
+	Cmd     *exec.Cmd
+	out     *child.Buffer
+	exited  chan struct{}
+	waitErr error
 }
 
-// StartServer creates a data directory under tmp ("": the system temp
-// dir) and finds ports addresses, starts the command cmd makes for them,
-// and waits up to 15 s until ready answers. On an error nothing is left
-// running or on disk.
-func StartServer(ctx context.Context, name, tmp string, ports int, cmd func(dir string, addrs []string) (*exec.Cmd, error), ready func(addrs []string) error) (*Server, error) {
-	dir, addrs, err := DataDir(tmp, "ankusa-bench-"+name+"-", ports)
+// NewServer creates a data directory under tmp ("": the system temp dir)
+// and finds ports addresses for the server name; nothing runs yet.
+func NewServer(name, tmp string, ports int) (*Server, error) {
+	dir, err := os.MkdirTemp(tmp, "ankusa-bench-"+name+"-")
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("cannot create a data directory (set -tmp): %w", err)
 	}
-	s := &Server{Dir: dir, Addrs: addrs}
-	c, err := cmd(dir, addrs)
-	if err == nil {
-		if s.Proc, err = StartProc(name, c); err != nil {
-			err = fmt.Errorf("cannot start %s (build it with make bench-build): %w", name, err)
+	s := &Server{Name: name, Dir: dir}
+	for range ports {
+		addr, err := child.FreeAddr()
+		if err != nil {
+			os.RemoveAll(dir)
+			return nil, err
 		}
+		s.Addrs = append(s.Addrs, addr)
 	}
+	return s, nil
+}
+
+// Start starts cmd and polls ready every 5 ms (a boot time is measured to
+// that) until it answers, the process exits, ctx is done or timeout has
+// passed: it returns the time from the start to that answer. On an error
+// the process is stopped.
+func (s *Server) Start(ctx context.Context, cmd *exec.Cmd, timeout time.Duration, ready func() error) (time.Duration, error) {
+	out, exited := &child.Buffer{}, make(chan struct{})
+	cmd.Stdout, cmd.Stderr = out, out
+	began := time.Now()
+	if err := cmd.Start(); err != nil {
+		return 0, fmt.Errorf("cannot start %s (build it with make bench-build): %w", s.Name, err)
+	}
+	s.Cmd, s.out, s.exited = cmd, out, exited
+	go func() { s.waitErr = cmd.Wait(); close(exited) }()
+	for {
+		err := ready()
+		if err == nil {
+			return time.Since(began), nil
+		}
+		select {
+		case <-exited:
+			return 0, fmt.Errorf("%s exited before it was ready: %v\n%s", s.Name, s.waitErr, Tail(s.Output()))
+		case <-ctx.Done():
+			err = ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+			if time.Since(began) < timeout {
+				continue
+			}
+			err = fmt.Errorf("%s not ready after %s: %v\n%s", s.Name, timeout, err, Tail(s.Output()))
+		}
+		s.Stop(10 * time.Second)
+		return 0, err
+	}
+}
+
+// Pid is the process's id.
+func (s *Server) Pid() int { return s.Cmd.Process.Pid }
+
+// Output is the process's stdout and stderr so far.
+func (s *Server) Output() string { return s.out.String() }
+
+// WaitErr is how the process exited, once it has.
+func (s *Server) WaitErr() error {
+	<-s.exited
+	return s.waitErr
+}
+
+// Alive reports whether the process is still running.
+func (s *Server) Alive() bool {
+	select {
+	case <-s.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// Stop sends SIGTERM and waits for the process to exit, with SIGKILL
+// after grace; it returns an error unless the process exited 0.
+func (s *Server) Stop(grace time.Duration) error {
+	if s.Alive() {
+		_ = s.Cmd.Process.Signal(syscall.SIGTERM)
+	}
+	select {
+	case <-s.exited:
+		if s.waitErr != nil {
+			return fmt.Errorf("%s exited with %v after SIGTERM\n%s", s.Name, s.waitErr, Tail(s.Output()))
+		}
+		return nil
+	case <-time.After(grace):
+		_ = s.Cmd.Process.Kill()
+		<-s.exited
+		return fmt.Errorf("%s did not stop within %s of SIGTERM", s.Name, grace)
+	}
+}
+
+// Shut stops the server if it was started (see Stop), removes its data
+// directory, and returns an error unless it exited 0.
+func (s *Server) Shut(grace time.Duration) error {
+	var err error
+	if s.Cmd != nil {
+		err = s.Stop(grace)
+	}
+	os.RemoveAll(s.Dir)
+	return err
+}
+
+// readyClient asks a starting server whether it is ready.
+var readyClient = &http.Client{Timeout: 5 * time.Second}
+
+// StartRef starts the reference server in bin called name, bench/ceiling
+// or bench/gcref (which logs to its data directory), on a loopback port,
+// and waits up to 15 s for its GET /stats.
+func StartRef(ctx context.Context, bin, tmp, name string) (*Server, error) {
+	s, err := NewServer(name, tmp, 1)
 	if err != nil {
-		os.RemoveAll(dir)
 		return nil, err
 	}
-	if err := s.WaitReady(ctx, 15*time.Second, func() error { return ready(addrs) }); err != nil {
-		s.Shut(10 * time.Second)
+	args := []string{"-listen", s.Addrs[0]}
+	if name == "gcref" {
+		args = append(args, "-dir", s.Dir)
+	}
+	_, err = s.Start(ctx, exec.Command(filepath.Join(bin, name), args...), 15*time.Second, func() error {
+		return GetOK(readyClient, "http://"+s.Addrs[0]+"/stats")
+	})
+	if err != nil {
+		s.Shut(time.Second) // Start stopped it: this removes the directory
 		return nil, err
 	}
 	return s, nil
 }
 
-// Shut stops the server (SIGTERM, SIGKILL after grace), removes its data
-// directory, and returns an error unless it exited 0.
-func (s *Server) Shut(grace time.Duration) error {
-	err := s.Stop(grace)
-	os.RemoveAll(s.Dir)
-	return err
+// Node is the appliance, `ankusa serve` of the binary in Bin, on a
+// Server of its own: Listen is its listener, Admin its admin listener.
+type Node struct {
+	*Server
+	Bin, Listen, Admin string
 }
 
-// AnkusaCmd writes config to dir/ankusa.yaml and returns `ankusa serve`
-// of the binary in bin on it.
-func AnkusaCmd(bin, dir, config string) (*exec.Cmd, error) {
-	path := filepath.Join(dir, "ankusa.yaml")
-	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
-		return nil, fmt.Errorf("cannot write the appliance's config: %w", err)
+// NewNode creates the node's data directory under tmp and finds its two
+// addresses; nothing runs yet.
+func NewNode(bin, tmp string) (*Node, error) {
+	s, err := NewServer("ankusa", tmp, 2)
+	if err != nil {
+		return nil, err
 	}
-	return exec.Command(filepath.Join(bin, "ankusa"), "serve", "-config", path), nil
+	return &Node{Server: s, Bin: bin, Listen: s.Addrs[0], Admin: s.Addrs[1]}, nil
+}
+
+// Data is the directory for the node's config to name as its data_dir.
+func (n *Node) Data() string { return filepath.Join(n.Dir, "data") }
+
+// Boot writes config to the node's ankusa.yaml, starts the node on it and
+// waits up to timeout for its admin listener's /readyz 200: it returns
+// the time from the start to that answer.
+func (n *Node) Boot(ctx context.Context, config string, timeout time.Duration) (time.Duration, error) {
+	path := filepath.Join(n.Dir, "ankusa.yaml")
+	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
+		return 0, fmt.Errorf("cannot write the appliance's config: %w", err)
+	}
+	cmd := exec.Command(filepath.Join(n.Bin, "ankusa"), "serve", "-config", path)
+	return n.Start(ctx, cmd, timeout, func() error { return GetOK(readyClient, "http://"+n.Admin+"/readyz") })
+}
+
+// StartNode starts a node on a fresh data directory under tmp, its config
+// what config makes of it, and waits up to 15 s for /readyz 200.
+func StartNode(ctx context.Context, bin, tmp string, config func(n *Node) string) (*Node, error) {
+	n, err := NewNode(bin, tmp)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := n.Boot(ctx, config(n), 15*time.Second); err != nil {
+		n.Shut(time.Second)
+		return nil, err
+	}
+	return n, nil
 }

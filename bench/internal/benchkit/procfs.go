@@ -98,28 +98,32 @@ func ParseProcStat(stat string) (float64, error) {
 }
 
 // PeakRSS is the process's peak resident set (VmHWM) in bytes.
-func PeakRSS(pid int) (float64, error) {
+func PeakRSS(pid int) (float64, error) { return statusBytes(pid, "VmHWM") }
+
+// RSS is the process's resident set now (VmRSS) in bytes.
+func RSS(pid int) (float64, error) { return statusBytes(pid, "VmRSS") }
+
+func statusBytes(pid int, field string) (float64, error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, fmt.Errorf("cannot read the peak RSS of process %d: %w", pid, err)
+		return 0, fmt.Errorf("cannot read the %s of process %d: %w", field, pid, err)
 	}
-	return ParseHWM(string(data))
+	return ParseStatus(string(data), field)
 }
 
-// ParseHWM reads VmHWM from a /proc/PID/status, in bytes.
-func ParseHWM(status string) (float64, error) {
+// ParseStatus reads a field given in kB (VmHWM, VmRSS) from a
+// /proc/PID/status, in bytes.
+func ParseStatus(status, field string) (float64, error) {
 	for _, line := range strings.Split(status, "\n") {
-		rest, ok := strings.CutPrefix(line, "VmHWM:")
-		if !ok {
-			continue
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
+			kb, err := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("cannot parse %q", line)
+			}
+			return float64(kb) * 1024, nil
 		}
-		kb, err := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("cannot parse %q", line)
-		}
-		return float64(kb) * 1024, nil
 	}
-	return 0, fmt.Errorf("no VmHWM in /proc/PID/status")
+	return 0, fmt.Errorf("no %s in /proc/PID/status", field)
 }
 
 // ResetPeakRSS sets VmHWM back to the current RSS (Linux 4.0 and later),

@@ -2,6 +2,7 @@ package benchkit
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -40,10 +41,8 @@ func (q Quiet) Settle(ctx context.Context, limit time.Duration) (bool, time.Dura
 			return false, 0, err
 		}
 		t0 := time.Now()
-		select {
-		case <-ctx.Done():
-			return false, time.Since(began), ctx.Err()
-		case <-time.After(500 * time.Millisecond):
+		if err := Sleep(ctx, 500*time.Millisecond); err != nil {
+			return false, time.Since(began), err
 		}
 		after, err := MachineBusy()
 		if err != nil {
@@ -61,12 +60,22 @@ func (q Quiet) Settle(ctx context.Context, limit time.Duration) (bool, time.Dura
 			said = true
 		}
 		if len(busy) > 0 {
-			select {
-			case <-ctx.Done():
-				return false, time.Since(began), ctx.Err()
-			case <-time.After(5 * time.Second):
+			if err := Sleep(ctx, 5*time.Second); err != nil {
+				return false, time.Since(began), err
 			}
 		}
+	}
+}
+
+// Sleep waits d or until ctx is done, and then returns ctx's error.
+func Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 
@@ -155,4 +164,36 @@ func (w *Watcher) End() string {
 		return *s
 	}
 	return ""
+}
+
+// Alone waits before each measurement of a command that must run alone
+// (bench/segment, bench/controlplane) up to Limit for a quiet machine: no
+// other benchmark or test running (Benchmarks) and under 40% of one core
+// in use (80% of two idle ones). It says on stdout what it waits for and
+// counts in Busy the measurements that started on a machine still busy.
+type Alone struct {
+	Limit time.Duration
+	Busy  int
+}
+
+// Wait waits for a quiet machine; only ctx's end is an error.
+func (a *Alone) Wait(ctx context.Context) error {
+	q := Quiet{CPU: 40, Others: Others(Benchmarks), Waiting: func(cpu float64, busy []string) {
+		fmt.Printf("waiting for a quiet machine (CPU %.0f%% of a core; running: %v)...\n", cpu, busy)
+	}}
+	ok, _, err := q.Settle(ctx, a.Limit)
+	if err == nil && !ok {
+		a.Busy++
+		fmt.Printf("the machine is still busy after %s; measuring anyway\n", a.Limit)
+	}
+	return err
+}
+
+// BusyNote is a report's item on the busy measurements that Alone let
+// start, "" for none.
+func BusyNote(busy int) string {
+	if busy == 0 {
+		return ""
+	}
+	return fmt.Sprintf("- **%d measurements started while the machine stayed busy with other work: their speeds and latencies are not reliable**\n", busy)
 }

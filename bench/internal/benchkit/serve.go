@@ -5,8 +5,11 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/ankusa/ankusa/envelope"
 )
 
 // Serve is the main loop of the reference servers (bench/ceiling,
@@ -33,5 +36,38 @@ func Serve(name, listen string, handler fasthttp.RequestHandler, stopped func())
 	case err := <-errc:
 		fmt.Fprintf(os.Stderr, "%s: cannot serve on %s: %v\n", name, listen, err)
 		os.Exit(1)
+	}
+}
+
+var (
+	contentJSON = []byte("application/json")
+	notAllowed  = []byte(`{"error":"method_not_allowed"}`)
+)
+
+// Handler is the reference servers' handler: a POST, to any path (whose
+// body fasthttp has read whole), is answered 201 {"id":"evt_..."} as the
+// appliance answers, once commit has taken the body and returned its
+// seq; GET /stats answers stats(), a JSON object; anything else is 405.
+func Handler(commit func(body []byte) uint64, stats func() string) fasthttp.RequestHandler {
+	startMs := uint64(time.Now().UnixMilli())
+	return func(ctx *fasthttp.RequestCtx) {
+		if !ctx.IsPost() {
+			if ctx.IsGet() && string(ctx.Path()) == "/stats" {
+				ctx.SetContentTypeBytes(contentJSON)
+				ctx.SetBodyString(stats())
+				return
+			}
+			ctx.SetStatusCode(fasthttp.StatusMethodNotAllowed)
+			ctx.SetBody(notAllowed)
+			return
+		}
+		seq := commit(ctx.PostBody())
+		var out [64]byte
+		b := append(out[:0], `{"id":"`...)
+		b = envelope.MakeID(startMs, 0, seq).AppendText(b)
+		b = append(b, `"}`...)
+		ctx.SetStatusCode(fasthttp.StatusCreated)
+		ctx.Response.Header.SetContentTypeBytes(contentJSON)
+		ctx.Response.SetBody(b)
 	}
 }

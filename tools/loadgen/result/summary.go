@@ -6,6 +6,12 @@
 // It imports nothing of this module, and the product never imports it.
 package result
 
+import (
+	"math"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+)
+
 // Summary is the result of a run. Its JSON form is loadgen's -json output
 // (the fields are described in tools/loadgen's package doc).
 type Summary struct {
@@ -34,4 +40,17 @@ type Latency struct {
 	P999 int64   `json:"p999"`
 	Max  int64   `json:"max"`
 	Mean float64 `json:"mean"`
+}
+
+// LatencyOf is the distribution h holds, in µs, with max its exact
+// maximum; the mean is rounded to 0.1 µs.
+func LatencyOf(h *hdrhistogram.Histogram, max int64) Latency {
+	if h.TotalCount() == 0 {
+		return Latency{}
+	}
+	return Latency{
+		P50: h.ValueAtQuantile(50), P90: h.ValueAtQuantile(90),
+		P99: h.ValueAtQuantile(99), P999: h.ValueAtQuantile(99.9),
+		Max: max, Mean: math.Round(h.Mean()*10) / 10,
+	}
 }
