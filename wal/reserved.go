@@ -14,8 +14,9 @@ import (
 // would have been.
 //
 //   - Seqs and ids are reserved ahead: before a number past the reserved
-//     floor is given, a floor reserveSeqs seqs and reserveTime ahead is
-//     written, synced, as the WAL checkpoint. After a crash numbering
+//     floor is given, a floor reserveSeqs seqs and reserveTime ahead (of
+//     the clock, or of the last id where ids run ahead of it) is written,
+//     synced, as the WAL checkpoint. After a crash numbering
 //     resumes above it, so no seq or id is given twice however the clock
 //     stands.
 //   - A new tenant's ordinal is written, synced, to the tenant mirror
@@ -63,10 +64,14 @@ func (r *Reserved) Assign(tenant string, nowMs uint64) (seq uint64, id envelope.
 	if ord, err = r.ordinal(tenant); err != nil {
 		return 0, id, 0, err
 	}
-	if last := r.num.LastSeq(); last+1 > r.resSeq || nowMs >= r.resMs {
+	// Ids never go back, so after a clock step back they run ahead of the
+	// clock, at the last id's millisecond: the reservation counts from
+	// whichever is later.
+	ms := max(nowMs, r.num.LastID().Millis())
+	if last := r.num.LastSeq(); last+1 > r.resSeq || ms >= r.resMs {
 		// The floor is past every number given before the next
-		// reservation: its id is reserveTime ahead of the clock.
-		resSeq, resMs := last+reserveSeqs, nowMs+uint64(reserveTime.Milliseconds())
+		// reservation: its id is reserveTime ahead of them.
+		resSeq, resMs := last+reserveSeqs, ms+uint64(reserveTime.Milliseconds())
 		if err := r.m.SetWALCheckpoint(resSeq, envelope.MakeID(resMs, r.node, resSeq)); err != nil {
 			return 0, id, 0, err
 		}

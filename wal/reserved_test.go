@@ -287,3 +287,29 @@ func TestReservedFloorWrites(t *testing.T) {
 		t.Fatalf("Assign once the floor writes again = seq %d, %v; want 5002", seq, err)
 	}
 }
+
+// Ids that run ahead of the clock (the clock stepped back after the last
+// clean stop) stay unique and increasing across a crash: the reserved
+// floor is taken ahead of the last id given, not only of the clock.
+func TestReservedFloorAheadOfTheClock(t *testing.T) {
+	mem := vfs.NewCrashableMem()
+	now := uint64(1_764_445_200_000)
+	g := openReserved(t, mem, 0)
+	g.assign("acme", now+10*60_000) // the clock ten minutes ahead
+	g.stop()
+
+	g = openReserved(t, mem, 0) // the clock stepped back
+	var last envelope.ID
+	for range 3 {
+		_, last, _ = g.assign("acme", now)
+	}
+	crashed := mem.CrashClone(vfs.CrashCloneCfg{})
+	g.stop()
+
+	c := openReserved(t, crashed, 0)
+	defer c.stop()
+	_, id, _ := c.assign("acme", now)
+	if bytes.Compare(id[:], last[:]) <= 0 {
+		t.Fatalf("after a crash: id %v, not above %v, the last given before it", id, last)
+	}
+}
