@@ -17,9 +17,9 @@ func DefaultYAML() []byte { return defaultYAML }
 // Load parses, defaults, resolves and validates a configuration. The error,
 // when not nil, is a Problems naming every problem found: the unknown keys
 // and the values that do not parse (sorted by key), then what resolving
-// and validating the rest found, in the file's order (see schema.go). The config comes back with
-// problems too, nil only when the text is not YAML or not a mapping; a
-// caller must not run a config that has problems.
+// and validating the rest found, in the file's order (see schema.go). The
+// config comes back with problems too, nil only when the text is not YAML
+// or not a mapping; a caller must not run a config that has problems.
 func Load(data []byte, opts ValidateOptions) (*Config, error) {
 	d := parse(data)
 	if d.cfg == nil {

@@ -7,8 +7,8 @@ import (
 
 // Key schema: every key of the store, byte by byte. This file is the one
 // place keys are spelled: the other files build and split keys only with
-// the builders and parsers below; families.go registers each family (its prefix,
-// whether it is per tenant, how a tenant's keys are found), and
+// the builders and parsers below; families.go registers each family (its
+// prefix, whether it is per tenant, how a tenant's keys are found), and
 // keys_test.go pins one example key of each.
 //
 // Integers are big-endian, so keys sort by them. Tenant and source names
