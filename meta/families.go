@@ -40,6 +40,7 @@ type Family struct {
 var families = []Family{
 	{Name: "node", Prefix: keyNode, Exact: true, Why: "the node's identity"},
 	{Name: "wal-checkpoint", Prefix: keyWALCheckpoint, Exact: true, Why: "the node's numbering floor"},
+	{Name: "wal-closed", Prefix: keyWALClosed, Exact: true, Why: "how far the log was acknowledged at its last clean close"},
 	{Name: "dispatch-checkpoint", Prefix: keyDispatchCheckpoint, Exact: true, Why: "one seq for every tenant's rows"},
 	{Name: "catalogue", Prefix: prefixSegSeq, Why: "segments are multi-tenant (DESIGN.md §2.5); an erased tenant's hooks answer gone"},
 	{Name: "catalogue-id", Prefix: prefixSegID, Why: "the catalogue's event-id index"},

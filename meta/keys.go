@@ -20,6 +20,9 @@ import (
 //	m:wal:checkpoint        "m:wal:checkpoint"            → last event id [16] | last seq u64:
 //	                        the numbering floor, written at clean shutdown
 //	                        (and reserved ahead with wal.type: none)
+//	m:wal:closed            "m:wal:closed"                → seq u64: the last hook of the log
+//	                        at its last clean close (wal.type: disk only), a lower
+//	                        bound recovery holds damage against (DESIGN.md §6 item 10)
 //	m:dispatch:checkpoint   "m:dispatch:checkpoint"       → seq u64: every hook at or
 //	                        below it has its delivery rows durable (DESIGN.md §6
 //	                        items 3, 4)
@@ -75,6 +78,7 @@ import (
 const (
 	keyNode               = "m:node"
 	keyWALCheckpoint      = "m:wal:checkpoint"
+	keyWALClosed          = "m:wal:closed"
 	keyDispatchCheckpoint = "m:dispatch:checkpoint"
 	prefixSegSeq          = "c:s:"
 	prefixSegID           = "c:i:"

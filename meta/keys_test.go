@@ -19,6 +19,7 @@ var pinnedKeys = []struct {
 	{"node", []byte(keyNode), "6d3a6e6f6465"},
 	{"bootstrap-token", []byte(keyBootstrapToken), "6d3a61646d696e3a626f6f747374726170"},
 	{"wal-checkpoint", []byte(keyWALCheckpoint), "6d3a77616c3a636865636b706f696e74"},
+	{"wal-closed", []byte(keyWALClosed), "6d3a77616c3a636c6f736564"},
 	{"dispatch-checkpoint", []byte(keyDispatchCheckpoint), "6d3a64697370617463683a636865636b706f696e74"},
 	{"catalogue", segSeqKey(0x0102030405060708), "633a733a 0102030405060708"},
 	{"catalogue-id", segIDKey(pinID[:]), "633a693a 019ad1211e800007000000000000002a"},

@@ -70,6 +70,31 @@ func (s *Store) SetWALCheckpoint(seq uint64, id envelope.ID) error {
 	return nil
 }
 
+// WALClosed is the seq of the last hook of the log at its last clean
+// close (wal.type: disk only; 0 when it never closed cleanly).
+func (s *Store) WALClosed() (uint64, error) {
+	v, c, found, err := s.get([]byte(keyWALClosed))
+	if err != nil {
+		return 0, fmt.Errorf("cannot read the wal's clean-close record: %w", err)
+	}
+	if !found {
+		return 0, nil
+	}
+	defer c.Close()
+	if len(v) != 8 {
+		return 0, fmt.Errorf("cannot decode the wal's clean-close record: %d bytes, want 8", len(v))
+	}
+	return binary.BigEndian.Uint64(v), nil
+}
+
+// SetWALClosed records the clean-close record, synced.
+func (s *Store) SetWALClosed(seq uint64) error {
+	if err := s.set([]byte(keyWALClosed), binary.BigEndian.AppendUint64(nil, seq), Sync); err != nil {
+		return fmt.Errorf("cannot write the wal's clean-close record: %w", err)
+	}
+	return nil
+}
+
 // AdminToken is an admin token the node minted itself
 // (admin.bootstrap_token): its name, the hex SHA-256 of the token (the
 // token is never stored here) and its scopes.

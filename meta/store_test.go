@@ -68,7 +68,7 @@ func TestStoreRoundTrip(t *testing.T) {
 func TestStoreRejectsCorruptValues(t *testing.T) {
 	s := openMem(t, vfs.NewMem())
 	defer s.Close()
-	for key, val := range map[string]string{keyNode: "{not json", keyWALCheckpoint: "short", prefixTenant + "x": "123"} {
+	for key, val := range map[string]string{keyNode: "{not json", keyWALCheckpoint: "short", keyWALClosed: "short", prefixTenant + "x": "123"} {
 		if err := s.db.Set([]byte(key), []byte(val), nil); err != nil {
 			t.Fatal(err)
 		}
@@ -78,6 +78,9 @@ func TestStoreRejectsCorruptValues(t *testing.T) {
 	}
 	if _, _, err := s.WALCheckpoint(); err == nil || !strings.Contains(err.Error(), "wal checkpoint") {
 		t.Fatalf("corrupt checkpoint: %v", err)
+	}
+	if _, err := s.WALClosed(); err == nil || !strings.Contains(err.Error(), "clean-close record") {
+		t.Fatalf("corrupt clean-close record: %v", err)
 	}
 	if _, err := s.Tenants(); err == nil || !strings.Contains(err.Error(), "tenant") {
 		t.Fatalf("corrupt tenant: %v", err)

@@ -103,6 +103,11 @@ var nodeFixtures = map[string]func(t *testing.T, s *Store){
 			t.Fatal(err)
 		}
 	},
+	"wal-closed": func(t *testing.T, s *Store) {
+		if err := s.SetWALClosed(9); err != nil {
+			t.Fatal(err)
+		}
+	},
 	"dispatch-checkpoint": func(t *testing.T, s *Store) {
 		if err := s.SetDispatchCheckpoint(8); err != nil {
 			t.Fatal(err)

@@ -62,7 +62,19 @@
 // (by rewriting the good prefix and renaming it over the file, then syncing
 // the directory). A bad record anywhere else is corruption: Open refuses
 // with ErrCorrupt naming the file and offset, and changes no file, unless
-// Options.Recovery is RecoverTruncate, which cuts the log there. Leftover
+// Options.Recovery is RecoverTruncate, which cuts the log there.
+//
+// A crash tears at most the final batch (DESIGN.md §6 item 10), so the
+// synced records outside the log are lower bounds of what it must hold
+// (recovery.go, ackBounds): the clean-close record Close writes
+// (Meta.WALClosed) and the dispatch checkpoint, while the catalogue says
+// which hooks segments hold. A tail whose cut would go below them, or a log
+// that ends cleanly below them (a file truncated at a record boundary), is
+// damage: Open refuses, naming the file, the offset and how many
+// acknowledged hooks cutting would lose. Damage followed by whole records
+// of later batches is refused the same way, counting the hooks after it.
+// A loss RecoverTruncate accepted spends the bounds, so the next boot does
+// not refuse it again. Leftover
 // .tmp files (a tail cut, a file preparation or the erasing of a retired
 // file that a crash interrupted) are removed once recovery has succeeded.
 //

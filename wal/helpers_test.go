@@ -495,6 +495,7 @@ func commitBehind(w *wal.WAL, results chan<- commitResult) int64 {
 type testMeta struct {
 	ckptSeq  uint64
 	ckptID   envelope.ID
+	closed   uint64
 	catSeq   uint64
 	catID    envelope.ID
 	dispSeq  uint64
@@ -505,6 +506,11 @@ type testMeta struct {
 func (m *testMeta) WALCheckpoint() (uint64, envelope.ID, error) { return m.ckptSeq, m.ckptID, nil }
 func (m *testMeta) SetWALCheckpoint(seq uint64, id envelope.ID) error {
 	m.ckptSeq, m.ckptID = seq, id
+	return nil
+}
+func (m *testMeta) WALClosed() (uint64, error) { return m.closed, nil }
+func (m *testMeta) SetWALClosed(seq uint64) error {
+	m.closed = seq
 	return nil
 }
 func (m *testMeta) CatalogueFloor() (uint64, envelope.ID, error) { return m.catSeq, m.catID, nil }

@@ -18,6 +18,12 @@ type Meta interface {
 	WALCheckpoint() (seq uint64, id envelope.ID, err error)
 	// SetWALCheckpoint records a floor with a synced write.
 	SetWALCheckpoint(seq uint64, id envelope.ID) error
+	// WALClosed is the seq of the last hook at the log's last clean close
+	// (wal.type: disk only): a synced lower bound of what the log must
+	// hold, which recovery holds a damaged tail against.
+	WALClosed() (uint64, error)
+	// SetWALClosed records it with a synced write.
+	SetWALClosed(seq uint64) error
 	// CatalogueFloor is the last seq and event id the segment catalogue
 	// holds: it outlives the WAL files sealed into it.
 	CatalogueFloor() (seq uint64, id envelope.ID, err error)

@@ -21,6 +21,9 @@ type recovered struct {
 	lastID    envelope.ID
 	tenants   map[string]uint32
 	fileStart bool // no hook of the file being scanned seen yet
+	// lossAccepted: -wal-recovery=truncate cut or kept a log below what
+	// was acknowledged; Open then spends the bounds (spendBounds).
+	lossAccepted bool
 }
 
 // ListFiles returns the numbers of the WAL files in dir, ascending.
@@ -48,6 +51,9 @@ func recoverDir(opts Options, bounds ackBounds) (*recovered, error) {
 		return nil, err
 	}
 	if err := st.scanFiles(opts, nums); err != nil {
+		return nil, err
+	}
+	if err := st.checkEnd(opts, nums); err != nil {
 		return nil, err
 	}
 	// Leftovers of an interrupted tail cut or of a file prepared ahead of
@@ -83,6 +89,7 @@ func (st *recovered) scanFiles(opts Options, nums []uint64) error {
 				return ce
 			}
 			opts.Logf("wal: -wal-recovery=truncate: %s is missing; cutting the log there, dropping %d later files", FileName(nums[i-1]+1), len(nums)-i)
+			st.lossAccepted = true
 			if err := removeFiles(opts, nums[i:]); err != nil {
 				return err
 			}
@@ -111,15 +118,20 @@ func (st *recovered) scanFiles(opts Options, nums []uint64) error {
 		}
 		torn := last && tornTail(data, ce.Offset, 2*opts.MaxBatchBytes, goodBatch, hasGood)
 		if !torn && opts.Recovery != RecoverTruncate {
+			ce.Reason += "; " + droppedAfter(opts, data, ce.Offset, nums[i+1:])
 			return ce
 		}
-		if lost := st.bounds.lost(st.lastSeq); lost != "" && opts.Recovery != RecoverTruncate {
+		if lost := st.bounds.lost(st.lastSeq); lost != "" {
 			// What looks like a torn final batch holds hooks a synced
 			// record outside the log says were acknowledged: damage, not
 			// a crash's tear.
-			ce.Reason += "; " + lost
-			return ce
+			if opts.Recovery != RecoverTruncate {
+				ce.Reason += "; " + lost
+				return ce
+			}
+			torn = false
 		}
+		st.lossAccepted = st.lossAccepted || !torn
 		if torn {
 			opts.Logf("wal: %s has a torn tail at offset %d (%s): cutting %d bytes that were never acknowledged", path, ce.Offset, ce.Reason, int64(len(data))-ce.Offset)
 		} else {
@@ -143,9 +155,72 @@ func (st *recovered) scanFiles(opts Options, nums []uint64) error {
 	return nil
 }
 
+// checkEnd refuses a log that ends cleanly, at a record boundary, below
+// what a synced bound says was acknowledged: a file cut at a boundary
+// scans without error, and only the bounds can tell it from a crash.
+func (st *recovered) checkEnd(opts Options, nums []uint64) error {
+	lost := st.bounds.lost(st.lastSeq)
+	if lost == "" {
+		return nil
+	}
+	path, size := opts.Dir, int64(0)
+	if len(nums) > 0 {
+		path = opts.FS.PathJoin(opts.Dir, FileName(nums[len(nums)-1]))
+		if fi, err := opts.FS.Stat(path); err == nil {
+			size = fi.Size()
+		}
+	}
+	if opts.Recovery == RecoverTruncate {
+		opts.Logf("wal: -wal-recovery=truncate: the log ends at seq %d in %s at offset %d; %s; going on without them", st.lastSeq, path, size, lost)
+		st.lossAccepted = true
+		return nil
+	}
+	return &CorruptError{File: path, Offset: size, Reason: fmt.Sprintf("the log ends at seq %d; %s", st.lastSeq, lost)}
+}
+
+// droppedAfter says what cutting the log at off of data (whose later files
+// are later) would drop: the whole hook records still readable after the
+// damage in this file, and the later files. Every one of them was written
+// after a sync that covered off, so all but the final batch's were
+// acknowledged.
+func droppedAfter(opts Options, data []byte, off int64, later []uint64) string {
+	hooks := 0
+	var rec Record
+	for i := int(off) + 1; i < len(data); {
+		n, reason := parseFrame(data[i:], &rec)
+		if reason != "" {
+			i++
+			continue
+		}
+		if rec.Kind == envelope.KindEnvelope {
+			hooks++
+		}
+		i += n
+	}
+	for _, num := range later {
+		path := opts.FS.PathJoin(opts.Dir, FileName(num))
+		if b, err := readFile(opts.FS, path); err == nil {
+			_, _ = scan(path, b, func(r *Record) error {
+				if r.Kind == envelope.KindEnvelope {
+					hooks++
+				}
+				return nil
+			})
+		}
+	}
+	return fmt.Sprintf("cutting here would drop the damaged record, %d whole hooks written after it and %d later files; they were written after a sync that covered this offset, so they were acknowledged (all but a final batch's): this is damage, not a crash's torn final batch", hooks, len(later))
+}
+
 // ackBounds are the synced records outside the log that say how far it
 // was acknowledged (DESIGN.md §6 item 10): a crash tears at most the
 // final batch, which none of them can cover.
+//
+// The dispatch checkpoint counts only while the numbering checkpoint
+// equals the clean-close record, as a clean close of the log leaves them:
+// a run of wal.type: none since (it reserves checkpoints ahead, and its
+// rows are of hooks no log holds) or a loss -wal-recovery=truncate
+// accepted (spendBounds) sets them apart until the log closes cleanly
+// again.
 type ackBounds struct {
 	closed   uint64 // the clean-close record's seq (wal.type: disk writes it at Close)
 	dispatch uint64 // the dispatch checkpoint: rows are durable up to it, so the log was
@@ -159,14 +234,34 @@ func readAckBounds(m Meta) (ackBounds, error) {
 		return b, nil
 	}
 	var err error
-	if b.closed, _, err = m.WALCheckpoint(); err != nil {
+	if b.closed, err = m.WALClosed(); err != nil {
+		return b, err
+	}
+	ckpt, _, err := m.WALCheckpoint()
+	if err != nil {
 		return b, err
 	}
 	if b.covered, _, err = m.CatalogueFloor(); err != nil {
 		return b, err
 	}
-	b.dispatch, err = m.DispatchCheckpoint()
+	if b.dispatch, err = m.DispatchCheckpoint(); err != nil || ckpt != b.closed {
+		b.dispatch = 0
+	}
 	return b, err
+}
+
+// spendBounds records that the operator accepted losing what the bounds
+// said was acknowledged: the numbering checkpoint moves to the floor and
+// the clean-close record goes, so the next boot does not refuse the same
+// loss again, while numbering still resumes above everything.
+func spendBounds(m Meta, f Floor) error {
+	if err := m.SetWALCheckpoint(f.Seq, f.ID); err != nil {
+		return fmt.Errorf("cannot record the accepted loss: %w", err)
+	}
+	if err := m.SetWALClosed(0); err != nil {
+		return fmt.Errorf("cannot record the accepted loss: %w", err)
+	}
+	return nil
 }
 
 // lost says what keeping the log only up to seq kept would lose of what

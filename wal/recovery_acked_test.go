@@ -28,8 +28,8 @@ func TestDamageBelowAckedBoundsRefused(t *testing.T) {
 		mustCommit(t, w, hook{tenant: fmt.Sprintf("t%d", i%3), tag: fmt.Sprintf("h%d", i)})
 	}
 	closeWAL(t, w) // the clean-close record: seq n
-	if m.ckptSeq != n {
-		t.Fatalf("clean close recorded seq %d, want %d", m.ckptSeq, n)
+	if m.closed != n {
+		t.Fatalf("clean close recorded seq %d, want %d", m.closed, n)
 	}
 	recs := mustReadLog(t, fs, dir)
 	last := recs[len(recs)-1]
@@ -45,18 +45,19 @@ func TestDamageBelowAckedBoundsRefused(t *testing.T) {
 		lost  int    // acknowledged hooks a cut would lose; 0: the cut is allowed
 		bound string // the record that says so
 	}{
-		{"byte flipped in the last record after a clean close", flipped, testMeta{ckptSeq: n}, 1, "clean-close record"},
-		{"last file cut to half after a clean close", whole[:mid.Offset+3], testMeta{ckptSeq: n}, n - int(mid.Seq) + 1, "clean-close record"},
-		{"last file cut to 10 bytes after a clean close", whole[:10], testMeta{ckptSeq: n}, n, "clean-close record"},
-		{"the dispatch checkpoint above the cut", flipped, testMeta{ckptSeq: 3, dispSeq: n}, 1, "dispatch checkpoint"},
-		{"a kill's torn final batch, every bound below it", flipped, testMeta{ckptSeq: 3, dispSeq: n - 1}, 0, ""},
-		{"the cut hooks are in segments", whole[:10], testMeta{ckptSeq: n, catSeq: n}, 0, ""},
+		{"byte flipped in the last record after a clean close", flipped, testMeta{closed: n}, 1, "clean-close record"},
+		{"last file cut to half after a clean close", whole[:mid.Offset+3], testMeta{closed: n}, n - int(mid.Seq) + 1, "clean-close record"},
+		{"last file cut to 10 bytes after a clean close", whole[:10], testMeta{closed: n}, n, "clean-close record"},
+		{"the dispatch checkpoint above the cut", flipped, testMeta{closed: 3, dispSeq: n}, 1, "dispatch checkpoint"},
+		{"a kill's torn final batch, every bound below it", flipped, testMeta{closed: 3, dispSeq: n - 1}, 0, ""},
+		{"the cut hooks are in segments", whole[:10], testMeta{closed: n, catSeq: n}, 0, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			mem := copyFS(t, fs, dir)
 			writeFile(t, mem, path, c.data)
 			meta := c.meta
+			meta.ckptSeq = meta.closed // a clean close writes both
 			w, err := wal.Open(wal.Options{FS: mem, Dir: dir, Node: testNode, Meta: &meta, Logf: func(string, ...any) {}})
 			if c.lost == 0 {
 				if err != nil {
@@ -78,6 +79,7 @@ func TestDamageBelowAckedBoundsRefused(t *testing.T) {
 			// -wal-recovery=truncate cuts anyway, and numbering resumes
 			// above what was acknowledged.
 			meta = c.meta
+			meta.ckptSeq = meta.closed
 			w, err = wal.Open(wal.Options{FS: mem, Dir: dir, Node: testNode, Meta: &meta, Recovery: wal.RecoverTruncate, Logf: func(string, ...any) {}})
 			if err != nil {
 				t.Fatalf("Open with truncate: %v", err)

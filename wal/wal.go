@@ -199,6 +199,11 @@ func Open(opts Options) (*WAL, error) {
 			floor.Tenants[name] = ord
 		}
 	}
+	if st.lossAccepted && opts.Meta != nil {
+		if err := spendBounds(opts.Meta, floor); err != nil {
+			return nil, err
+		}
+	}
 	w.num = NewNumbers(opts.Node, floor, opts.MaxTenants)
 	w.fileNum = st.lastFile + 1
 	if err := w.createFile(); err != nil {
@@ -274,6 +279,12 @@ func (w *WAL) Close() error {
 	// once every file of the log is sealed and deleted (DESIGN.md §6 item 1).
 	if err := w.opts.Meta.SetWALCheckpoint(w.LastSeq(), w.LastID()); err != nil {
 		return fmt.Errorf("cannot record the wal checkpoint: %w", err)
+	}
+	// And how far the log was acknowledged, which recovery holds damage
+	// against (DESIGN.md §6 item 10). A separate record: wal.type: none
+	// reserves checkpoints ahead of hooks no log holds.
+	if err := w.opts.Meta.SetWALClosed(w.LastSeq()); err != nil {
+		return fmt.Errorf("cannot record the wal's clean close: %w", err)
 	}
 	return nil
 }
