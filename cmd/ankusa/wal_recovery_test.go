@@ -205,14 +205,17 @@ func TestWALTornTail(t *testing.T) {
 func TestWALDamagedTailRefusesToStart(t *testing.T) {
 	for _, c := range []struct {
 		name   string
-		damage func(data []byte, last hook) []byte
+		damage func(data []byte, hooks []hook) []byte
 		lost   int
 	}{
-		{"byte flipped in the last record", func(data []byte, last hook) []byte {
-			data[int(last.offset)+40] ^= 0x5a
+		{"byte flipped in the last record", func(data []byte, hooks []hook) []byte {
+			data[int(hooks[len(hooks)-1].offset)+40] ^= 0x5a
 			return data
 		}, 1},
-		{"file cut to 10 bytes", func(data []byte, _ hook) []byte { return data[:10] }, 12},
+		// A cut at a record boundary scans clean: only the clean-close
+		// record tells it from a crash.
+		{"file cut at a record boundary", func(data []byte, hooks []hook) []byte { return data[:hooks[len(hooks)-5].offset] }, 5},
+		{"file cut to 10 bytes", func(data []byte, _ []hook) []byte { return data[:10] }, 12},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			n := newNode(t)
@@ -226,7 +229,7 @@ func TestWALDamagedTailRefusesToStart(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			damaged := c.damage(data, before.hooks[len(before.hooks)-1])
+			damaged := c.damage(data, before.hooks)
 			if err := os.WriteFile(file, damaged, 0o644); err != nil {
 				t.Fatal(err)
 			}
