@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -131,7 +132,7 @@ func (n *node) loop(ctx context.Context) {
 		}
 		n.svc.forget()
 		if !expected {
-			n.tl.finding("node exited on its own (%v): %s", cmd.ProcessState, lastLines(n.svc.output(), 3))
+			n.tl.finding("node exited on its own (%v): %s", cmd.ProcessState, exitReason(n.svc.output()))
 		}
 		n.restart(ctx)
 	}
@@ -208,9 +209,32 @@ func (n *node) shutdown() error {
 		return fmt.Errorf("the node did not stop within 10s of SIGTERM")
 	}
 	if !cmd.ProcessState.Success() {
-		return fmt.Errorf("the node exited %v after SIGTERM: %s", cmd.ProcessState, lastLines(n.svc.output(), 3))
+		return fmt.Errorf("the node exited %v after SIGTERM: %s", cmd.ProcessState, exitReason(n.svc.output()))
 	}
 	return nil
+}
+
+// exitReason is why the node's output says it stopped: a Go panic's
+// first line, else the message and error of its last error-level log
+// line (JSON), else its last two lines.
+func exitReason(out string) string {
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if l := lines[i]; strings.HasPrefix(l, "panic:") || strings.HasPrefix(l, "fatal error:") {
+			return l
+		}
+	}
+	for i := len(lines) - 1; i >= 0; i-- {
+		var m struct{ Level, Msg, Error string }
+		if json.Unmarshal([]byte(lines[i]), &m) != nil {
+			continue
+		}
+		switch m.Level {
+		case "error", "dpanic", "panic", "fatal":
+			return strings.TrimSuffix(m.Msg+": "+m.Error, ": ")
+		}
+	}
+	return lastLines(out, 2)
 }
 
 func firstLine(s string) string {

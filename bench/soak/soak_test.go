@@ -205,3 +205,21 @@ func TestFill(t *testing.T) {
 		t.Fatalf("a write after freeing: %v", err)
 	}
 }
+
+// TestExitReason: a panic's line, else the last error-level log line's
+// message and error, else the last lines.
+func TestExitReason(t *testing.T) {
+	cases := []struct{ out, want string }{
+		{`{"level":"warn","msg":"redis down","error":"refused"}
+{"level":"error","msg":"storage failure: stopping the node","error":"no space left on device","stacktrace":"x"}
+{"level":"info","msg":"bye"}`, "storage failure: stopping the node: no space left on device"},
+		{"{\"level\":\"error\",\"msg\":\"a\"}\npanic: boom\n\ngoroutine 1 [running]:\nmain.main()", "panic: boom"},
+		{"one\ntwo\nthree\n", "two | three"},
+		{"", ""},
+	}
+	for _, c := range cases {
+		if got := exitReason(c.out); got != c.want {
+			t.Errorf("exitReason(%q) = %q, want %q", c.out, got, c.want)
+		}
+	}
+}
