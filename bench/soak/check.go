@@ -50,6 +50,9 @@ type SinkCheck struct {
 	// delivery (not for the archive); P99DelayS its 99th percentile.
 	MaxDelayS float64 `json:"max_delay_s,omitempty"`
 	P99DelayS float64 `json:"p99_delay_s,omitempty"`
+	// IntervalMaxDelayS is the longest delay of the hooks acknowledged in
+	// each interval of the timeline.
+	IntervalMaxDelayS []float64 `json:"interval_max_delay_s,omitempty"`
 }
 
 // DuplicateRate is the share of received hooks delivered more than once.
@@ -87,7 +90,11 @@ func (s *soak) check(ctx context.Context, acked map[string]ack) (Check, error) {
 	}
 	c := Check{DrainS: time.Since(began).Seconds(), Drained: drained}
 	for _, r := range []*record{s.receiver.rec, s.consumer.rec, arch.rec} {
-		c.Sinks = append(c.Sinks, compare(acked, r, r != arch.rec))
+		var iv *intervals
+		if r != arch.rec {
+			iv = &intervals{start: s.tl.start, width: s.o.Interval}
+		}
+		c.Sinks = append(c.Sinks, compare(acked, r, iv))
 	}
 	return c, nil
 }
@@ -109,9 +116,17 @@ func missingAny(acked map[string]ack, recs ...*record) int {
 // maxExamples bounds the ids a SinkCheck lists.
 const maxExamples = 10
 
-// compare holds one record against the acknowledged hooks; delays says
-// whether its first-delivery times are deliveries (not archive reads).
-func compare(acked map[string]ack, r *record, delays bool) SinkCheck {
+// intervals are the timeline's: where a delay is counted, by the time of
+// the hook's 201.
+type intervals struct {
+	start time.Time
+	width time.Duration
+}
+
+// compare holds one record against the acknowledged hooks; iv, when the
+// record's first-delivery times are deliveries (not archive reads), is
+// where to count their delays.
+func compare(acked map[string]ack, r *record, iv *intervals) SinkCheck {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	c := SinkCheck{Name: r.name, Received: len(r.byID), Deliveries: r.total, NoID: r.noID}
@@ -133,8 +148,10 @@ func compare(acked map[string]ack, r *record, delays bool) SinkCheck {
 			c.Differing++
 			c.example("differing " + id)
 		}
-		if delays {
-			lat = append(lat, max(0, d.first.Sub(a.at)))
+		if iv != nil {
+			delay := max(0, d.first.Sub(a.at))
+			lat = append(lat, delay)
+			c.noteDelay(iv, a.at, delay)
 		}
 	}
 	for id, d := range r.byID {
@@ -151,6 +168,14 @@ func compare(acked map[string]ack, r *record, delays bool) SinkCheck {
 		c.P99DelayS = lat[min(len(lat)-1, len(lat)*99/100)].Seconds()
 	}
 	return c
+}
+
+func (c *SinkCheck) noteDelay(iv *intervals, at time.Time, delay time.Duration) {
+	i := max(0, int(at.Sub(iv.start)/iv.width))
+	for len(c.IntervalMaxDelayS) <= i {
+		c.IntervalMaxDelayS = append(c.IntervalMaxDelayS, 0)
+	}
+	c.IntervalMaxDelayS[i] = max(c.IntervalMaxDelayS[i], delay.Seconds())
 }
 
 func (c *SinkCheck) example(s string) {

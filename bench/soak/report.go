@@ -92,7 +92,14 @@ func (r *Report) Publish(wall time.Duration) benchkit.Published {
 // it, and the faults and events that began in it.
 func (r *Report) timeline(b *strings.Builder) {
 	f := r.Figures
-	t := &benchkit.Table{Header: []string{"t (s)", "sent", "201", "429", "503", "other", "errors", "unsent", "faults and events"}, Left: map[int]bool{8: true}}
+	header := []string{"t (s)", "sent", "201", "429", "503", "other", "errors", "unsent"}
+	for _, c := range f.Check.Sinks {
+		if c.IntervalMaxDelayS != nil {
+			header = append(header, c.Name+" max delay (s)")
+		}
+	}
+	header = append(header, "faults and events")
+	t := &benchkit.Table{Header: header, Left: map[int]bool{len(header) - 1: true}}
 	for i, a := range f.Intervals {
 		from, to := float64(i)*f.IntervalS, float64(i+1)*f.IntervalS
 		var notes []string
@@ -110,9 +117,20 @@ func (r *Report) timeline(b *strings.Builder) {
 				notes = append(notes, mark+e.Text)
 			}
 		}
-		t.Add(fmt.Sprintf("%.0f", from), n(a.Sent), n(a.Created), n(a.Limited), n(a.Overload), n(a.Other), n(a.Transport), n(a.Unsent), strings.Join(notes, "; "))
+		row := []string{fmt.Sprintf("%.0f", from), n(a.Sent), n(a.Created), n(a.Limited), n(a.Overload), n(a.Other), n(a.Transport), n(a.Unsent)}
+		for _, c := range f.Check.Sinks {
+			if c.IntervalMaxDelayS == nil {
+				continue
+			}
+			d := "-"
+			if i < len(c.IntervalMaxDelayS) {
+				d = fmt.Sprintf("%.1f", c.IntervalMaxDelayS[i])
+			}
+			row = append(row, d)
+		}
+		t.Add(append(row, strings.Join(notes, "; "))...)
 	}
-	b.WriteString("### Timeline\n\n")
+	b.WriteString("### Timeline\n\nPer interval: the answers to the requests due in it, the longest time from a 201 given in it to the first delivery per sink, and the faults and events that began in the interval.\n\n")
 	b.WriteString(t.String())
 	b.WriteString("\n")
 }

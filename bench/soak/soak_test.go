@@ -29,11 +29,12 @@ func TestSoak(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	began := time.Now()
 	r, err := run(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := r.Publish(0)
+	p := r.Publish(time.Since(began))
 	t.Log("\n" + p.Markdown)
 	if out := os.Getenv("ANKUSA_SOAK_OUT"); out != "" {
 		if err := os.WriteFile(out, []byte(p.Markdown), 0o644); err != nil {
@@ -80,12 +81,15 @@ func TestCompare(t *testing.T) {
 	r.add("evt_c", []byte("x"), at.Add(time.Second)) // a later delivery differs
 	r.add("evt_z", []byte("z"), at)                  // never acknowledged
 	r.add("", []byte("?"), at)                       // no id
-	c := compare(acked, r, true)
+	c := compare(acked, r, &intervals{start: at, width: 2 * time.Second})
 	if c.Missing != 1 || c.Differing != 2 || c.Duplicated != 2 || c.Unacked != 1 || c.NoID != 1 || c.Received != 4 || c.Deliveries != 7 {
 		t.Fatalf("compare: %+v", c)
 	}
 	if c.MaxDelayS != 3 {
 		t.Errorf("max delay %vs, want 3s", c.MaxDelayS)
+	}
+	if len(c.IntervalMaxDelayS) != 1 || c.IntervalMaxDelayS[0] != 3 {
+		t.Errorf("max delay per interval %v, want [3]", c.IntervalMaxDelayS)
 	}
 	want := []string{"differing evt_b", "differing evt_c", "missing evt_d"}
 	if strings.Join(c.Examples, ",") != strings.Join(want, ",") {
@@ -94,7 +98,7 @@ func TestCompare(t *testing.T) {
 	if f := checkFailures(Check{Sinks: []SinkCheck{c}}); len(f) != 1 || !strings.Contains(f[0], "1 acknowledged hooks missing, 2 differing") {
 		t.Errorf("failures %q", f)
 	}
-	ok := compare(map[string]ack{"evt_a": acked["evt_a"]}, r, false)
+	ok := compare(map[string]ack{"evt_a": acked["evt_a"]}, r, nil)
 	if ok.Missing != 0 || ok.Differing != 0 || ok.MaxDelayS != 0 || len(checkFailures(Check{Sinks: []SinkCheck{ok}})) != 0 {
 		t.Errorf("a hook delivered intact: %+v", ok)
 	}
