@@ -118,6 +118,9 @@ func (n *node) loop(ctx context.Context) {
 	defer close(n.done)
 	for {
 		cmd, exited := n.svc.current()
+		if cmd == nil { // a restart gave up: the soak is ending
+			return
+		}
 		select {
 		case <-exited:
 		case <-ctx.Done():
@@ -143,6 +146,9 @@ func (n *node) loop(ctx context.Context) {
 func (n *node) restart(ctx context.Context) {
 	began := time.Now()
 	for attempt := 1; ; attempt++ {
+		if n.isStopping() {
+			return
+		}
 		err := n.svc.start(ctx)
 		if err == nil {
 			n.notePid()
@@ -161,6 +167,12 @@ func (n *node) restart(ctx context.Context) {
 		case <-time.After(time.Second):
 		}
 	}
+}
+
+func (n *node) isStopping() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.stopping
 }
 
 func (n *node) notePid() {
