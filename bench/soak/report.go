@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/ankusa/ankusa/bench/internal/benchkit"
@@ -26,6 +27,7 @@ type Figures struct {
 	Sources      int            `json:"sources"`
 	Seed         uint64         `json:"seed"`
 	SetupS       float64        `json:"setup_s"`
+	SoakCPU      float64        `json:"soak_cpu_cores"` // the soak's own process (load, sinks, checker), on average
 	RabbitBootS  []float64      `json:"rabbitmq_boot_s"`
 	Acknowledged int            `json:"acknowledged"`
 	NoIDAnswers  int            `json:"created_without_id"`
@@ -45,6 +47,9 @@ func (s *soak) report(acked map[string]ack, bad []string, chk Check, wall time.D
 		SetupS: s.setup.Seconds(), Acknowledged: len(acked), NoIDAnswers: len(bad),
 		FaultsByKind: map[string]int{}, Faults: faults, Events: events, Intervals: buckets,
 		IntervalS: s.o.Interval.Seconds(), Check: chk, Failures: findings,
+	}
+	if cpu, err := ownCPU(); err == nil {
+		f.SoakCPU = cpu.Seconds() / wall.Seconds()
 	}
 	for _, b := range s.rabbit.bootTimes() {
 		f.RabbitBootS = append(f.RabbitBootS, b.Seconds())
@@ -79,8 +84,8 @@ func checkFailures(c Check) []string {
 func (r *Report) Publish(wall time.Duration) benchkit.Published {
 	f := r.Figures
 	var b strings.Builder
-	fmt.Fprintf(&b, "## Chaos soak\n\n%s of open-loop load at %g hooks/s over %d tenants and %d sources; setup %.1fs (private RabbitMQ boots: %s); seed %d.\n\n",
-		time.Duration(f.DurationS*float64(time.Second)).Round(time.Second), f.Rate, f.Tenants, f.Sources, f.SetupS, secondsList(f.RabbitBootS), f.Seed)
+	fmt.Fprintf(&b, "## Chaos soak\n\n%s of open-loop load at %g hooks/s over %d tenants and %d sources; setup %.1fs (private RabbitMQ boots: %s); the soak's own CPU %.2f cores; seed %d.\n\n",
+		time.Duration(f.DurationS*float64(time.Second)).Round(time.Second), f.Rate, f.Tenants, f.Sources, f.SetupS, secondsList(f.RabbitBootS), f.SoakCPU, f.Seed)
 	r.timeline(&b)
 	r.faultList(&b)
 	r.summary(&b)
@@ -173,6 +178,15 @@ func (r *Report) summary(b *strings.Builder) {
 }
 
 func n(v int64) string { return fmt.Sprint(v) }
+
+// ownCPU is the CPU time this process has used (user and system).
+func ownCPU() (time.Duration, error) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0, err
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
+}
 
 func secondsList(v []float64) string {
 	var out []string
