@@ -65,12 +65,16 @@ func newLoad(o Options, listen string, tl *timeline) (*load, error) {
 	}, nil
 }
 
-// run sends request i at start + i/rate until ctx ends, then waits for
-// the requests in flight.
-func (l *load) run(ctx context.Context, start time.Time) {
+// run sends request i at start + i/rate, for those due before start + d
+// and until ctx ends, then waits for the requests in flight.
+func (l *load) run(ctx context.Context, start time.Time, d time.Duration) {
 	r := rand.New(rand.NewPCG(l.seed, 1))
 	for i := uint64(0); ; i++ {
 		due := start.Add(time.Duration(float64(i) / l.rate * float64(time.Second)))
+		if due.Sub(start) >= d {
+			l.wg.Wait()
+			return
+		}
 		if wait := time.Until(due); wait > 0 {
 			select {
 			case <-ctx.Done():

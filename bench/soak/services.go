@@ -41,7 +41,8 @@ type service struct {
 }
 
 // start starts the server and waits until ready answers; it does nothing
-// if the server runs.
+// if the server runs. It holds the service's lock meanwhile: a kill
+// waits for the boot to end.
 func (s *service) start(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -227,7 +228,7 @@ func newS3(bin, dir string) (*s3Server, error) {
 	health := &http.Client{Timeout: time.Second}
 	s.service = &service{name: "versitygw", boot: 20 * time.Second, cmd: func() *exec.Cmd {
 		c := exec.Command(exe, args...)
-		c.Env = append(os3Env(), "ROOT_ACCESS_KEY="+s.access, "ROOT_SECRET_KEY="+s.secret)
+		c.Env = append(s3Env(), "ROOT_ACCESS_KEY="+s.access, "ROOT_SECRET_KEY="+s.secret)
 		return c
 	}, ready: func() error {
 		resp, err := health.Get("http://" + addr + "/health")
@@ -258,8 +259,8 @@ func versitygw(bin string) (string, error) {
 	return "", fmt.Errorf("versitygw is neither at %s nor in PATH (make services builds it)", local)
 }
 
-// os3Env is the environment without what versitygw reads as its flags.
-func os3Env() []string {
+// s3Env is the environment without what versitygw reads as its flags.
+func s3Env() []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")

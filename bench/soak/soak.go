@@ -128,10 +128,8 @@ func (s *soak) soak(ctx context.Context) (*Report, error) {
 	}
 	start := time.Now()
 	s.tl.start = start
-	loadCtx, stopLoad := context.WithTimeout(ctx, s.o.Duration)
-	defer stopLoad()
 	loaded := make(chan struct{})
-	go func() { l.run(loadCtx, start); close(loaded) }()
+	go func() { l.run(ctx, start, s.o.Duration); close(loaded) }()
 
 	margin := s.o.Duration / 10
 	faultCtx, stopFaults := context.WithTimeout(ctx, s.o.Duration-margin)
