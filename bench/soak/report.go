@@ -46,7 +46,7 @@ func (s *soak) report(acked map[string]ack, bad []string, chk Check, wall time.D
 		DurationS: wall.Seconds(), Rate: s.o.Rate, Tenants: s.o.Tenants, Sources: s.o.Sources, Seed: s.o.Seed,
 		SetupS: s.setup.Seconds(), Acknowledged: len(acked), NoIDAnswers: len(bad),
 		FaultsByKind: map[string]int{}, Faults: faults, Events: events, Intervals: buckets,
-		IntervalS: s.o.Interval.Seconds(), Check: chk, Failures: findings,
+		IntervalS: s.o.Interval.Seconds(), Check: chk, Failures: append([]string{}, findings...),
 	}
 	if cpu, err := ownCPU(); err == nil {
 		f.SoakCPU = cpu.Seconds() / wall.Seconds()

@@ -8,7 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"golang.org/x/sys/unix"
+
+	"github.com/ankusa/ankusa/envelope"
+	"github.com/ankusa/ankusa/segment"
 )
 
 // TestSoak is the 2-minute chaos soak on the built binary (make build):
@@ -227,5 +231,45 @@ func TestExitReason(t *testing.T) {
 		if got := exitReason(c.out); got != c.want {
 			t.Errorf("exitReason(%q) = %q, want %q", c.out, got, c.want)
 		}
+	}
+}
+
+// TestReadSegment: the archive reader finds every hook of a segment with
+// its body, and refuses a damaged object rather than reading fewer.
+func TestReadSegment(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "1-3.seg")
+	w, err := segment.Create(vfs.Default, path, segment.NewEncoder(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bodies := []string{`{"id":"a"}`, `{"id":"b"}`, "\x00binary"}
+	for i, b := range bodies {
+		seq := uint64(i + 1)
+		e := envelope.Envelope{Seq: seq, ID: envelope.MakeID(1_700_000_000_000, 1, seq), TenantID: "t0", SourceID: "s0", Body: []byte(b)}
+		if err := w.Append(e.AppendTo(nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := w.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := newRecord("archive")
+	if err := readSegment("1-3.seg", data, segment.NewDecoder(), rec); err != nil {
+		t.Fatal(err)
+	}
+	for i, b := range bodies {
+		id := envelope.MakeID(1_700_000_000_000, 1, uint64(i+1)).String()
+		d, ok := rec.get(id)
+		if !ok || d.sum != sumOf([]byte(b)) || d.n != 1 {
+			t.Errorf("hook %s: %+v, found %v", id, d, ok)
+		}
+	}
+	data[len(data)/2] ^= 0xff
+	if err := readSegment("1-3.seg", data, segment.NewDecoder(), newRecord("archive")); err == nil {
+		t.Error("a damaged segment was read without an error")
 	}
 }
