@@ -63,8 +63,9 @@
 // is 1 on any missing or differing hook or any unexpected exit of the
 // node.
 //
-// Its test (soak_test.go) runs a 2-minute soak; make test runs it on its
-// own after the other packages' tests, as it loads both cores.
+// Its test, TestSoak, is a 2-minute soak that runs only when -run names
+// it: make test runs it on its own after the other packages' tests, as it
+// loads both cores; go test ./... skips it.
 package main
 
 import (
