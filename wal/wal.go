@@ -601,7 +601,12 @@ func (w *WAL) createFile() error {
 		f.Close()
 		return fmt.Errorf("cannot write wal file %q: %w", path, err)
 	}
-	if err := preallocate(f, w.opts.MaxFileBytes); err != nil {
+	if err := preallocate(f, w.opts.MaxFileBytes); IsNoSpace(err) {
+		// A boot on a nearly full disk serves: this file's writes may
+		// meet ENOSPC, which refuses their batches (space.go).
+		enospcTotal.Inc()
+		w.opts.Logf("wal: cannot allocate %d bytes (wal.max_file_bytes) for wal file %q, the disk is full; its commits may be refused until space returns: %v", w.opts.MaxFileBytes, path, err)
+	} else if err != nil {
 		f.Close()
 		return fmt.Errorf("cannot allocate %d bytes (wal.max_file_bytes) for wal file %q: %w", w.opts.MaxFileBytes, path, err)
 	}
