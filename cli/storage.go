@@ -51,6 +51,7 @@ var (
 	})
 	reserveReleased = metrics.NewCounter("ankusa_storage_reserve_released_total")
 	statfsFailures  = metrics.NewCounter("ankusa_storage_statfs_failures_total")
+	reserveFailures = metrics.NewCounter("ankusa_storage_reserve_failures_total")
 )
 
 // storage is the monitor of one node's data_dir.
@@ -186,6 +187,7 @@ func (s *storage) hold() {
 	path := filepath.Join(s.dir, ballastName)
 	if err := makeBallast(path, s.reserve); err != nil {
 		_ = os.Remove(path)
+		reserveFailures.Inc()
 		if !errors.Is(err, syscall.ENOSPC) {
 			s.log.Error("cannot make the storage reserve; ingest stays refused", zap.String("file", path), zap.Error(err))
 		}
