@@ -124,10 +124,14 @@ type diskLoad struct {
 	last201 atomic.Int64 // unix nanos of the last 201
 	last503 atomic.Int64 // unix nanos of the last 503 unavailable
 	refused atomic.Int64
+	pause   time.Duration // between two posts of a sender
+	maxBody int
 }
 
-func startDiskLoad(t *testing.T, listen string, senders int) *diskLoad {
-	l := &diskLoad{t: t, base: "http://" + listen + "/webhooks/", stopCh: make(chan struct{})}
+// startDiskLoad starts senders that post a hook of up to maxBody bytes
+// every pause.
+func startDiskLoad(t *testing.T, listen string, senders int, pause time.Duration, maxBody int) *diskLoad {
+	l := &diskLoad{t: t, base: "http://" + listen + "/webhooks/", stopCh: make(chan struct{}), pause: pause, maxBody: maxBody}
 	for i := range senders {
 		l.wg.Add(1)
 		go l.sender(uint64(i))
@@ -146,11 +150,9 @@ func (l *diskLoad) sender(seed uint64) {
 			return
 		default:
 		}
-		// About 100 hooks a second per sender, of up to 1 KiB: 20 MiB
-		// holds the whole run, so only the filler fills the disk.
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(l.pause)
 		tenant := fmt.Sprintf("t%d", rng.IntN(4))
-		body := randomBody(rng, 1<<10)
+		body := randomBody(rng, l.maxBody)
 		req, _ := http.NewRequest(http.MethodPost, l.base+tenant+"/open", strings.NewReader(string(body)))
 		resp, err := client.Do(req)
 		if err != nil {
@@ -238,7 +240,9 @@ func readyz(t *testing.T, admin string) (int, string) {
 func TestDiskFullUnderLoad(t *testing.T) {
 	n, mnt := newDiskNode(t)
 	p := n.serve(t)
-	l := startDiskLoad(t, n.listen, 4)
+	// About 100 hooks a second per sender, of up to 1 KiB: 20 MiB holds
+	// the whole run, so only the filler fills the disk.
+	l := startDiskLoad(t, n.listen, 4, 10*time.Millisecond, 1<<10)
 	var resumes []time.Duration
 	for round := range 5 {
 		since := time.Now().UnixNano()
@@ -327,4 +331,54 @@ func TestDiskFullBoot(t *testing.T) {
 	p = n.serve(t)
 	postOne(t, n.listen, "acme", "open", []byte("after space returned"))
 	p.stop()
+}
+
+// TestDiskFilledByHooks is the issue as reported: hooks alone fill the
+// 20 MiB data_dir (segments are kept for segment.retain_local). The node
+// must not exit: it answers 503 unavailable, keeps its admin API and a
+// small log, stops cleanly, and every hook it acknowledged is kept. The
+// next boot, with the disk still full, exits at once or serves; it never
+// hangs.
+func TestDiskFilledByHooks(t *testing.T) {
+	n, _ := newDiskNode(t)
+	p := n.serve(t)
+	l := startDiskLoad(t, n.listen, 4, 0, 16<<10)
+	start := time.Now().UnixNano()
+	waitUntil(t, p, 30*time.Second, "503 unavailable once hooks filled the disk", func() bool { return l.last503.Load() > start })
+	time.Sleep(2 * time.Second) // the sealer, the meta store and the WAL all meet the full disk
+	if code, body := readyz(t, n.admin); code != http.StatusServiceUnavailable || !strings.Contains(body, "disk full") {
+		t.Fatalf("/readyz with the disk full of hooks: %d %q", code, body)
+	}
+	acks := l.stop()
+	log := p.stderr.String()
+	t.Logf("%d hooks acknowledged, %d refused; %d bytes of log", len(acks), l.refused.Load(), len(log))
+	if len(log) > 1<<20 {
+		t.Errorf("the node logged %d bytes with its disk full, want under 1 MiB", len(log))
+	}
+	p.stop()
+
+	start2 := time.Now()
+	p = startProc(t, n.dir, "serve", "-config", n.config)
+	waitUntil(t, p, 15*time.Second, "an exit or an admin listener on the boot with the disk full", func() bool {
+		if p.exited() {
+			return true
+		}
+		resp, err := http.Get("http://" + n.admin + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil
+	})
+	if p.exited() {
+		t.Logf("boot with the disk full of hooks: exit %d after %v:\n%s", p.state.ExitCode(), time.Since(start2), p.stderr)
+		if !strings.Contains(p.stderr.String(), n.dataDir) || len(p.stderr.String()) > 1<<20 {
+			t.Fatalf("the boot that refused a full disk did not name data_dir %s", n.dataDir)
+		}
+	} else {
+		t.Logf("boot with the disk full of hooks: serving after %v", time.Since(start2))
+		p.stop()
+	}
+	c := readWAL(t, n.walDir())
+	checkNumbering(t, c.hooks)
+	checkAcked(t, acks, c.hooks)
 }
