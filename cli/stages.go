@@ -40,7 +40,7 @@ func (n *node) openMeta() error {
 	n.storage.start()
 	sugar := n.log.Sugar()
 	ms, err := meta.Open(meta.Options{
-		FS:     n.storage.fs(),
+		FS:     newWaitFS(n.storage.fs(), metaWriteWait),
 		Dir:    filepath.Join(dataDir, "meta"),
 		Logf:   func(f string, a ...any) { sugar.Debugf("pebble: "+f, a...) },
 		Errorf: func(f string, a ...any) { sugar.Errorf("pebble: "+f, a...) },
