@@ -71,6 +71,9 @@ type Options struct {
 	// Health makes /healthz and /readyz answer 503 once storage failed;
 	// nil: nothing to ask (wal.type: none).
 	Health Health
+	// Storage makes /readyz answer 503, saying why, while the node
+	// refuses hooks for a full disk; nil: nothing to ask.
+	Storage Storage
 	// Logger logs what a client is not told (500s); nil: no logging.
 	Logger *zap.Logger
 	// Now stamps the audit rows; nil: time.Now.

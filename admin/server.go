@@ -20,6 +20,10 @@ import (
 // write or sync stops it for good).
 type Health interface{ Failed() bool }
 
+// Storage says why the node refuses hooks for want of disk space ("" when
+// it does not): the node's storage monitor, DESIGN.md §6 item 10.
+type Storage interface{ NoSpace() string }
+
 // ListenerOptions bound what a client may hold of the admin listener
 // (config keys admin.*); a zero field takes the config default.
 type ListenerOptions struct {
@@ -61,14 +65,16 @@ func (l *ListenerOptions) EnsureDefaults() {
 // profiles under /debug/pprof/ behind the debug scope, and, open to anyone
 // who can reach the listener (loopback by default), /metrics (Prometheus
 // text), /healthz (503 once storage has failed) and /readyz (503 until
-// SetReady(true), and once storage has failed).
+// SetReady(true), once storage has failed, and while the disk is full,
+// naming it).
 type Server struct {
-	srv    *http.Server
-	ln     *limitListener
-	health Health
-	ready  atomic.Bool
-	log    *zap.Logger
-	limits ListenerOptions
+	srv     *http.Server
+	ln      *limitListener
+	health  Health
+	storage Storage
+	ready   atomic.Bool
+	log     *zap.Logger
+	limits  ListenerOptions
 }
 
 // Listen checks o, listens on addr (config key admin.listen) and serves,
@@ -78,7 +84,7 @@ func Listen(addr string, o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{health: o.Health, log: o.Logger, limits: o.Listener}
+	s := &Server{health: o.Health, storage: o.Storage, log: o.Logger, limits: o.Listener}
 	s.limits.EnsureDefaults()
 	if s.log == nil {
 		s.log = zap.NewNop()
@@ -126,6 +132,12 @@ func (s *Server) registerOpen(mux router, auth *Auth) {
 		if !s.ready.Load() || s.failed() {
 			http.Error(w, "not ready", http.StatusServiceUnavailable)
 			return
+		}
+		if s.storage != nil {
+			if why := s.storage.NoSpace(); why != "" {
+				http.Error(w, "not ready: "+why, http.StatusServiceUnavailable)
+				return
+			}
 		}
 		fmt.Fprintln(w, "ready")
 	}))

@@ -54,3 +54,47 @@ func TestServerOpenRoutes(t *testing.T) {
 		t.Error("a second Listen on a taken address: no error")
 	}
 }
+
+type spaceFlag struct{ atomic.Pointer[string] }
+
+func (f *spaceFlag) NoSpace() string {
+	if p := f.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// TestReadyzDiskFull: while the node refuses hooks for a full disk,
+// /readyz is 503 and says so; /healthz stays 200 (the node works and
+// recovers by itself); once space returns /readyz is 200 again.
+func TestReadyzDiskFull(t *testing.T) {
+	var space spaceFlag
+	s, err := Listen("127.0.0.1:0", Options{Tokens: testTokens(), Health: &failFlag{}, Storage: &space})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.SetReady(true)
+	get := func(path string) (int, string) {
+		t.Helper()
+		resp, err := http.Get("http://" + s.Addr().String() + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	why := `disk full: node.data_dir "/d": free space fell`
+	space.Store(&why)
+	if code, body := get("/readyz"); code != 503 || body != "not ready: "+why+"\n" {
+		t.Errorf("GET /readyz on a full disk: %d %q", code, body)
+	}
+	if code, _ := get("/healthz"); code != 200 {
+		t.Errorf("GET /healthz on a full disk: %d, want 200", code)
+	}
+	space.Store(nil)
+	if code, _ := get("/readyz"); code != 200 {
+		t.Errorf("GET /readyz once space returned: %d", code)
+	}
+}

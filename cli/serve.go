@@ -82,6 +82,7 @@ type node struct {
 	cfg *config.Config
 	log *zap.Logger
 
+	storage  *storage // the monitor of data_dir's free space (storage.go)
 	meta     *meta.Store
 	sources  source.Store
 	wal      *wal.WAL             // wal.type: disk
@@ -254,6 +255,9 @@ func (n *node) closeStorage() bool {
 	}
 	if n.meta != nil {
 		check("meta store", n.meta.Close())
+	}
+	if n.storage != nil {
+		n.storage.close()
 	}
 	return good
 }

@@ -32,8 +32,15 @@ func (n *node) openMeta() error {
 	if err := vfsutil.MkdirAllSynced(vfs.Default, dataDir); err != nil {
 		return fmt.Errorf("cannot create node.data_dir %q: %w", dataDir, err)
 	}
+	reserve := int64(n.cfg.Storage.ReserveBytes)
+	if err := checkBootSpace(dataDir, reserve); err != nil {
+		return err
+	}
+	n.storage = newStorage(dataDir, reserve, n.log)
+	n.storage.start()
 	sugar := n.log.Sugar()
 	ms, err := meta.Open(meta.Options{
+		FS:     newWaitFS(n.storage.fs(), metaWriteWait),
 		Dir:    filepath.Join(dataDir, "meta"),
 		Logf:   func(f string, a ...any) { sugar.Debugf("pebble: "+f, a...) },
 		Errorf: func(f string, a ...any) { sugar.Errorf("pebble: "+f, a...) },
@@ -123,6 +130,7 @@ func (n *node) openWAL(recovery string, ordinal uint16, onDurable func([]*wal.Re
 		return err
 	}
 	n.wal = w
+	n.storage.setWAL(w)
 	n.log.Info("wal recovered", zap.Uint64("last_seq", w.LastSeq()), zap.Stringer("last_id", w.LastID()), zap.Int("tenants", w.TenantCount()))
 	return nil
 }
@@ -136,7 +144,7 @@ func (n *node) openSegments(backend archive.Backend, layout archive.Layout) erro
 		}
 	}
 	s, err := segment.Open(segment.Options{
-		FS:          vfs.Default,
+		FS:          n.storage.fs(),
 		Dir:         filepath.Join(n.cfg.Node.DataDir, "segments"),
 		Log:         n.wal,
 		Meta:        n.meta,
@@ -243,6 +251,7 @@ func (n *node) openAdmin() error {
 	if n.wal != nil {
 		opts.Health = n.wal
 	}
+	opts.Storage = n.storage
 	if n.segments != nil {
 		opts.Hooks = n.segments
 	}

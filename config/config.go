@@ -14,6 +14,7 @@ type Config struct {
 	Tenants       Tenants           `yaml:"tenants"`
 	WAL           WAL               `yaml:"wal"`
 	Segment       Segment           `yaml:"segment"`
+	Storage       Storage           `yaml:"storage"`
 	Archive       Archive           `yaml:"archive"`
 	Dispatch      Dispatch          `yaml:"dispatch"`
 	SourceStore   SourceStore       `yaml:"source_store"`
@@ -163,6 +164,17 @@ type WAL struct {
 	MaxFileBytes Size   `yaml:"max_file_bytes"`
 	// MaxBatchBytes caps one group commit's write.
 	MaxBatchBytes Size `yaml:"max_batch_bytes"`
+}
+
+// Storage is how the node treats the file system of node.data_dir.
+type Storage struct {
+	// ReserveBytes is held back so that, on a full disk, the node can
+	// still checkpoint, seal what it holds and delete what it may: a
+	// ballast file of this size (<data_dir>/storage.reserve) is released
+	// when free space falls below half of it or when the meta store or
+	// the sealer meets a full disk, and ingest answers 503 until the file
+	// system has twice this free again and the ballast is back.
+	ReserveBytes Size `yaml:"reserve_bytes"`
 }
 
 // Segment is the sealing of the WAL into segments.

@@ -25,7 +25,9 @@ const (
 	DefaultIdleTimeout     = 60 * time.Second
 	DefaultWALFileBytes    = 64 << 20
 	DefaultWALBatchBytes   = 8 << 20
-	DefaultTenantsMax      = 100000
+	// DefaultReserveBytes is storage.reserve_bytes.
+	DefaultReserveBytes = 64 << 20
+	DefaultTenantsMax   = 100000
 	// DefaultTenantCreateRate and DefaultTenantCreateBurst bound how fast
 	// new tenants are created, node-wide.
 	DefaultTenantCreateRate  = 100
@@ -122,6 +124,7 @@ func (c *Config) applyStorageDefaults() {
 	setSize(&c.WAL.MaxFileBytes, DefaultWALFileBytes)
 	setSize(&c.WAL.MaxBatchBytes, DefaultWALBatchBytes)
 	setSize(&c.Segment.MaxBytes, 64<<20)
+	setSize(&c.Storage.ReserveBytes, DefaultReserveBytes)
 	setDur(&c.Segment.MaxAge, 10*time.Second)
 	setDur(&c.Segment.RetainLocal, 24*time.Hour)
 	setSize(&c.Dispatch.IntakeBytes, 64<<20)

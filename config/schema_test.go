@@ -30,6 +30,12 @@ func TestEveryProblemInOneRun(t *testing.T) {
 		"limits.max_bodyy_bytes: unknown key",
 		`segment.max_bytes: invalid size "lots": want bytes or a number with KiB, MiB or GiB`,
 		`sources.open-demo: shared source (tenant "default") has no verifier but resolver "tenantpath" takes the tenant from the request: anyone could file hooks under any tenant; set trust_url_tenant: true to mean it, or give it a verifier`)
+	f("storage: an unknown key and a bad size",
+		"storage: {reserve: 1MiB}\nwal: {max_file_bytes: 1MiB}\nsegment: {max_bytes: 64KiB}\n",
+		"storage.reserve: unknown key")
+	f("storage.reserve_bytes that is not a size",
+		"storage: {reserve_bytes: plenty}",
+		`storage.reserve_bytes: invalid size "plenty": want bytes or a number with KiB, MiB or GiB`)
 	f("a bad value beside an unknown key",
 		"limits: {max_bodyy_bytes: 1MiB, max_header_bytes: 12XB, read_timeout: soon}",
 		"limits.max_bodyy_bytes: unknown key",

@@ -163,6 +163,9 @@ func validateStorage(p *Problems, c *Config) {
 	if need := c.Limits.MaxBodyBytes + c.Limits.MaxHeaderBytes + 64<<10; c.WAL.MaxBatchBytes < need {
 		p.add("wal.max_batch_bytes: %d must hold one whole hook (limits.max_body_bytes + limits.max_header_bytes + 64KiB = %d)", c.WAL.MaxBatchBytes, need)
 	}
+	if c.Storage.ReserveBytes < 1<<20 || c.Storage.ReserveBytes > 64<<30 {
+		p.add("storage.reserve_bytes: %d must be between 1MiB and 64GiB", c.Storage.ReserveBytes)
+	}
 	if c.Segment.MaxBytes < 64<<10 || c.Segment.MaxBytes > 4<<30 {
 		p.add("segment.max_bytes: %d must be between 64KiB and 4GiB", c.Segment.MaxBytes)
 	}

@@ -160,6 +160,8 @@ func TestValidate(t *testing.T) {
 		{name: "wal.max_batch_bytes exactly one hook", yaml: "wal: {max_batch_bytes: 1130496}"},
 		{name: "wal.max_batch_bytes follows the body limit", yaml: "limits: {max_body_bytes: 64KiB}\nwal: {max_batch_bytes: 144KiB}"},
 		{name: "segment.max_bytes too small", yaml: "segment: {max_bytes: 1KiB}", want: []string{"segment.max_bytes: 1024 must be between 64KiB and 4GiB"}},
+		{name: "storage.reserve_bytes too small", yaml: "storage: {reserve_bytes: 1KiB}", want: []string{"storage.reserve_bytes: 1024 must be between 1MiB and 64GiB"}},
+		{name: "storage.reserve_bytes too large", yaml: "storage: {reserve_bytes: 65GiB}", want: []string{"storage.reserve_bytes: "}},
 		{name: "segment.max_bytes too large", yaml: "segment: {max_bytes: 8GiB}", want: []string{"segment.max_bytes: "}},
 		{name: "segment.max_age too short", yaml: "segment: {max_age: 1ms}", want: []string{"segment.max_age: 1ms must be at least 10ms"}},
 		{name: "segment.retain_local negative", yaml: "segment: {retain_local: -1h}", want: []string{"segment.retain_local: invalid duration \"-1h\""}},

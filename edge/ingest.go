@@ -152,7 +152,9 @@ func (r *Router) commit(ctx *fasthttp.RequestCtx, hold *held, bodyLen int) {
 	wal.SealPayload(req.Buf)
 	if err := r.o.WAL.Commit(req); err != nil {
 		commitFailures.Inc()
-		r.logError("cannot commit hook", err)
+		if !errors.Is(err, wal.ErrNoSpace) { // the WAL logs a full disk itself, throttled
+			r.logError("cannot commit hook", err)
+		}
 		v, closeConn := commitVerdict(err)
 		reply(ctx, v, closeConn)
 		return
@@ -176,6 +178,10 @@ func commitVerdict(err error) (v verdict, closeConn bool) {
 		return vTenantLimit, false
 	case errors.Is(err, source.ErrNoDurableSink):
 		return vNoDurable, false
+	case errors.Is(err, wal.ErrNoSpace):
+		// The disk is full: 503 with Retry-After until space returns
+		// (DESIGN.md §6 item 10); the connection is sound.
+		return vUnavailable, false
 	}
 	return vUnavailable, true
 }

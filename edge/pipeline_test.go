@@ -2,6 +2,7 @@ package edge_test
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -109,8 +110,8 @@ func (f failingWAL) Commit(*wal.Request) error { return f.err }
 
 // TestCommitFailure: our own failure to store a hook is a 503 with
 // Retry-After (a sender retries it), never a 4xx; a record the WAL refuses
-// as too large for a batch is 413, and as its body was read whole the
-// connection stays usable.
+// as too large for a batch is 413, and a full disk 503; as the body was
+// read whole, the connection stays usable for both.
 func TestCommitFailure(t *testing.T) {
 	for _, tc := range []struct {
 		err    error
@@ -122,6 +123,8 @@ func TestCommitFailure(t *testing.T) {
 		{wal.ErrClosed, 503, "unavailable", true},
 		{errors.New("disk on fire"), 503, "unavailable", true},
 		{wal.ErrTooLarge, 413, "payload_too_large", false},
+		// A full disk: 503 until space returns, on a sound connection.
+		{fmt.Errorf("%w: cannot write wal file", wal.ErrNoSpace), 503, "unavailable", false},
 	} {
 		t.Run(tc.err.Error(), func(t *testing.T) {
 			n := startNode(t, loadConfig(t, pathConfig), func(o *edge.Options) { o.WAL = failingWAL{tc.err} })

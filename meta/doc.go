@@ -39,7 +39,13 @@
 // changes, the catalogue, the checkpoint and node identity are synced
 // (DESIGN.md §6 items 3-5).
 //
-// meta imports envelope (ids, string framing) and config (rate-limit
-// values) and nothing else of this module; it must never import dispatch,
+// pebble's Errorf lines and background errors (a flush or compaction that
+// failed, which pebble retries; on a full disk, in a loop) reach the log
+// through a throttle, one line per 10s with the count held back, and are
+// counted in ankusa_meta_background_errors_total (logger.go); its Fatalf
+// still stops the node (DESIGN.md §6 item 8).
+//
+// meta imports envelope (ids, string framing), config (rate-limit
+// values) and internal/throttle and nothing else of this module; it must never import dispatch,
 // edge, admin, or any stage built on it.
 package meta

@@ -58,15 +58,6 @@ func (d Durability) opts() *pebble.WriteOptions {
 	return pebble.NoSync
 }
 
-type logger struct{ o *Options }
-
-func (l logger) Infof(format string, args ...any)  { l.o.Logf(format, args...) }
-func (l logger) Errorf(format string, args ...any) { l.o.Errorf(format, args...) }
-func (l logger) Fatalf(format string, args ...any) {
-	l.o.Fatalf(format, args...)
-	panic(fmt.Sprintf("BUG: meta: Fatalf returned: "+format, args...))
-}
-
 // Open opens (creating if needed) the store.
 func Open(o Options) (*Store, error) {
 	if o.FS == nil {
@@ -89,7 +80,8 @@ func Open(o Options) (*Store, error) {
 	// off the disk.
 	cache := pebble.NewCache(o.CacheBytes)
 	defer cache.Unref()
-	po := &pebble.Options{FS: o.FS, Logger: logger{&o}, Cache: cache}
+	l := newLogger(&o)
+	po := &pebble.Options{FS: o.FS, Logger: l, Cache: cache, EventListener: l.events()}
 	db, err := pebble.Open(o.Dir, po)
 	if err != nil {
 		return nil, fmt.Errorf("cannot open meta store %q: %w", o.Dir, err)

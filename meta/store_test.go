@@ -92,7 +92,7 @@ func TestStoreRejectsCorruptValues(t *testing.T) {
 func TestFatalLoggerDoesNotReturn(t *testing.T) {
 	called := false
 	o := Options{Logf: func(string, ...any) {}, Fatalf: func(string, ...any) { called = true }}
-	l := logger{&o}
+	l := newLogger(&o)
 	defer func() {
 		if r := recover(); r == nil || !called {
 			t.Fatalf("Fatalf returned normally (called=%v, recovered=%v)", called, r)

@@ -70,6 +70,13 @@
 // catalogue (a crash between the rename and the catalogue write) is
 // verified and adopted. See DESIGN.md §6 item 3.
 //
+// A full disk stops nothing (space.go, DESIGN.md §6 item 10): a seal whose
+// file, block, footer, rename or catalogue entry meets ENOSPC drops the
+// segment (its .partial, or its renamed file no entry names, is removed),
+// rewinds the tail to the last sealed seq and seals again after a
+// backoff; ankusa_segment_seal_retries_total counts it. A failed fsync
+// stays fatal.
+//
 // # What may be deleted
 //
 // The store applies the deletion rules of DESIGN.md §6 item 3 itself: it
@@ -82,7 +89,8 @@
 //
 // # Imports
 //
-// segment imports envelope, wal, meta and internal/vfsutil; never
+// segment imports envelope, wal, meta, internal/backoff, internal/throttle
+// and internal/vfsutil; never
 // dispatch, archive (which reads segments through Remote), the edge or the
 // admin API.
 package segment

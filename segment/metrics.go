@@ -19,6 +19,8 @@ var (
 	blockCacheMisses = metrics.NewCounter("ankusa_segment_block_cache_misses_total")
 	blockCacheBytes  = metrics.NewGauge("ankusa_segment_block_cache_bytes", nil)
 	unsealedHooks    = metrics.NewGauge("ankusa_segment_unsealed_hooks", nil)
+	// sealRetries counts seals dropped for a full disk and tried again.
+	sealRetries = metrics.NewCounter("ankusa_segment_seal_retries_total")
 	// sealedSeqGauge is the last seq in a sealed segment: beside
 	// ankusa_wal_last_seq it says how far the sealer is behind the log,
 	// which unsealed_hooks (the open segment only) does not count.

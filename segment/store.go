@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ankusa/ankusa/envelope"
+	"github.com/ankusa/ankusa/internal/throttle"
 	"github.com/ankusa/ankusa/internal/vfsutil"
 	"github.com/ankusa/ankusa/meta"
 	"github.com/ankusa/ankusa/wal"
@@ -121,6 +122,11 @@ type Store struct {
 	failed   error
 	running  bool // Open returned: failures go to OnFatal
 
+	// After a full disk (space.go), under mu.
+	spaceFails int
+	retryAt    time.Time
+	spaceLog   throttle.Throttle
+
 	sealedSeq atomic.Uint64
 	sealedID  atomic.Pointer[envelope.ID]
 	files     *fileCache
@@ -205,6 +211,9 @@ func Open(o Options) (*Store, error) {
 	// Catch up with what the log already holds before serving reads.
 	s.mu.Lock()
 	err = s.catchUp()
+	if isNoSpace(err) {
+		err = nil // the sealer tries again once space returns
+	}
 	s.running = err == nil
 	s.mu.Unlock()
 	if err != nil {
@@ -382,10 +391,7 @@ func (s *Store) loop(opened time.Time) {
 		}
 		last = time.Now()
 		s.mu.Lock()
-		err := s.catchUp()
-		if err == nil && s.open != nil && s.o.Now().Sub(s.openedAt) >= s.o.MaxAge {
-			err = s.seal()
-		}
+		err := s.sealStep()
 		s.mu.Unlock()
 		if err != nil {
 			s.fatal(err)
@@ -399,6 +405,29 @@ func (s *Store) loop(opened time.Time) {
 			}
 		}
 	}
+}
+
+// sealStep catches up with the log and seals an open segment that is old
+// enough, unless the sealer backs off after a full disk. A full disk is
+// not an error: it is retried (space.go). Under s.mu.
+func (s *Store) sealStep() error {
+	if s.waitingForSpace() {
+		return nil
+	}
+	err := s.catchUp()
+	if err == nil && s.open != nil && s.o.Now().Sub(s.openedAt) >= s.o.MaxAge {
+		err = s.seal()
+		if isNoSpace(err) {
+			s.noSpaceLocked(err)
+		}
+	}
+	if isNoSpace(err) {
+		return nil
+	}
+	if err == nil {
+		s.sealedAgain()
+	}
+	return err
 }
 
 // sweepEvery is how often retention runs: a tenth of RetainLocal, at
@@ -425,6 +454,12 @@ func (s *Store) catchUp() error {
 		s.walDone = append(s.walDone, walFile{num: file, lastSeq: lastSeq})
 		return nil
 	})
+	if isNoSpace(err) {
+		// A full disk drops the open segment and rewinds the tail: the
+		// sealer seals the same hooks again once space returns.
+		s.noSpaceLocked(err)
+		return err
+	}
 	if err != nil {
 		// Whoever caught up (the sealer, or a reader), a failed read, write
 		// or sync leaves the tail past records no segment holds: the store
@@ -505,11 +540,8 @@ func (s *Store) seal() error {
 	if err := s.o.FS.Rename(w.Path(), final); err != nil {
 		return fmt.Errorf("cannot rename segment %q: %w", w.Path(), err)
 	}
-	if err := vfsutil.SyncDir(s.o.FS, s.o.Dir); err != nil {
-		return err
-	}
 	size := int64(foot.IndexOffset) + int64(foot.Blocks)*indexEntrySize + footerSize
-	if err := s.o.Meta.PutSegment(entryOf(name, size, &foot, s.o.Now())); err != nil {
+	if err := s.catalogue(final, entryOf(name, size, &foot, s.o.Now())); err != nil {
 		return err
 	}
 	s.open = nil
@@ -527,6 +559,22 @@ func (s *Store) seal() error {
 	default:
 	}
 	return s.deleteWALFiles()
+}
+
+// catalogue makes the renamed segment at path durable and enters it in
+// the catalogue. When the disk is full, the file is removed again: no
+// entry names it, the WAL still holds its hooks, and the sealer seals
+// them again (a whole segment left behind would be adopted at boot and
+// clash with the one sealed again). Under s.mu.
+func (s *Store) catalogue(path string, e meta.SegmentEntry) error {
+	err := vfsutil.SyncDir(s.o.FS, s.o.Dir)
+	if err == nil {
+		err = s.o.Meta.PutSegment(e)
+	}
+	if isNoSpace(err) {
+		_ = s.o.FS.Remove(path)
+	}
+	return err
 }
 
 // deleteWALFiles takes out of the log the WAL files whose hooks are all

@@ -11,18 +11,25 @@
 // its first hook), writes the batch with one writev, fdatasyncs once, and
 // wakes every waiter. Batches grow with load; no timer is involved. A failed
 // write or sync is fatal: nothing in that batch, nor anything after it, is
-// acknowledged, and the node stops (Options.OnFatal).
+// acknowledged, and the node stops (Options.OnFatal). A full disk is not
+// (space.go, DESIGN.md §6 item 10): files are allocated to MaxFileBytes
+// when made, a preparation that meets ENOSPC refuses commits with
+// ErrNoSpace and is retried with backoff, and a write that meets it (a
+// file system without fallocate) is cut back, its batch refused with
+// ErrNoSpace and its seqs, ordinals and batch number given again, so the
+// log stays dense. An fsync error stays fatal whatever it says.
 //
 // # Files
 //
 // The log is a sequence of files named by FileName (000000000001.wal, ...),
 // rotated before a batch would take the active file past MaxFileBytes.
 // Once a file becomes active, a goroutine prepares the next one off the
-// loop: created under its .tmp name, its header written and fsynced.
+// loop: created under its .tmp name, its header written, MaxFileBytes
+// allocated (fallocate, keeping the length) and fsynced.
 // Rotation renames it into the log (waiting only if the preparation has
 // not finished), and the rotating batch fsyncs the directory after its
 // fdatasync, before it is acknowledged. A failed preparation is fatal,
-// like a failed sync. Close removes the prepared file if the log never
+// like a failed sync, unless it failed for a full disk. Close removes the prepared file if the log never
 // used it. Each file starts with a 16-byte header:
 //
 //	0   8  magic "ANKUSAWL"
@@ -100,7 +107,8 @@
 //
 // # Imports
 //
-// wal imports envelope and internal/vfsutil only. It reaches the meta
+// wal imports envelope, internal/backoff, internal/throttle and
+// internal/vfsutil only. It reaches the meta
 // store through the small Meta interface, and never imports meta, segment,
 // dispatch, the edge or the admin API: they are built on it.
 package wal

@@ -12,6 +12,10 @@ var (
 	// ErrFatal is returned to every waiter once a write or sync has failed:
 	// the node must stop, and nothing more is acknowledged.
 	ErrFatal = errors.New("wal: write or sync failed; the node is stopping")
+	// ErrNoSpace is returned for a commit refused because the file system
+	// of node.data_dir is full (or below storage.reserve_bytes): nothing of
+	// it was written, and the same commit may succeed once space returns.
+	ErrNoSpace = errors.New("wal: no space left on the file system of node.data_dir; retry later")
 	// ErrClosed is returned for commits after Close.
 	ErrClosed = errors.New("wal: closed")
 	// ErrTooLarge is returned for a record larger than MaxBatchBytes.

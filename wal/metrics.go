@@ -18,6 +18,10 @@ var (
 	// pass tenants.max.
 	tenantLimited = metrics.NewCounter("ankusa_wal_tenant_limit_refusals_total")
 	fatalTotal    = metrics.NewCounter("ankusa_wal_fatal_errors_total")
+	// enospcTotal counts ENOSPC the log met (a file's allocation, a
+	// write); noSpaceRefusals the commits answered ErrNoSpace.
+	enospcTotal     = metrics.NewCounter("ankusa_wal_enospc_total")
+	noSpaceRefusals = metrics.NewCounter("ankusa_wal_no_space_refusals_total")
 
 	// A rotation that had to wait for its file to be prepared: the log
 	// fills files faster than it makes them (raise wal.max_file_bytes).

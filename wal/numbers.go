@@ -136,6 +136,16 @@ func (n *Numbers) Next(nowMs uint64) (uint64, envelope.ID) {
 	return n.seq, id
 }
 
+// Rewind makes seq the last one given: the seqs after it, given to a
+// batch that was not written, are given again. Event ids are not taken
+// back; the next ones stay above every id given.
+func (n *Numbers) Rewind(seq uint64) {
+	if seq > n.seq || seq < n.lastSeq.Load() {
+		panic(fmt.Sprintf("BUG: wal: numbering rewound to seq %d, outside the published %d and the given %d", seq, n.lastSeq.Load(), n.seq))
+	}
+	n.seq = seq
+}
+
 // Publish makes seq and id, the last ones given and made durable, what
 // Last reports.
 func (n *Numbers) Publish(seq uint64, id envelope.ID) {
@@ -180,6 +190,18 @@ func (n *Numbers) AddTenant(name string, ord uint32) {
 	n.next++
 	n.mu.Lock()
 	n.tenants[name] = ord
+	n.mu.Unlock()
+}
+
+// DropTenant gives back ord, the last ordinal AddTenant took, for name:
+// the batch that would have made it durable was not written.
+func (n *Numbers) DropTenant(name string, ord uint32) {
+	if ord != n.next-1 {
+		panic(fmt.Sprintf("BUG: wal: tenant %q dropped with ordinal %d, the last given is %d", name, ord, n.next-1))
+	}
+	n.next--
+	n.mu.Lock()
+	delete(n.tenants, name)
 	n.mu.Unlock()
 }
 

@@ -51,7 +51,7 @@ func (w *WAL) prepareNext() {
 // Close), so the goroutine never outlives the WAL.
 func (w *WAL) prepare(num uint64) {
 	start := time.Now()
-	f, err := prepareFile(w.opts.FS, w.opts.Dir, num)
+	f, err := prepareFile(w.opts.FS, w.opts.Dir, num, w.opts.MaxFileBytes)
 	if err == nil {
 		prepareSeconds.UpdateDuration(start)
 	}
@@ -59,15 +59,21 @@ func (w *WAL) prepare(num uint64) {
 }
 
 // receive takes a preparation's result on the loop and keeps the file for
-// rotation. A preparation that failed is returned: the caller makes it
+// rotation. A preparation that met a full disk refuses commits until one
+// succeeds (space.go). Any other failure is returned: the caller makes it
 // fatal (DESIGN.md §6 item 8), as it was when rotation created the file,
 // only sooner, since a disk that cannot create and sync a file is not
 // trusted with the log until the next rotation.
 func (w *WAL) receive(p preparedFile) error {
 	w.preparing = false
 	if p.err != nil {
+		if IsNoSpace(p.err) {
+			w.noFileYet(p.err)
+			return nil
+		}
 		return p.err
 	}
+	w.fileAgain()
 	w.next = &p
 	return nil
 }
@@ -92,16 +98,19 @@ func (w *WAL) pollPrepared() {
 // preparation if it still runs (ankusa_wal_rotation_waits_total counts
 // how often: a log whose files fill faster than one is made).
 func (w *WAL) nextFile() (preparedFile, error) {
-	if w.next == nil {
-		if !w.preparing {
-			// A failed preparation failed the log, and a failed log does
-			// not rotate.
-			panic("BUG: wal: rotation with no file prepared or being prepared")
-		}
+	if w.next == nil && w.preparing {
 		rotationWaitsTotal.Inc()
 		if err := w.receive(<-w.prepared); err != nil {
 			return preparedFile{}, err
 		}
+	}
+	if w.next == nil {
+		if !w.noFile.Load() {
+			// A failed preparation failed the log, and a failed log does
+			// not rotate.
+			panic("BUG: wal: rotation with no file prepared or being prepared")
+		}
+		return preparedFile{}, fmt.Errorf("%w: the wal file after %s could not be allocated", ErrNoSpace, FileName(w.fileNum))
 	}
 	p := *w.next
 	w.next = nil
@@ -118,6 +127,7 @@ func (w *WAL) nextFile() (preparedFile, error) {
 // remove it loses nothing (recovery removes it), and the error is only
 // Close's.
 func (w *WAL) dropPrepared() error {
+	w.stopRetry()
 	if w.preparing {
 		if err := w.receive(<-w.prepared); err != nil {
 			w.fail(nil, err)
@@ -140,20 +150,29 @@ func (w *WAL) dropPrepared() error {
 }
 
 // prepareFile creates WAL file num under its temporary name, with its
-// header written and synced, for rotation to rename into the log.
-func prepareFile(fs vfs.FS, dir string, num uint64) (vfs.File, error) {
+// header written, size bytes allocated and synced, for rotation to rename
+// into the log. A file it could not make whole is removed again (it is
+// not part of the log; recovery would remove it too), so a full disk
+// does not keep it.
+func prepareFile(fs vfs.FS, dir string, num uint64, size int64) (vfs.File, error) {
 	tmp := fs.PathJoin(dir, tmpName(num))
 	f, err := fs.Create(tmp, vfs.WriteCategoryUnspecified)
 	if err != nil {
 		return nil, fmt.Errorf("cannot create wal file %q: %w", tmp, err)
 	}
-	if _, err := f.Write(appendFileHeader(nil)); err != nil {
+	fail := func(what string, err error) (vfs.File, error) {
 		f.Close()
-		return nil, fmt.Errorf("cannot write wal file %q: %w", tmp, err)
+		_ = fs.Remove(tmp)
+		return nil, fmt.Errorf("cannot %s wal file %q: %w", what, tmp, err)
+	}
+	if _, err := f.Write(appendFileHeader(nil)); err != nil {
+		return fail("write", err)
+	}
+	if err := preallocate(f, size); err != nil {
+		return fail("allocate wal.max_file_bytes for", err)
 	}
 	if err := f.Sync(); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("cannot fsync wal file %q: %w", tmp, err)
+		return fail("fsync", err)
 	}
 	return f, nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/ankusa/ankusa/envelope"
+	"github.com/ankusa/ankusa/internal/throttle"
 	"github.com/ankusa/ankusa/internal/vfsutil"
 )
 
@@ -95,6 +96,9 @@ type WAL struct {
 	stopped chan struct{}
 
 	failed    atomic.Bool
+	noFile    atomic.Bool // the next file could not be allocated (space.go)
+	lowSpace  atomic.Bool // SetLowSpace: the node holds storage.reserve_bytes back
+	spaceLog  throttle.Throttle
 	queued    atomic.Int64 // bytes queued, not yet taken by the loop
 	num       *Numbers     // identity; its Next, Tenant and AddTenant are the loop's
 	durMu     sync.Mutex
@@ -117,6 +121,9 @@ type WAL struct {
 	// Owned by the loop too: the file prepared ahead of rotation.
 	next      *preparedFile // ready for rotation to switch to
 	preparing bool          // a preparation runs and will answer on prepared
+	retry     *time.Timer   // a preparation that met ENOSPC runs again when it fires
+	prepFails int           // preparations in a row that met ENOSPC
+	dirDirty  bool          // a file was renamed into the log and the directory not synced since
 }
 
 // Request is one record on its way through the commit loop. Acquire it,
@@ -184,6 +191,7 @@ func Open(opts Options) (*WAL, error) {
 	}
 	w := &WAL{
 		opts:      opts,
+		spaceLog:  throttle.Throttle{Every: 10 * time.Second},
 		signal:    make(chan struct{}, 1),
 		stopped:   make(chan struct{}),
 		committed: make(chan struct{}, 1),
@@ -235,6 +243,9 @@ func (w *WAL) Commit(r *Request) error {
 	}
 	if w.failed.Load() {
 		return ErrFatal
+	}
+	if w.refuseNoSpace() {
+		return ErrNoSpace
 	}
 	w.mu.Lock()
 	if w.closed {
@@ -319,6 +330,8 @@ func (w *WAL) loop() {
 			if err := w.receive(p); err != nil {
 				w.fail(nil, err)
 			}
+		case <-w.retryC():
+			w.retryPrepare()
 		}
 		for {
 			w.pollPrepared()
@@ -367,11 +380,25 @@ func (w *WAL) commitBatch(batch []*Request) {
 		w.answer(batch, ErrFatal)
 		return
 	}
+	if w.NoSpace() {
+		noSpaceRefusals.Add(len(batch))
+		w.answer(batch, ErrNoSpace)
+		return
+	}
 	if batch = w.number(batch); len(batch) == 0 {
 		return
 	}
 	size := w.gather(batch)
 	rotated, syncTime, err := w.write(size)
+	if errors.Is(err, ErrNoSpace) {
+		w.unnumber(batch)
+		noSpaceRefusals.Add(len(batch))
+		w.answer(batch, ErrNoSpace)
+		if rotated {
+			w.prepareNext()
+		}
+		return
+	}
 	if err != nil {
 		w.fail(batch, err)
 		return
@@ -463,16 +490,18 @@ func (w *WAL) gather(batch []*Request) int64 {
 }
 
 // write writes the gathered batch, rotating first if it would take the
-// active file past MaxFileBytes, and makes it durable.
+// active file past MaxFileBytes, and makes it durable. An error wrapping
+// ErrNoSpace left the log as it was before the batch (space.go); rotated
+// then says a new file became active all the same.
 func (w *WAL) write(size int64) (rotated bool, syncTime time.Duration, err error) {
-	rotated = w.fileSize > fileHeaderSize && w.fileSize+size > w.opts.MaxFileBytes
-	if rotated {
+	if w.fileSize > fileHeaderSize && w.fileSize+size > w.opts.MaxFileBytes {
 		if err := w.rotate(); err != nil {
-			return rotated, 0, err
+			return false, 0, err
 		}
+		rotated, w.dirDirty = true, true
 	}
 	if err := writeAll(w.file, w.iov, &w.scratch); err != nil {
-		return rotated, 0, fmt.Errorf("cannot write wal file %s: %w", FileName(w.fileNum), err)
+		return rotated, 0, w.writeFailed(err)
 	}
 	w.fileSize += size
 	syncStart := time.Now()
@@ -480,13 +509,14 @@ func (w *WAL) write(size int64) (rotated bool, syncTime time.Duration, err error
 		return rotated, 0, fmt.Errorf("cannot fdatasync wal file %s: %w", FileName(w.fileNum), err)
 	}
 	syncTime = time.Since(syncStart)
-	if rotated {
+	if w.dirDirty {
 		// The new file's name is durable only once the directory is
 		// synced: a crash before that could lose the file, and this batch
 		// with it. (install says why this comes after the fdatasync.)
 		if err := vfsutil.SyncDir(w.opts.FS, w.opts.Dir); err != nil {
 			return rotated, 0, fmt.Errorf("cannot add wal file %s to the log: %w", FileName(w.fileNum), err)
 		}
+		w.dirDirty = false
 	}
 	return rotated, syncTime, nil
 }
@@ -581,6 +611,15 @@ func (w *WAL) createFile() error {
 	if _, err := f.Write(appendFileHeader(nil)); err != nil {
 		f.Close()
 		return fmt.Errorf("cannot write wal file %q: %w", path, err)
+	}
+	if err := preallocate(f, w.opts.MaxFileBytes); IsNoSpace(err) {
+		// A boot on a nearly full disk serves: this file's writes may
+		// meet ENOSPC, which refuses their batches (space.go).
+		enospcTotal.Inc()
+		w.opts.Logf("wal: cannot allocate %d bytes (wal.max_file_bytes) for wal file %q, the disk is full; its commits may be refused until space returns: %v", w.opts.MaxFileBytes, path, err)
+	} else if err != nil {
+		f.Close()
+		return fmt.Errorf("cannot allocate %d bytes (wal.max_file_bytes) for wal file %q: %w", w.opts.MaxFileBytes, path, err)
 	}
 	if err := f.Sync(); err != nil {
 		f.Close()
