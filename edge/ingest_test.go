@@ -137,7 +137,7 @@ func sign(body string) string {
 }
 
 // serve runs h through HeaderReceived and Handle, the body streamed, and
-// returns the answer and the request's headers as the edge saw them.
+// returns the answer and the request's header fields as sent.
 func (g *ingestRig) serve(h hook) (status int, body string, headers []envelope.Header) {
 	g.t.Helper()
 	head := "POST /webhooks/" + h.source + " HTTP/1.1\r\nHost: hooks.example.com\r\nContent-Type: application/json\r\n"
@@ -150,8 +150,10 @@ func (g *ingestRig) serve(h hook) (status int, body string, headers []envelope.H
 	head += fmt.Sprintf("Content-Length: %d\r\n\r\n", len(h.body))
 	var ctx fasthttp.RequestCtx
 	fasthttpHeader(g.t, &ctx.Request.Header, []byte(head))
-	for k, v := range ctx.Request.Header.All() {
-		headers = append(headers, envelope.Header{Name: string(k), Value: string(v)})
+	// The fields as sent, in order: what the edge stores.
+	for _, line := range strings.Split(strings.TrimSuffix(head, "\r\n\r\n"), "\r\n")[1:] {
+		k, v, _ := strings.Cut(line, ": ")
+		headers = append(headers, envelope.Header{Name: k, Value: v})
 	}
 	sent := h.body[:len(h.body)-h.short]
 	ctx.Request.SetBodyStream(strings.NewReader(sent), len(h.body))
