@@ -83,3 +83,18 @@ func TestObsFoldRefused(t *testing.T) {
 		t.Errorf("%d folded hooks stored", got)
 	}
 }
+
+// TestRemoteAddrStored: the envelope records the sender's address, the
+// peer's without the PROXY protocol.
+func TestRemoteAddrStored(t *testing.T) {
+	n := startNode(t, loadConfig(t, pathConfig))
+	c := dialRaw(t, n.addr)
+	if _, err := c.conn.Write(post("/webhooks/demo", "hi")); err != nil {
+		t.Fatal(err)
+	}
+	wantAnswer(t, "hook", c.read(t), 201, "")
+	got := n.stored(t)
+	if len(got) != 1 || got[0].RemoteAddr != c.conn.LocalAddr().String() {
+		t.Fatalf("stored %d hooks, remote address %q, want %s", len(got), got[0].RemoteAddr, c.conn.LocalAddr())
+	}
+}

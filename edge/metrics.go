@@ -37,3 +37,32 @@ func countStatus(code int) {
 	}
 	otherStatus.Inc()
 }
+
+// Why the listener refused a connection (connRefused).
+const (
+	refusedGlobal    = iota // limits.max_connections
+	refusedPerClient        // limits.max_connections_per_client
+)
+
+// Why a connection was refused for its PROXY header (proxyRefused).
+const (
+	proxyUntrusted  = iota // a PROXY header from a peer not trusted
+	proxyMalformed         // not a PROXY header, or a malformed one
+	proxyIncomplete        // none within ProxyHeaderTimeout, or the peer hung up
+)
+
+var proxyReasons = []string{"untrusted", "malformed", "incomplete"}
+
+var (
+	connRefused = []*metrics.Counter{
+		metrics.NewCounter(`ankusa_edge_connections_refused_by_reason_total{reason="max_connections"}`),
+		metrics.NewCounter(`ankusa_edge_connections_refused_by_reason_total{reason="max_connections_per_client"}`),
+	}
+	proxyRefused = func() []*metrics.Counter {
+		cs := make([]*metrics.Counter, len(proxyReasons))
+		for i, r := range proxyReasons {
+			cs[i] = metrics.NewCounter(`ankusa_edge_proxy_refused_total{reason="` + r + `"}`)
+		}
+		return cs
+	}()
+)
