@@ -77,11 +77,15 @@ func parseProxyV1(b []byte) (proxyHeader, error) {
 	}
 	end := bytes.Index(b[:min(len(b), proxyV1Max)], []byte("\r\n"))
 	if end < 0 {
-		cr := bytes.IndexByte(b, '\r')
-		if len(b) >= proxyV1Max || bytes.IndexByte(b, '\n') >= 0 || cr >= 0 && cr != len(b)-1 {
+		// Incomplete while it may still become a line: short enough, and
+		// printable up to a last CR.
+		if len(b) >= proxyV1Max || !printable(bytes.TrimSuffix(b, []byte("\r"))) {
 			return proxyHeader{}, errProxyMalformed
 		}
 		return proxyHeader{}, errProxyIncomplete
+	}
+	if !printable(b[:end]) {
+		return proxyHeader{}, errProxyMalformed
 	}
 	f := bytes.Split(b[:end], []byte(" "))
 	if len(f) < 2 || string(f[0]) != "PROXY" {
@@ -107,6 +111,17 @@ func parseProxyV1(b []byte) (proxyHeader, error) {
 	}
 	h.src = netip.AddrPortFrom(src, sport)
 	return h, nil
+}
+
+// printable reports whether b is printable US-ASCII, all a version 1
+// line may hold before its CRLF.
+func printable(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 || c > 0x7e {
+			return false
+		}
+	}
+	return true
 }
 
 func parseV1Addr(b []byte, v4 bool) (netip.Addr, bool) {
