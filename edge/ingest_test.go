@@ -266,3 +266,29 @@ func TestIngestReleasesOnEveryExit(t *testing.T) {
 		})
 	}
 }
+
+// TestVerifySignatureAnyCase: the envelope keeps a signature header's
+// name as sent, and verification still finds it in any case.
+func TestVerifySignatureAnyCase(t *testing.T) {
+	g := newIngestRig(t)
+	body := `{"id":"evt_1","amount":42}`
+	for _, name := range []string{"x-hub-signature-256", "X-HUB-SIGNATURE-256", "x-Hub-Signature-256"} {
+		head := "POST /webhooks/signed HTTP/1.1\r\nHost: hooks.example.com\r\n" + name + ": " + sign(body) +
+			fmt.Sprintf("\r\nContent-Length: %d\r\n\r\n", len(body))
+		var ctx fasthttp.RequestCtx
+		fasthttpHeader(t, &ctx.Request.Header, []byte(head))
+		ctx.Request.SetBodyStream(strings.NewReader(body), len(body))
+		g.router.HeaderReceived(&ctx.Request.Header)
+		g.router.Handle(&ctx)
+		if st := ctx.Response.StatusCode(); st != 201 {
+			t.Fatalf("%s: %d %s", name, st, ctx.Response.Body())
+		}
+		var e envelope.Envelope
+		if _, err := envelope.Decode(g.wal.last, &e); err != nil {
+			t.Fatal(err)
+		}
+		if !e.Verification.Verified || len(e.Headers) != 3 || e.Headers[1].Name != name {
+			t.Errorf("%s: stored verified=%v headers %q", name, e.Verification.Verified, e.Headers)
+		}
+	}
+}

@@ -135,6 +135,7 @@ func (l *limitListener) admit(c net.Conn) *limitedConn {
 		l.refuse(c, refusedGlobal)
 		return nil
 	}
+	openConns.Add(1)
 	lc := &limitedConn{Conn: c, l: l, peer: addrPortOf(c.RemoteAddr())}
 	if l.o.Trusted != nil {
 		lc.state = stateWatch
@@ -145,6 +146,7 @@ func (l *limitListener) admit(c net.Conn) *limitedConn {
 	}
 	if !l.clients.acquire(lc.peer.Addr()) {
 		l.open.Add(-1)
+		openConns.Add(-1)
 		l.refuse(c, refusedPerClient)
 		return nil
 	}
@@ -375,6 +377,7 @@ func (l *limitListener) refusedShare(c *limitedConn) {
 func (c *limitedConn) Close() error {
 	if !c.closed.Swap(true) {
 		c.l.open.Add(-1)
+		openConns.Add(-1)
 		if c.client.IsValid() {
 			c.l.clients.release(c.client)
 		}

@@ -2,6 +2,7 @@ package edge
 
 import (
 	"strconv"
+	"sync/atomic"
 
 	"github.com/VictoriaMetrics/metrics"
 )
@@ -53,7 +54,12 @@ const (
 
 var proxyReasons = []string{"untrusted", "malformed", "incomplete"}
 
+// openConns counts the public listeners' open connections, for the
+// ankusa_edge_connections_open gauge.
+var openConns atomic.Int64
+
 var (
+	_           = metrics.NewGauge("ankusa_edge_connections_open", func() float64 { return float64(openConns.Load()) })
 	connRefused = []*metrics.Counter{
 		metrics.NewCounter(`ankusa_edge_connections_refused_by_reason_total{reason="max_connections"}`),
 		metrics.NewCounter(`ankusa_edge_connections_refused_by_reason_total{reason="max_connections_per_client"}`),
