@@ -75,7 +75,8 @@ type limitListener struct {
 	open      atomic.Int64
 	rejecting atomic.Int64
 	clients   clientCounts
-	logThr    throttle
+	logThr    throttle // PROXY refusals
+	capThr    throttle // refusals past a connection bound
 }
 
 // LimitListener wraps ln so that at most maxConns connections are open.
@@ -132,7 +133,7 @@ func (l *limitListener) Accept() (net.Conn, error) {
 func (l *limitListener) admit(c net.Conn) *limitedConn {
 	if l.open.Add(1) > l.max {
 		l.open.Add(-1)
-		l.refuse(c, refusedGlobal)
+		l.refuse(c, refusedGlobal, addrPortOf(c.RemoteAddr()))
 		return nil
 	}
 	openConns.Add(1)
@@ -147,7 +148,7 @@ func (l *limitListener) admit(c net.Conn) *limitedConn {
 	if !l.clients.acquire(lc.peer.Addr()) {
 		l.open.Add(-1)
 		openConns.Add(-1)
-		l.refuse(c, refusedPerClient)
+		l.refuse(c, refusedPerClient, lc.peer)
 		return nil
 	}
 	lc.setClient(lc.peer, c.RemoteAddr())
@@ -165,10 +166,8 @@ func (l *limitListener) trusted(a netip.Addr) bool {
 }
 
 // refuse answers c 503 overloaded and closes it, off the accept loop.
-func (l *limitListener) refuse(c net.Conn, reason int) {
-	statusCounters[503].Inc()
-	connRejections.Inc()
-	connRefused[reason].Inc()
+func (l *limitListener) refuse(c net.Conn, reason int, client netip.AddrPort) {
+	l.refused(reason, client)
 	if l.rejecting.Add(1) > maxRejecting {
 		l.rejecting.Add(-1)
 		c.Close()
@@ -182,6 +181,17 @@ func (l *limitListener) reject(c net.Conn) {
 	_ = c.SetWriteDeadline(time.Now().Add(time.Second))
 	_, _ = c.Write(overloadedResponse)
 	c.Close()
+}
+
+// refused counts and logs a connection refused past a bound.
+func (l *limitListener) refused(reason int, client netip.AddrPort) {
+	statusCounters[503].Inc()
+	connRejections.Inc()
+	connRefused[reason].Inc()
+	if l.capThr.allow() {
+		l.o.Logger.Warn("connection refused: 503 overloaded", zap.String("limit", refusedLimits[reason]),
+			zap.Stringer("client", client))
+	}
 }
 
 // refuseProxy counts and logs a connection refused for its PROXY header.
@@ -296,7 +306,7 @@ func (c *limitedConn) readProxy(p []byte) (int, error) {
 		src = c.peer
 	}
 	if !c.l.clients.acquire(src.Addr().Unmap()) {
-		c.l.refusedShare(c)
+		c.l.refusedShare(c, src)
 		return 0, errClientShare
 	}
 	c.setClient(netip.AddrPortFrom(src.Addr().Unmap(), src.Port()), nil)
@@ -364,10 +374,8 @@ func (c *limitedConn) readWatch(p []byte) (int, error) {
 // refusedShare answers a proxied connection whose client holds its whole
 // share: the same 503 as the listener's refusals, written here since the
 // connection is already fasthttp's.
-func (l *limitListener) refusedShare(c *limitedConn) {
-	statusCounters[503].Inc()
-	connRejections.Inc()
-	connRefused[refusedPerClient].Inc()
+func (l *limitListener) refusedShare(c *limitedConn, client netip.AddrPort) {
+	l.refused(refusedPerClient, client)
 	_ = c.Conn.SetWriteDeadline(time.Now().Add(time.Second))
 	_, _ = c.Conn.Write(overloadedResponse)
 	// Closed here: fasthttp would answer a read error with a 400 of its own.

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 )
 
 // serveEcho serves, behind a listener of o, a handler that answers each
@@ -112,7 +114,8 @@ func TestListenerProxy(t *testing.T) {
 // TestListenerUntrusted: a PROXY header from a peer not trusted is
 // refused and counted; plain HTTP from it is served, its client the peer.
 func TestListenerUntrusted(t *testing.T) {
-	addr := serveEcho(t, ListenOptions{MaxConns: 10, Trusted: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}})
+	core, logs := observer.New(zap.WarnLevel)
+	addr := serveEcho(t, ListenOptions{MaxConns: 10, Trusted: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}, Logger: zap.New(core)})
 	for _, hdr := range []string{"PROXY TCP4 203.0.113.7 10.0.0.1 51234 443\r\n", string(proxyV2(0x21, 0x11, v2TCP4("1.2.3.4", 1), nil))} {
 		before := proxyRefused[proxyUntrusted].Get()
 		c := dialEcho(t, addr, hdr+getReq)
@@ -122,6 +125,10 @@ func TestListenerUntrusted(t *testing.T) {
 		if got := proxyRefused[proxyUntrusted].Get(); got != before+1 {
 			t.Errorf("untrusted refusals went %d → %d", before, got)
 		}
+	}
+	// Logged through a throttle: one line for the two refusals.
+	if l := logs.FilterField(zap.String("reason", "untrusted")).All(); len(l) != 1 {
+		t.Errorf("%d log lines for two refusals within a second, want 1", len(l))
 	}
 	// A request sent a byte at a time is told from a PROXY header.
 	c := dialEcho(t, addr, "P")
@@ -172,9 +179,10 @@ func TestListenerPerClient(t *testing.T) {
 }
 
 // TestListenerPerClientDirect: without the PROXY protocol the peer is
-// the client, and its share is enforced at accept.
+// the client, and its share is enforced at accept, with a log line.
 func TestListenerPerClientDirect(t *testing.T) {
-	addr := serveEcho(t, ListenOptions{MaxConns: 10, MaxPerClient: 1})
+	core, logs := observer.New(zap.WarnLevel)
+	addr := serveEcho(t, ListenOptions{MaxConns: 10, MaxPerClient: 1, Logger: zap.New(core)})
 	first := dialEcho(t, addr, getReq)
 	if st, body := first.answer(t); st != 200 || body != first.c.LocalAddr().String() {
 		t.Fatalf("first: %d %q", st, body)
@@ -185,5 +193,8 @@ func TestListenerPerClientDirect(t *testing.T) {
 	}
 	if got := connRefused[refusedPerClient].Get(); got != before+1 {
 		t.Errorf("per-client refusals went %d → %d", before, got)
+	}
+	if l := logs.FilterField(zap.String("limit", "limits.max_connections_per_client")).All(); len(l) != 1 {
+		t.Errorf("%d log lines for the refusal, want 1: %v", len(l), logs.All())
 	}
 }

@@ -52,7 +52,10 @@ const (
 	proxyIncomplete        // none within ProxyHeaderTimeout, or the peer hung up
 )
 
-var proxyReasons = []string{"untrusted", "malformed", "incomplete"}
+var (
+	proxyReasons  = []string{"untrusted", "malformed", "incomplete"}
+	refusedLimits = []string{"limits.max_connections", "limits.max_connections_per_client"}
+)
 
 // openConns counts the public listeners' open connections, for the
 // ankusa_edge_connections_open gauge.
