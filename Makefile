@@ -47,7 +47,7 @@ services:
 	@scripts/ensure-redis.sh
 	@scripts/ensure-versitygw.sh
 
-# Each fuzz target for FUZZTIME: 16 targets, 96 s of fuzzing, about two
+# Each fuzz target for FUZZTIME: 17 targets, 102 s of fuzzing, about two
 # and a half minutes with their builds (the seed corpora in testdata/fuzz
 # also run with the unit tests). go test -fuzz takes one package and one
 # target at a time. A failing input is written to the package's
@@ -73,6 +73,7 @@ fuzz:
 	@scripts/fuzz-one.sh $(GO) $(FUZZTIME) FuzzURLCheck ./dispatch/sink/httpsink
 	@scripts/fuzz-one.sh $(GO) $(FUZZTIME) FuzzExtractJSON ./dedupe
 	@scripts/fuzz-one.sh $(GO) $(FUZZTIME) FuzzSourceDoc ./config
+	@scripts/fuzz-one.sh $(GO) $(FUZZTIME) FuzzParseProxy ./edge
 
 lint: $(STATICCHECK)
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

@@ -188,7 +188,7 @@ func (n *node) openDisk(recovery string, ordinal uint16) (edge.Committer, error)
 }
 
 func (n *node) openPublic() error {
-	ln, err := edge.Listen(n.cfg.Listen, n.cfg.Limits.MaxConnections)
+	ln, err := edge.ListenWith(n.cfg.Listen, edge.ListenOptionsFrom(n.cfg, n.log))
 	if err != nil {
 		return err
 	}

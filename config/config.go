@@ -1,29 +1,34 @@
 package config
 
-import "math"
+import (
+	"math"
+	"net/netip"
+)
 
 // Config is the whole configuration file.
 type Config struct {
-	Node          Node              `yaml:"node"`
-	Listen        string            `yaml:"listen"`
-	Admin         Admin             `yaml:"admin"`
-	Limits        Limits            `yaml:"limits"`
-	RouteResolver RouteResolver     `yaml:"route_resolver"`
-	Routes        Routes            `yaml:"routes"`
-	RateLimits    RateLimits        `yaml:"rate_limits"`
-	Tenants       Tenants           `yaml:"tenants"`
-	WAL           WAL               `yaml:"wal"`
-	Segment       Segment           `yaml:"segment"`
-	Storage       Storage           `yaml:"storage"`
-	Archive       Archive           `yaml:"archive"`
-	Dispatch      Dispatch          `yaml:"dispatch"`
-	SourceStore   SourceStore       `yaml:"source_store"`
-	Redis         Redis             `yaml:"redis"`
-	Dedupe        Dedupe            `yaml:"dedupe"`
-	Secrets       Secrets           `yaml:"secrets"`
-	Lifecycle     Lifecycle         `yaml:"lifecycle"`
-	Log           Log               `yaml:"log"`
-	Sources       map[string]Source `yaml:"sources"`
+	Node   Node   `yaml:"node"`
+	Listen string `yaml:"listen"`
+	// ListenProxyProtocol: the PROXY protocol on listen.
+	ListenProxyProtocol ProxyProtocol     `yaml:"listen_proxy_protocol"`
+	Admin               Admin             `yaml:"admin"`
+	Limits              Limits            `yaml:"limits"`
+	RouteResolver       RouteResolver     `yaml:"route_resolver"`
+	Routes              Routes            `yaml:"routes"`
+	RateLimits          RateLimits        `yaml:"rate_limits"`
+	Tenants             Tenants           `yaml:"tenants"`
+	WAL                 WAL               `yaml:"wal"`
+	Segment             Segment           `yaml:"segment"`
+	Storage             Storage           `yaml:"storage"`
+	Archive             Archive           `yaml:"archive"`
+	Dispatch            Dispatch          `yaml:"dispatch"`
+	SourceStore         SourceStore       `yaml:"source_store"`
+	Redis               Redis             `yaml:"redis"`
+	Dedupe              Dedupe            `yaml:"dedupe"`
+	Secrets             Secrets           `yaml:"secrets"`
+	Lifecycle           Lifecycle         `yaml:"lifecycle"`
+	Log                 Log               `yaml:"log"`
+	Sources             map[string]Source `yaml:"sources"`
 }
 
 // Node is this node's identity and storage.
@@ -65,6 +70,27 @@ type Admin struct {
 	MaxBodyBytes Size `yaml:"max_body_bytes"`
 }
 
+// ProxyProtocol is the PROXY protocol (v1 text, v2 binary) on the public
+// listener. A connection from a Trusted peer must open with a PROXY
+// header, whose sender then counts as the client; a PROXY header from
+// any other peer is refused. Empty: off.
+type ProxyProtocol struct {
+	// Trusted are CIDRs ("10.0.0.0/8", "127.0.0.1/32") of the balancers.
+	Trusted []string `yaml:"trusted"`
+}
+
+// Prefixes are the trusted CIDRs parsed (validation refused any that
+// does not parse); nil when the protocol is off.
+func (p ProxyProtocol) Prefixes() []netip.Prefix {
+	var out []netip.Prefix
+	for _, s := range p.Trusted {
+		if pfx, err := netip.ParsePrefix(s); err == nil {
+			out = append(out, pfx.Masked())
+		}
+	}
+	return out
+}
+
 // AdminToken is one bearer token, stored as the hex SHA-256 of the token.
 type AdminToken struct {
 	Name   string   `yaml:"name"`
@@ -83,11 +109,16 @@ type Limits struct {
 	MaxPipelineBytes Size `yaml:"max_pipeline_bytes"`
 	// MaxQuarantineBytes caps the quarantine pen: the bytes of every hook
 	// held there, node-wide. Past it a failed hook is 429 quarantine_full.
-	MaxQuarantineBytes Size     `yaml:"max_quarantine_bytes"`
-	MaxConnections     int      `yaml:"max_connections"`
-	ReadTimeout        Duration `yaml:"read_timeout"`
-	WriteTimeout       Duration `yaml:"write_timeout"`
-	IdleTimeout        Duration `yaml:"idle_timeout"`
+	MaxQuarantineBytes Size `yaml:"max_quarantine_bytes"`
+	MaxConnections     int  `yaml:"max_connections"`
+	// MaxConnectionsPerClient bounds the connections of one client
+	// address (the PROXY header's sender behind a trusted balancer), so one
+	// sender cannot hold every slot. Default: half of max_connections, but
+	// not below 64 (or max_connections when that is smaller).
+	MaxConnectionsPerClient int      `yaml:"max_connections_per_client"`
+	ReadTimeout             Duration `yaml:"read_timeout"`
+	WriteTimeout            Duration `yaml:"write_timeout"`
+	IdleTimeout             Duration `yaml:"idle_timeout"`
 }
 
 // RouteResolver selects the catch-URL scheme. Which keys a resolver takes

@@ -20,11 +20,14 @@ const (
 	DefaultQuarantineRate  = 5
 	DefaultQuarantineBurst = 50
 	DefaultMaxConnections  = 10000
-	DefaultReadTimeout     = 30 * time.Second
-	DefaultWriteTimeout    = 10 * time.Second
-	DefaultIdleTimeout     = 60 * time.Second
-	DefaultWALFileBytes    = 64 << 20
-	DefaultWALBatchBytes   = 8 << 20
+	// DefaultMinConnectionsPerClient is the floor of the default of
+	// limits.max_connections_per_client (half of max_connections).
+	DefaultMinConnectionsPerClient = 64
+	DefaultReadTimeout             = 30 * time.Second
+	DefaultWriteTimeout            = 10 * time.Second
+	DefaultIdleTimeout             = 60 * time.Second
+	DefaultWALFileBytes            = 64 << 20
+	DefaultWALBatchBytes           = 8 << 20
 	// DefaultReserveBytes is storage.reserve_bytes.
 	DefaultReserveBytes = 64 << 20
 	DefaultTenantsMax   = 100000
@@ -91,6 +94,9 @@ func (l *Limits) applyDefaults() {
 	setSize(&l.MaxQuarantineBytes, DefaultMaxQuarantine)
 	setInt(&l.MaxHeaderCount, DefaultMaxHeaderCount)
 	setInt(&l.MaxConnections, DefaultMaxConnections)
+	if l.MaxConnectionsPerClient == 0 {
+		l.MaxConnectionsPerClient = max(l.MaxConnections/2, min(l.MaxConnections, DefaultMinConnectionsPerClient))
+	}
 	setDur(&l.ReadTimeout, DefaultReadTimeout)
 	setDur(&l.WriteTimeout, DefaultWriteTimeout)
 	setDur(&l.IdleTimeout, DefaultIdleTimeout)

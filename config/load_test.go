@@ -73,6 +73,7 @@ func TestDefaultsApplied(t *testing.T) {
 	f("limits.max_header_count", cfg.Limits.MaxHeaderCount, 100)
 	f("limits.max_pipeline_bytes", cfg.Limits.MaxPipelineBytes, Size(256<<20))
 	f("limits.max_connections", cfg.Limits.MaxConnections, 10000)
+	f("limits.max_connections_per_client", cfg.Limits.MaxConnectionsPerClient, 5000)
 	f("limits.read_timeout", cfg.Limits.ReadTimeout.D(), 30*time.Second)
 	f("limits.write_timeout", cfg.Limits.WriteTimeout.D(), 10*time.Second)
 	f("limits.idle_timeout", cfg.Limits.IdleTimeout.D(), 60*time.Second)

@@ -3,6 +3,7 @@ package config
 import (
 	"math"
 	"net"
+	"net/netip"
 	"slices"
 	"time"
 )
@@ -62,6 +63,14 @@ func validateNode(p *Problems, c *Config) {
 		}
 	}
 	checkAddr(p, "listen", c.Listen)
+	for i, cidr := range c.ListenProxyProtocol.Trusted {
+		if _, err := netip.ParsePrefix(cidr); err != nil {
+			p.add("listen_proxy_protocol.trusted[%d]: %q is not a CIDR (like 10.0.0.0/8 or 127.0.0.1/32)", i, cidr)
+		}
+	}
+	if t := c.ListenProxyProtocol.Trusted; t != nil && len(t) == 0 {
+		p.add("listen_proxy_protocol.trusted: empty; name the balancers' CIDRs, or leave listen_proxy_protocol out")
+	}
 	checkAddr(p, "admin.listen", c.Admin.Listen)
 	if c.Listen == c.Admin.Listen {
 		p.add("admin.listen: %q is also listen; the admin and public listeners need their own addresses", c.Admin.Listen)
@@ -107,6 +116,9 @@ func validateLimits(p *Problems, c *Config) {
 	}
 	if l.MaxConnections < 1 {
 		p.add("limits.max_connections: %d must be at least 1", l.MaxConnections)
+	}
+	if l.MaxConnections >= 1 && (l.MaxConnectionsPerClient < 1 || l.MaxConnectionsPerClient > l.MaxConnections) {
+		p.add("limits.max_connections_per_client: %d must be between 1 and limits.max_connections (%d)", l.MaxConnectionsPerClient, l.MaxConnections)
 	}
 }
 

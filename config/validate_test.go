@@ -154,6 +154,18 @@ func TestValidate(t *testing.T) {
 			want: []string{"routes.table[0].path: path \"/:a/:b/:c/:d/:e/:f/:g/:h/:i\" has more than 8 parameters"}},
 		{name: "max_header_count negative", yaml: "limits: {max_header_count: -1}", want: []string{"limits.max_header_count: "}},
 		{name: "max_connections negative", yaml: "limits: {max_connections: -5}", want: []string{"limits.max_connections: "}},
+		{name: "max_connections_per_client set", yaml: "limits: {max_connections: 100, max_connections_per_client: 100}"},
+		{name: "max_connections_per_client negative", yaml: "limits: {max_connections_per_client: -1}",
+			want: []string{"limits.max_connections_per_client: -1 must be between 1 and limits.max_connections (10000)"}},
+		{name: "max_connections_per_client past max_connections", yaml: "limits: {max_connections: 10, max_connections_per_client: 11}",
+			want: []string{"limits.max_connections_per_client: 11 must be between 1"}},
+		{name: "proxy protocol trusted", yaml: "listen_proxy_protocol: {trusted: [10.0.0.0/8, \"2001:db8::/32\", 127.0.0.1/32]}"},
+		{name: "proxy protocol bad CIDR", yaml: "listen_proxy_protocol: {trusted: [10.0.0.0/8, 10.0.0.1, nonsense/8]}",
+			want: []string{`listen_proxy_protocol.trusted[1]: "10.0.0.1" is not a CIDR`, `listen_proxy_protocol.trusted[2]: "nonsense/8" is not a CIDR`}},
+		{name: "proxy protocol empty", yaml: "listen_proxy_protocol: {trusted: []}",
+			want: []string{"listen_proxy_protocol.trusted: empty"}},
+		{name: "proxy protocol unknown key", yaml: "listen_proxy_protocol: {trust: [10.0.0.0/8]}",
+			want: []string{"listen_proxy_protocol.trust: unknown key"}},
 		{name: "wal.max_batch_bytes too small", yaml: "wal: {max_batch_bytes: 1MiB}",
 			want: []string{"wal.max_batch_bytes: 1048576 must hold one whole hook (limits.max_body_bytes + limits.max_header_bytes + 64KiB = 1130496)"}},
 		{name: "wal.max_batch_bytes one byte short", yaml: "wal: {max_batch_bytes: 1130495}", want: []string{"wal.max_batch_bytes: "}},
@@ -597,5 +609,20 @@ func TestNotYetBuiltRefused(t *testing.T) {
 	}
 	if probs := problemsOf(t, "node: {roles: [edge, dispatch, admin]}", ValidateOptions{}); len(probs) != 0 {
 		t.Errorf("a node without the archive role: %q", probs)
+	}
+}
+
+// TestMaxConnectionsPerClientDefault: half of max_connections, not below
+// 64, nor above max_connections.
+func TestMaxConnectionsPerClientDefault(t *testing.T) {
+	for _, c := range []struct{ max, want int }{{2, 2}, {64, 64}, {100, 64}, {128, 64}, {2000, 1000}, {10000, 5000}} {
+		cfg := mustLoad(t, fmt.Sprintf("limits: {max_connections: %d}", c.max), ValidateOptions{})
+		if got := cfg.Limits.MaxConnectionsPerClient; got != c.want {
+			t.Errorf("max_connections %d: max_connections_per_client defaults to %d, want %d", c.max, got, c.want)
+		}
+	}
+	cfg := mustLoad(t, "listen_proxy_protocol: {trusted: [10.1.2.3/8]}", ValidateOptions{})
+	if p := cfg.ListenProxyProtocol.Prefixes(); len(p) != 1 || p[0].String() != "10.0.0.0/8" {
+		t.Errorf("Prefixes() = %v, want [10.0.0.0/8]", p)
 	}
 }

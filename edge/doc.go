@@ -5,9 +5,17 @@
 //
 // # What it owns
 //
-//   - The listener (Listen, LimitListener) and its fasthttp server
-//     (NewServer): the connection bound, the read buffer and timeouts, and
-//     the JSON answers to what fasthttp refuses before a request exists.
+//   - The listener (ListenWith, NewListener) and its fasthttp server
+//     (NewServer): the connection bound and each client's share of it
+//     (limits.max_connections, max_connections_per_client), the PROXY
+//     protocol from trusted balancers (listen_proxy_protocol; a strict
+//     parser of v1 and v2, proxyproto.go), the read buffer and timeouts,
+//     and the JSON answers to what fasthttp refuses before a request
+//     exists. The client's address (the PROXY header's sender, else the
+//     peer) is the envelope's remote address.
+//   - The header fields as they arrived (rawheaders.go): what the
+//     envelope stores is read from fasthttp's raw header block, not its
+//     normalised view; obsolete line folding is refused.
 //   - The router (Router), which runs the router order of DESIGN.md §2.1:
 //     steps 0-5 (method, route guard, resolver, declared length, source and
 //     tenant binding, header bounds) from the header alone, in fasthttp's

@@ -26,8 +26,9 @@ type held struct {
 	queued   int64
 	pipeline int64 // bytes added to Router.pipeline
 
-	req *wal.Request      // the record; rec appends the envelope to req.Buf
-	rec envelope.Appender // where the envelope stands in req.Buf
+	req    *wal.Request      // the record; rec appends the envelope to req.Buf
+	rec    envelope.Appender // where the envelope stands in req.Buf
+	remote string            // the sender's address, the envelope's last field
 
 	// Given to the committed hook (committed); given back otherwise.
 	pen    int64 // bytes reserved of the quarantine pen
@@ -38,8 +39,9 @@ type held struct {
 // flag sets verification flag bits of the hook's envelope.
 func (h *held) flag(f byte) { h.rec.AddFlags(h.req.Buf, f) }
 
-// end appends the envelope's last field, its dedupe key.
-func (h *held) end(dedupeKey string) { h.req.Buf = h.rec.End(h.req.Buf, dedupeKey) }
+// end appends the envelope's last fields, its dedupe key and the sender's
+// address.
+func (h *held) end(dedupeKey string) { h.req.Buf = h.rec.EndFrom(h.req.Buf, dedupeKey, h.remote) }
 
 // committed hands what the hook reserved over to it once it is durable:
 // the pen's bytes stay reserved for its pen row, and its dedupe key now

@@ -26,6 +26,7 @@ const readChunk = 32 << 10
 func (r *Router) ingest(ctx *fasthttp.RequestCtx, a *admitted, hold *held) {
 	req := wal.AcquireRequest()
 	hold.req = req
+	hold.remote = clientAddr(ctx)
 	req.Buf = r.encodeHead(&hold.rec, req.Buf, &ctx.Request.Header, a)
 	// 11. body, within the bound, straight into the record
 	buf, v := readBody(ctx, hold.rec.BeginBody(req.Buf), a.limit)
@@ -62,15 +63,34 @@ func (r *Router) encodeHead(e *envelope.Appender, buf []byte, h *fasthttp.Reques
 		k, v := p.At(i)
 		buf = e.Pair(buf, k, v)
 	}
+	// The fields as they arrived (rawFields), not fasthttp's view of them.
+	raw := h.RawHeaders()
 	n := 0
-	for range h.All() {
-		n++
+	for rest := raw; ; n++ {
+		var ok bool
+		if _, _, rest, ok = nextField(rest); !ok {
+			break
+		}
 	}
 	buf = e.Headers(buf, n)
-	for k, v := range h.All() {
+	for rest := raw; ; {
+		k, v, next, ok := nextField(rest)
+		if !ok {
+			return buf
+		}
 		buf = e.Pair(buf, b2s(k), b2s(v))
+		rest = next
 	}
-	return buf
+}
+
+// clientAddr is the sender's address as the listener knows it (the
+// PROXY header's sender, else the peer), or "" for a connection that did
+// not come through it.
+func clientAddr(ctx *fasthttp.RequestCtx) string {
+	if c, ok := ctx.Conn().(interface{ ClientAddr() string }); ok {
+		return c.ClientAddr()
+	}
+	return ""
 }
 
 // verifyHook runs router step 12: the signature over the raw body bytes,

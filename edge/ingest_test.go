@@ -137,7 +137,7 @@ func sign(body string) string {
 }
 
 // serve runs h through HeaderReceived and Handle, the body streamed, and
-// returns the answer and the request's headers as the edge saw them.
+// returns the answer and the request's header fields as sent.
 func (g *ingestRig) serve(h hook) (status int, body string, headers []envelope.Header) {
 	g.t.Helper()
 	head := "POST /webhooks/" + h.source + " HTTP/1.1\r\nHost: hooks.example.com\r\nContent-Type: application/json\r\n"
@@ -150,8 +150,10 @@ func (g *ingestRig) serve(h hook) (status int, body string, headers []envelope.H
 	head += fmt.Sprintf("Content-Length: %d\r\n\r\n", len(h.body))
 	var ctx fasthttp.RequestCtx
 	fasthttpHeader(g.t, &ctx.Request.Header, []byte(head))
-	for k, v := range ctx.Request.Header.All() {
-		headers = append(headers, envelope.Header{Name: string(k), Value: string(v)})
+	// The fields as sent, in order: what the edge stores.
+	for _, line := range strings.Split(strings.TrimSuffix(head, "\r\n\r\n"), "\r\n")[1:] {
+		k, v, _ := strings.Cut(line, ": ")
+		headers = append(headers, envelope.Header{Name: k, Value: v})
 	}
 	sent := h.body[:len(h.body)-h.short]
 	ctx.Request.SetBodyStream(strings.NewReader(sent), len(h.body))
@@ -262,5 +264,31 @@ func TestIngestReleasesOnEveryExit(t *testing.T) {
 				t.Fatalf("retry: status %d, want %d: %s", st, want, out)
 			}
 		})
+	}
+}
+
+// TestVerifySignatureAnyCase: the envelope keeps a signature header's
+// name as sent, and verification still finds it in any case.
+func TestVerifySignatureAnyCase(t *testing.T) {
+	g := newIngestRig(t)
+	body := `{"id":"evt_1","amount":42}`
+	for _, name := range []string{"x-hub-signature-256", "X-HUB-SIGNATURE-256", "x-Hub-Signature-256"} {
+		head := "POST /webhooks/signed HTTP/1.1\r\nHost: hooks.example.com\r\n" + name + ": " + sign(body) +
+			fmt.Sprintf("\r\nContent-Length: %d\r\n\r\n", len(body))
+		var ctx fasthttp.RequestCtx
+		fasthttpHeader(t, &ctx.Request.Header, []byte(head))
+		ctx.Request.SetBodyStream(strings.NewReader(body), len(body))
+		g.router.HeaderReceived(&ctx.Request.Header)
+		g.router.Handle(&ctx)
+		if st := ctx.Response.StatusCode(); st != 201 {
+			t.Fatalf("%s: %d %s", name, st, ctx.Response.Body())
+		}
+		var e envelope.Envelope
+		if _, err := envelope.Decode(g.wal.last, &e); err != nil {
+			t.Fatal(err)
+		}
+		if !e.Verification.Verified || len(e.Headers) != 3 || e.Headers[1].Name != name {
+			t.Errorf("%s: stored verified=%v headers %q", name, e.Verification.Verified, e.Headers)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package edge
 
 import (
 	"strconv"
+	"sync/atomic"
 
 	"github.com/VictoriaMetrics/metrics"
 )
@@ -37,3 +38,40 @@ func countStatus(code int) {
 	}
 	otherStatus.Inc()
 }
+
+// Why the listener refused a connection (connRefused).
+const (
+	refusedGlobal    = iota // limits.max_connections
+	refusedPerClient        // limits.max_connections_per_client
+)
+
+// Why a connection was refused for its PROXY header (proxyRefused).
+const (
+	proxyUntrusted  = iota // a PROXY header from a peer not trusted
+	proxyMalformed         // not a PROXY header, or a malformed one
+	proxyIncomplete        // none within ProxyHeaderTimeout, or the peer hung up
+)
+
+var (
+	proxyReasons  = []string{"untrusted", "malformed", "incomplete"}
+	refusedLimits = []string{"limits.max_connections", "limits.max_connections_per_client"}
+)
+
+// openConns counts the public listeners' open connections, for the
+// ankusa_edge_connections_open gauge.
+var openConns atomic.Int64
+
+var (
+	_           = metrics.NewGauge("ankusa_edge_connections_open", func() float64 { return float64(openConns.Load()) })
+	connRefused = []*metrics.Counter{
+		metrics.NewCounter(`ankusa_edge_connections_refused_by_reason_total{reason="max_connections"}`),
+		metrics.NewCounter(`ankusa_edge_connections_refused_by_reason_total{reason="max_connections_per_client"}`),
+	}
+	proxyRefused = func() []*metrics.Counter {
+		cs := make([]*metrics.Counter, len(proxyReasons))
+		for i, r := range proxyReasons {
+			cs[i] = metrics.NewCounter(`ankusa_edge_proxy_refused_total{reason="` + r + `"}`)
+		}
+		return cs
+	}()
+)

@@ -268,21 +268,29 @@ func resolveTenant(urlTenant string, src *source.Source, guard *source.Route) (s
 	return urlTenant, true
 }
 
-// checkHeaders bounds the header block and refuses malformed fields.
+// checkHeaders bounds the header block and refuses malformed fields, an
+// obsolete line fold among them (see rawheaders.go). It reads the fields
+// as they arrived, which is what the envelope stores.
 func (r *Router) checkHeaders(h *fasthttp.RequestHeader) verdict {
-	if len(h.RawHeaders()) > r.maxHeader {
+	raw := h.RawHeaders()
+	if len(raw) > r.maxHeader {
 		return vInvalidHeader
 	}
 	n := 0
-	bad := false
-	for k, v := range h.All() {
-		n++
-		if !validHeaderName(k) || !validHeaderValue(v) {
-			bad = true
+	for rest := raw; ; n++ {
+		if line, _ := cutLine(rest); isFold(line) {
+			return vInvalidHeader
+		}
+		k, v, next, ok := nextField(rest)
+		if !ok {
 			break
 		}
+		if !validHeaderName(k) || !validHeaderValue(v) {
+			return vInvalidHeader
+		}
+		rest = next
 	}
-	if bad || n > r.maxHdrCount {
+	if n > r.maxHdrCount {
 		return vInvalidHeader
 	}
 	return vOK

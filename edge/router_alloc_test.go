@@ -3,6 +3,7 @@ package edge_test
 import (
 	"bytes"
 	"fmt"
+	"net"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -105,6 +106,9 @@ func newTargetCtx(t testing.TB, r *edge.Router, target string, bodyLen int) *pat
 		router: r,
 		body:   bytes.Repeat([]byte(`{"k":"v"}`), bodyLen/9+1)[:bodyLen],
 	}
+	// The request comes over a connection of the edge's listener, so the
+	// sender's address is stored too.
+	p.ctx.Init2(listenedConn(t), nil, false)
 	head := routerPathHeader
 	if target != "" {
 		head = strings.Replace(head, "/webhooks/demo", target, 1)
@@ -176,6 +180,9 @@ func TestRouterPathZeroAllocs(t *testing.T) {
 			if got.TenantID != tc.tenant || got.SourceID != "demo" || !bytes.Equal(got.Body, p.body) {
 				t.Fatalf("stored tenant %q source %q body %d bytes, want %s, demo and the %d bytes sent",
 					got.TenantID, got.SourceID, len(got.Body), tc.tenant, len(p.body))
+			}
+			if !strings.HasPrefix(got.RemoteAddr, "127.0.0.1:") {
+				t.Fatalf("stored remote address %q, want the peer's", got.RemoteAddr)
 			}
 			if len(got.RouteParams) != tc.params {
 				t.Fatalf("stored route params %v, want %d", got.RouteParams, tc.params)
@@ -322,4 +329,26 @@ func TestResolverRefusalZeroAllocs(t *testing.T) {
 			}
 		})
 	}
+}
+
+// listenedConn is the server side of a loopback connection accepted by the
+// edge's listener.
+func listenedConn(t testing.TB) net.Conn {
+	t.Helper()
+	ln, err := edge.Listen("127.0.0.1:0", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	client, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	c, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }

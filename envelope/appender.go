@@ -18,7 +18,7 @@ const bodyLenSize = 4
 //	Params(buf, n), then n × Pair(buf, key, value)
 //	Headers(buf, n), then n × Pair(buf, name, value)
 //	BeginBody(buf), the body's bytes appended to buf, EndBody(buf)   (or Body(buf, b))
-//	End(buf, dedupeKey)
+//	End(buf, dedupeKey)   (or EndFrom(buf, dedupeKey, remoteAddr))
 //
 // Between BeginBody and EndBody the caller appends the body itself (the
 // edge reads it from the socket straight into the record). Every step
@@ -136,9 +136,21 @@ func (a *Appender) Body(buf, body []byte) []byte {
 // End appends the dedupe key, the last field: the envelope is whole, and
 // the Appender ready for the next Begin.
 func (a *Appender) End(buf []byte, dedupeKey string) []byte {
+	return a.EndFrom(buf, dedupeKey, "")
+}
+
+// EndFrom is End for a hook whose sender's address is known: remoteAddr
+// ("ip:port") follows the dedupe key, and FlagRemoteAddr says so. An
+// empty remoteAddr is End.
+func (a *Appender) EndFrom(buf []byte, dedupeKey, remoteAddr string) []byte {
 	a.expect(stepKey, "End")
 	a.step = stepDone
-	return AppendString(buf, dedupeKey)
+	buf = AppendString(buf, dedupeKey)
+	if remoteAddr == "" {
+		return buf
+	}
+	buf[a.start+OffFlags] |= FlagRemoteAddr
+	return AppendString(buf, remoteAddr)
 }
 
 // AddFlags sets verification flag bits (Flag*, FailureBits) of the

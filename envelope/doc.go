@@ -13,7 +13,8 @@
 //	9      16    event id (assigned by the commit loop, see ID)
 //	25     4     tenant ordinal (assigned by the commit loop)
 //	29     8     received_at, unix nanoseconds (int64)
-//	37     1     verification flags: bit 0 verified, bit 1 flagged, bit 2 quarantined,
+//	37     1     flags: bit 0 verified, bit 1 flagged, bit 2 quarantined,
+//	             bit 3 the remote address follows the dedupe key,
 //	             bits 4..6 the failure reason of a flagged or quarantined hook
 //	38     ...   tenant id      uvarint length + bytes
 //	             source id      uvarint length + bytes
@@ -22,6 +23,16 @@
 //	             headers        uvarint count, then count × (name, value), each uvarint length + bytes
 //	             body           u32 length + bytes
 //	             dedupe key     uvarint length + bytes
+//	             remote addr    uvarint length + bytes, only with flag bit 3
+//
+// Headers are the request's header fields as they arrived: names in the
+// case sent, values as sent with the whitespace around them (which is not
+// part of a field value, RFC 9110 §5.5) removed, in the order received,
+// a repeated name being several fields. The remote address is the
+// sender's, "ip:port" (IPv6 in brackets): the PROXY header's sender behind
+// a trusted balancer, else the TCP peer. Records written before it was
+// recorded lack flag bit 3 and decode with an empty one; bit 3 adds a
+// trailing field, so the layout of every earlier field is unchanged.
 //
 // The identity fields (bytes 1..28) sit at fixed offsets so the commit loop can
 // fill them in after the ingest goroutine has encoded the rest; the body's

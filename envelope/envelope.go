@@ -29,6 +29,9 @@ const (
 	FlagVerified    byte = 1 << 0
 	FlagFlagged     byte = 1 << 1
 	FlagQuarantined byte = 1 << 2
+	// FlagRemoteAddr: the sender's address follows the dedupe key. It is
+	// about the record's layout, not its verification.
+	FlagRemoteAddr byte = 1 << 3
 	// Bits 4..6 hold why a flagged or quarantined hook failed verification
 	// (Fail*), so an operator looking at the pen sees the reason.
 	failShift      = 4
@@ -97,6 +100,10 @@ type Envelope struct {
 	Body          []byte
 	Verification  Verification
 	DedupeKey     string
+	// RemoteAddr is the sender's address, "ip:port", as the edge saw it
+	// at receipt: the PROXY header's sender behind a trusted balancer,
+	// else the peer. Empty when unknown (records written before it).
+	RemoteAddr string
 }
 
 // Flags encodes the verification flags byte.
@@ -132,7 +139,7 @@ func (e *Envelope) AppendTo(dst []byte) []byte {
 		dst = a.Pair(dst, h.Name, h.Value)
 	}
 	dst = a.Body(dst, e.Body)
-	return a.End(dst, e.DedupeKey)
+	return a.EndFrom(dst, e.DedupeKey, e.RemoteAddr)
 }
 
 // EncodedLen is the length of e's binary form (what AppendTo appends).
@@ -147,7 +154,11 @@ func (e *Envelope) EncodedLen() int {
 	for _, h := range e.Headers {
 		n += str(h.Name) + str(h.Value)
 	}
-	return n + bodyLenSize + len(e.Body) + str(e.DedupeKey)
+	n += bodyLenSize + len(e.Body) + str(e.DedupeKey)
+	if e.RemoteAddr != "" {
+		n += str(e.RemoteAddr)
+	}
+	return n
 }
 
 func uvarintLen(x uint64) int {
@@ -229,6 +240,10 @@ func Decode(src []byte, e *Envelope) ([]byte, error) {
 	}
 	e.Body = append([]byte(nil), d.u32bytes()...)
 	e.DedupeKey = d.str()
+	e.RemoteAddr = ""
+	if f&FlagRemoteAddr != 0 {
+		e.RemoteAddr = d.str()
+	}
 	if d.err != nil {
 		return src, d.err
 	}

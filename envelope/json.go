@@ -43,12 +43,12 @@ const groupLinear = 32
 //     (time.RFC3339Nano would drop trailing zeros), so every timestamp has the
 //     same width and the text is a function of the envelope.
 //   - route_params is an object in the envelope's order; {} when there are none.
-//   - headers is an object from each name, as the envelope holds it (this
-//     function does not change case; the edge's HTTP server presents names in
-//     their canonical form, "x-github-event" as "X-Github-Event"), to its
-//     values in the order received; names appear in the order of their first
-//     occurrence, so fields of different names that were
-//     interleaved come out grouped. {} when there are none.
+//   - headers is an object from each name, as the envelope holds it (the
+//     edge stores names in the case the sender used: "x-github-event" and
+//     "X-GitHub-Event" are two names), to its values in the order received;
+//     names appear in the order of their first occurrence, so fields of
+//     different names that were interleaved come out grouped (the binary
+//     form keeps the exact order). {} when there are none.
 //   - body is the body's text with body_encoding "utf8" when it is valid UTF-8
 //     (an empty body is "" and "utf8"), otherwise standard padded base64 with
 //     body_encoding "base64". Either way the body round-trips byte for byte.
@@ -59,6 +59,9 @@ const groupLinear = 32
 //     received, and may hold obs-text) has each invalid byte replaced by
 //     \ufffd, again as encoding/json does: JSON strings cannot carry raw bytes.
 //     Only the JSON view is lossy there; the binary form keeps the bytes.
+//   - remote_addr, last, is the sender's address at receipt, "ip:port" (the
+//     PROXY header's sender behind a trusted balancer, else the TCP peer);
+//     it is left out when unknown (hooks stored before it was recorded).
 //   - The tenant ordinal and the quarantined flag are node-internal and not
 //     part of the JSON form.
 //
@@ -104,6 +107,10 @@ func (e *Envelope) AppendJSON(dst []byte) []byte {
 	dst = strconv.AppendBool(dst, e.Verification.Flagged)
 	dst = append(dst, `},"dedupe_key":`...)
 	dst = appendJSONString(dst, e.DedupeKey)
+	if e.RemoteAddr != "" {
+		dst = append(dst, `,"remote_addr":`...)
+		dst = appendJSONString(dst, e.RemoteAddr)
+	}
 	return append(dst, '}')
 }
 
@@ -281,7 +288,8 @@ func (e *Envelope) UnmarshalJSON(b []byte) error {
 			Verified: f.Verification.Verified,
 			Flagged:  f.Verification.Flagged,
 		},
-		DedupeKey: f.DedupeKey,
+		DedupeKey:  f.DedupeKey,
+		RemoteAddr: f.RemoteAddr,
 	}
 	return nil
 }
@@ -302,7 +310,8 @@ type jsonForm struct {
 		Verified bool   `json:"verified"`
 		Flagged  bool   `json:"flagged"`
 	} `json:"verification"`
-	DedupeKey string `json:"dedupe_key"`
+	DedupeKey  string `json:"dedupe_key"`
+	RemoteAddr string `json:"remote_addr"`
 }
 
 var (

@@ -39,12 +39,13 @@ type hookJSON struct {
 		Verified bool   `json:"verified"`
 		Flagged  bool   `json:"flagged"`
 	} `json:"verification"`
-	DedupeKey string `json:"dedupe_key"`
+	DedupeKey  string `json:"dedupe_key"`
+	RemoteAddr string `json:"remote_addr"`
 }
 
 // jsonFormKeys are the keys of the JSON form (version 1), in their order.
 var jsonFormKeys = []string{"id", "seq", "tenant_id", "source_id", "received_at", "route_params",
-	"headers", "body", "body_encoding", "verification", "dedupe_key"}
+	"headers", "body", "body_encoding", "verification", "dedupe_key", "remote_addr"}
 
 var receivedAtRE = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z$`)
 
@@ -205,6 +206,9 @@ func checkSent(h *hookJSON, listen string, s *sent) error {
 	}
 	if fmt.Sprint(h.Headers) != fmt.Sprint(want) {
 		return fmt.Errorf("headers\n  %v\nwant the ones sent\n  %v", h.Headers, want)
+	}
+	if !strings.HasPrefix(h.RemoteAddr, "127.0.0.1:") {
+		return fmt.Errorf("remote_addr %q, want the test's loopback address", h.RemoteAddr)
 	}
 	if len(h.RouteParams) != 0 {
 		return fmt.Errorf("route_params %v, want {} (no routes)", h.RouteParams)
