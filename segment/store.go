@@ -75,6 +75,14 @@ type Options struct {
 	// archive): fetch and scan go on working after a segment is gone.
 	// nil: a removed segment's hooks are ErrRemoved.
 	Remote Remote
+	// ScrubRate is how many bytes a second the scrubber reads of the
+	// local segments to check every block's checksum (segment.scrub_rate;
+	// 0: no passes, only what boot and reads find is reported and
+	// restored).
+	ScrubRate int64
+	// Repair restores a damaged local segment that is archived (the
+	// archive); nil: damage is reported, never repaired.
+	Repair Repairer
 	// CacheBytes bounds the block cache (default 64 MiB).
 	CacheBytes int64
 	Logger     *zap.Logger
@@ -135,6 +143,12 @@ type Store struct {
 
 	sealed chan struct{} // signalled (never blocking) after each seal
 
+	// damage lists the damaged local segments; scrubKick wakes the
+	// scrubber (scrubLoop) when a read finds one.
+	damage    *damageSet
+	scrubKick chan struct{}
+	scrubDone chan struct{}
+
 	stop chan struct{}
 	done chan struct{}
 }
@@ -184,11 +198,15 @@ func Open(o Options) (*Store, error) {
 		stop: make(chan struct{}), done: make(chan struct{}),
 		eraseKick: make(chan struct{}, 1), eraserDone: make(chan struct{}),
 		sealed: make(chan struct{}, 1),
+		damage: newDamageSet(), scrubKick: make(chan struct{}, 1), scrubDone: make(chan struct{}),
 	}
 	if err := vfsutil.MkdirAllSynced(o.FS, o.Dir); err != nil {
 		return nil, fmt.Errorf("cannot create segment directory %q: %w", o.Dir, err)
 	}
 	if err := s.recoverDir(); err != nil {
+		return nil, err
+	}
+	if err := s.checkLocal(); err != nil {
 		return nil, err
 	}
 	last, ok, err := o.Meta.LastSegment()
@@ -213,6 +231,7 @@ func Open(o Options) (*Store, error) {
 	}
 	go s.loop(o.Now())
 	go s.eraseLoop()
+	go s.scrubLoop()
 	return s, nil
 }
 
@@ -602,6 +621,7 @@ func (s *Store) Close() error {
 	close(s.stop)
 	<-s.done
 	<-s.eraserDone
+	<-s.scrubDone
 	s.abandon()
 	return nil
 }
