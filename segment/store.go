@@ -248,6 +248,15 @@ func (s *Store) recoverDir() error {
 	changed := false
 	for _, name := range names {
 		path := s.o.FS.PathJoin(s.o.Dir, name)
+		if strings.HasSuffix(name, restoreSuffix) {
+			// A restore a crash cut short: the damaged file is still in
+			// place, and is found and restored again.
+			if err := s.o.FS.Remove(path); err != nil {
+				return fmt.Errorf("cannot remove an unfinished restore %q: %w", path, err)
+			}
+			changed = true
+			continue
+		}
 		if strings.HasSuffix(name, partialSuffix) {
 			if err := s.o.FS.Remove(path); err != nil {
 				return fmt.Errorf("cannot remove partial segment %q: %w", path, err)
