@@ -31,9 +31,10 @@ type HookFetcher interface {
 
 // The stages that serve the admin API satisfy its interfaces as they are.
 var (
-	_ HookFetcher = (*segment.Store)(nil)
-	_ Deliveries  = (*dispatch.Dispatcher)(nil)
-	_ Quarantine  = (*dispatch.Dispatcher)(nil)
+	_ HookFetcher  = (*segment.Store)(nil)
+	_ DamageReport = (*segment.Store)(nil)
+	_ Deliveries   = (*dispatch.Dispatcher)(nil)
+	_ Quarantine   = (*dispatch.Dispatcher)(nil)
 	// *tenant.Policy is a RateLimits; cli holds that (admin does not
 	// import tenant).
 	_ TenantDirectory = (*meta.Store)(nil)
@@ -71,6 +72,9 @@ type Options struct {
 	// Health makes /healthz and /readyz answer 503 once storage failed;
 	// nil: nothing to ask (wal.type: none).
 	Health Health
+	// Damage adds a line per damaged local segment to /readyz (Listen
+	// only); nil: none.
+	Damage DamageReport
 	// Logger logs what a client is not told (500s); nil: no logging.
 	Logger *zap.Logger
 	// Now stamps the audit rows; nil: time.Now.

@@ -14,11 +14,18 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ankusa/ankusa/config"
+	"github.com/ankusa/ankusa/segment"
 )
 
 // Health says whether the node's storage has failed (the WAL: a failed
 // write or sync stops it for good).
 type Health interface{ Failed() bool }
+
+// DamageReport lists the node's damaged local segments (*segment.Store):
+// /readyz names each, and still answers 200, since ingest and every other
+// hook are unaffected and taking the node out of the load balancer would
+// not bring the hooks back; the operator restores or accepts the loss.
+type DamageReport interface{ Damaged() []segment.Damage }
 
 // ListenerOptions bound what a client may hold of the admin listener
 // (config keys admin.*); a zero field takes the config default.
@@ -66,6 +73,7 @@ type Server struct {
 	srv    *http.Server
 	ln     *limitListener
 	health Health
+	damage DamageReport
 	ready  atomic.Bool
 	log    *zap.Logger
 	limits ListenerOptions
@@ -78,7 +86,7 @@ func Listen(addr string, o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{health: o.Health, log: o.Logger, limits: o.Listener}
+	s := &Server{health: o.Health, damage: o.Damage, log: o.Logger, limits: o.Listener}
 	s.limits.EnsureDefaults()
 	if s.log == nil {
 		s.log = zap.NewNop()
@@ -128,6 +136,11 @@ func (s *Server) registerOpen(mux router, auth *Auth) {
 			return
 		}
 		fmt.Fprintln(w, "ready")
+		if s.damage != nil {
+			for _, d := range s.damage.Damaged() {
+				fmt.Fprintln(w, "damaged:", d.String())
+			}
+		}
 	}))
 	// Profiles, for measuring before optimising: the index serves the
 	// named ones (heap, goroutine, allocs, block, mutex, threadcreate).
