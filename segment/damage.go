@@ -4,10 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/klauspost/compress/zstd"
 	"go.uber.org/zap"
 
 	"github.com/ankusa/ankusa/meta"
@@ -99,11 +103,16 @@ func (s *Store) Damaged() []Damage { return s.damage.list() }
 // damageOf describes err, found reading ent's local file, as a Damage;
 // ok is false when err is not damage (an I/O error, say).
 func (s *Store) damageOf(ent *meta.SegmentEntry, f *File, err error) (Damage, bool) {
-	d := Damage{
-		Name: ent.Name, Path: s.o.FS.PathJoin(s.o.Dir, ent.Name),
-		FirstSeq: ent.FirstSeq, LastSeq: ent.LastSeq, SegFirst: ent.FirstSeq, SegLast: ent.LastSeq,
-		Archived: ent.Archived, Found: s.o.Now(),
-	}
+	d, ok := describeDamage(ent.Name, s.o.FS.PathJoin(s.o.Dir, ent.Name), ent.FirstSeq, ent.LastSeq, f, err)
+	d.Archived, d.Found = ent.Archived, s.o.Now()
+	return d, ok
+}
+
+// describeDamage describes err, found reading the segment file at path
+// (seqs first..last; f its open file when its index could be read), as a
+// Damage: the block's seqs when err is at a block, else the segment's.
+func describeDamage(name, path string, first, last uint64, f *File, err error) (Damage, bool) {
+	d := Damage{Name: name, Path: path, FirstSeq: first, LastSeq: last, SegFirst: first, SegLast: last}
 	var ce *CorruptError
 	switch {
 	case errors.As(err, &ce):
@@ -113,7 +122,9 @@ func (s *Store) damageOf(ent *meta.SegmentEntry, f *File, err error) (Damage, bo
 			if i, ok := blockAt(f.Index, ce.Offset); ok {
 				b := &f.Index[i]
 				d.FirstSeq, d.LastSeq = b.FirstSeq, b.FirstSeq+uint64(b.Count)-1
-				d.Reason = fmt.Sprintf("block %d: %s", i, d.Reason)
+				if !strings.HasPrefix(ce.Reason, fmt.Sprintf("block %d:", i)) {
+					d.Reason = fmt.Sprintf("block %d: %s", i, d.Reason)
+				}
 			}
 		}
 	case errors.Is(err, os.ErrNotExist):
@@ -122,6 +133,27 @@ func (s *Store) damageOf(ent *meta.SegmentEntry, f *File, err error) (Damage, bo
 		return d, false
 	}
 	return d, true
+}
+
+// CheckFile opens the sealed segment at path and verifies it whole
+// (footer, index, every block and record), as `ankusa inspect segments`
+// does. damaged says whether it is damaged, and d how; err is a failure
+// to read it that is not damage.
+func CheckFile(fs vfs.FS, path string, dec *zstd.Decoder) (d Damage, damaged bool, err error) {
+	name := filepath.Base(path)
+	first, last, _ := parseFileName(name)
+	f, err := OpenFile(fs, path)
+	if err == nil {
+		defer f.Close()
+		if err = f.Verify(dec); err == nil {
+			return Damage{Name: name, Path: path, FirstSeq: first, LastSeq: last, SegFirst: first, SegLast: last}, false, nil
+		}
+	}
+	d, damaged = describeDamage(name, path, first, last, f, err)
+	if !damaged {
+		return d, false, err
+	}
+	return d, true, nil
 }
 
 // blockAt finds the block that starts at off.
