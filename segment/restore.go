@@ -70,7 +70,7 @@ func (sc *scrubber) restore(ctx context.Context, ent *meta.SegmentEntry) {
 	s.damage.remove(ent.LastSeq)
 	restoredTotal.Inc()
 	restoreSeconds.UpdateDuration(began)
-	s.o.Logger.Info("scrub: restored a damaged segment from the archive", zap.String("segment", path),
+	s.o.Logger.Warn("scrub: restored a damaged segment from the archive; the disk under it may be failing", zap.String("segment", path),
 		zap.Uint64("first_seq", ent.FirstSeq), zap.Uint64("last_seq", ent.LastSeq), zap.Duration("took", time.Since(began)))
 }
 
