@@ -304,3 +304,49 @@ func TestScrubRestoreFailureRetried(t *testing.T) {
 		t.Fatal("the restored file is not the archived copy")
 	}
 }
+
+// TestBootRemovesUnfinishedRestore: a .restoring file a crash left in the
+// segment directory is removed at boot; the segment it was for is
+// untouched.
+func TestBootRemovesUnfinishedRestore(t *testing.T) {
+	fs, hooks, entries, copies := scrubFixture(t, true)
+	e := entries[0]
+	left := fs.PathJoin(segDir, segment.RestoringName(e.Name))
+	writeSynced(t, fs, left, copies[e.Name][:100])
+	n := openNode(t, fs, nodeOptions{maxBytes: 64 << 10, maxAge: time.Hour, blockSize: 4 << 10})
+	defer n.close()
+	if _, err := fs.Stat(left); err == nil {
+		t.Fatalf("%s is still there after boot", left)
+	}
+	checkFetch(t, n.store, &hooks[0])
+}
+
+// TestCheckFile: CheckFile says a whole segment is whole, and describes a
+// flipped block by its seqs and a damaged footer by the segment's.
+func TestCheckFile(t *testing.T) {
+	fs, _, entries, _ := scrubFixture(t, false)
+	dec := segment.NewDecoder()
+	e0, e1 := entries[0], entries[1]
+	if d, bad, err := segment.CheckFile(fs, fs.PathJoin(segDir, e0.Name), dec); err != nil || bad || d.FirstSeq != e0.FirstSeq || d.LastSeq != e0.LastSeq {
+		t.Fatalf("whole segment: %+v %v %v", d, bad, err)
+	}
+	f, err := segment.OpenFile(fs, fs.PathJoin(segDir, e0.Name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := f.Index[2]
+	f.Close()
+	damage(t, fs, e0, func(d []byte) []byte { d[b.Offset+3] ^= 0x01; return d })
+	d, bad, err := segment.CheckFile(fs, fs.PathJoin(segDir, e0.Name), dec)
+	if err != nil || !bad || d.FirstSeq != b.FirstSeq || d.LastSeq != b.FirstSeq+uint64(b.Count)-1 || !strings.Contains(d.Reason, "block 2") {
+		t.Fatalf("flipped block 2: %+v %v %v", d, bad, err)
+	}
+	damage(t, fs, e1, func(d []byte) []byte { d[len(d)-50] ^= 0x01; return d })
+	d, bad, err = segment.CheckFile(fs, fs.PathJoin(segDir, e1.Name), dec)
+	if err != nil || !bad || d.FirstSeq != e1.FirstSeq || d.LastSeq != e1.LastSeq || !strings.Contains(d.Reason, "footer") {
+		t.Fatalf("damaged footer: %+v %v %v", d, bad, err)
+	}
+	if _, bad, err := segment.CheckFile(fs, fs.PathJoin(segDir, "00000000000000000001-00000000000000000002.seg"), dec); err != nil || !bad {
+		t.Fatalf("missing file: %v %v, want damaged (missing)", bad, err)
+	}
+}
