@@ -85,7 +85,9 @@ func (d *Dispatcher) writeIntake() error {
 			continue
 		}
 		if it.req == nil {
-			err := d.o.Hooks.Scan(it.from, it.to, func(e *envelope.Envelope) error {
+			// Read back (the intake overflowed): a damaged segment's
+			// unreadable hooks are skipped, as the rebuild skips them.
+			err := d.scanPastDamage(it.from, it.to, func(e *envelope.Envelope) error {
 				return w.addHook(e, nil)
 			})
 			if err != nil {
