@@ -177,3 +177,43 @@ func assertNoRestoring(t *testing.T, dir string) {
 		}
 	}
 }
+
+// TestUploadRefusesDamagedSegment: a segment damaged on local disk before
+// its upload is not archived (the archive's copy is what a restore would
+// bring back); once the file is whole again it is.
+func TestUploadRefusesDamagedSegment(t *testing.T) {
+	d, err := NewDir(filepath.Join(t.TempDir(), "archive"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, 2, 300, time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	e := f.entries[0]
+	path := filepath.Join(f.dir, e.Name)
+	whole, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flipLocal(t, path, 100)
+	failures := uploadFailures.Get()
+	u := startUploader(t, f, d, nil)
+	deadline := time.Now().Add(10 * time.Second)
+	for uploadFailures.Get() == failures {
+		if time.Now().After(deadline) {
+			t.Fatal("the damaged segment's upload did not fail")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	for _, c := range f.catalogue(t) {
+		if c.LastSeq == e.LastSeq && c.Archived {
+			t.Fatal("a damaged segment was marked archived")
+		}
+	}
+	if _, err := d.Stat(context.Background(), Layout{Prefix: "test"}.SegmentKey("edge-1", &e)); err == nil {
+		t.Fatal("a damaged segment was uploaded")
+	}
+	if err := os.WriteFile(path, whole, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitArchived(t, f)
+	u.Close()
+}
