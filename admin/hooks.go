@@ -31,9 +31,10 @@ type HookFetcher interface {
 
 // The stages that serve the admin API satisfy its interfaces as they are.
 var (
-	_ HookFetcher = (*segment.Store)(nil)
-	_ Deliveries  = (*dispatch.Dispatcher)(nil)
-	_ Quarantine  = (*dispatch.Dispatcher)(nil)
+	_ HookFetcher  = (*segment.Store)(nil)
+	_ DamageReport = (*segment.Store)(nil)
+	_ Deliveries   = (*dispatch.Dispatcher)(nil)
+	_ Quarantine   = (*dispatch.Dispatcher)(nil)
 	// *tenant.Policy is a RateLimits; cli holds that (admin does not
 	// import tenant).
 	_ TenantDirectory = (*meta.Store)(nil)
@@ -74,6 +75,9 @@ type Options struct {
 	// Storage makes /readyz answer 503, saying why, while the node
 	// refuses hooks for a full disk; nil: nothing to ask.
 	Storage Storage
+	// Damage adds a line per damaged local segment to /readyz (Listen
+	// only); nil: none.
+	Damage DamageReport
 	// Logger logs what a client is not told (500s); nil: no logging.
 	Logger *zap.Logger
 	// Now stamps the audit rows; nil: time.Now.

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ankusa/ankusa/config"
+	"github.com/ankusa/ankusa/segment"
 )
 
 // Health says whether the node's storage has failed (the WAL: a failed
@@ -23,6 +24,12 @@ type Health interface{ Failed() bool }
 // Storage says why the node refuses hooks for want of disk space ("" when
 // it does not): the node's storage monitor, DESIGN.md §6 item 10.
 type Storage interface{ NoSpace() string }
+
+// DamageReport lists the node's damaged local segments (*segment.Store):
+// /readyz names each, and still answers 200, since ingest and every other
+// hook are unaffected and taking the node out of the load balancer would
+// not bring the hooks back; the operator restores or accepts the loss.
+type DamageReport interface{ Damaged() []segment.Damage }
 
 // ListenerOptions bound what a client may hold of the admin listener
 // (config keys admin.*); a zero field takes the config default.
@@ -72,6 +79,7 @@ type Server struct {
 	ln      *limitListener
 	health  Health
 	storage Storage
+	damage  DamageReport
 	ready   atomic.Bool
 	log     *zap.Logger
 	limits  ListenerOptions
@@ -84,7 +92,7 @@ func Listen(addr string, o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{health: o.Health, storage: o.Storage, log: o.Logger, limits: o.Listener}
+	s := &Server{health: o.Health, storage: o.Storage, damage: o.Damage, log: o.Logger, limits: o.Listener}
 	s.limits.EnsureDefaults()
 	if s.log == nil {
 		s.log = zap.NewNop()
@@ -140,6 +148,11 @@ func (s *Server) registerOpen(mux router, auth *Auth) {
 			}
 		}
 		fmt.Fprintln(w, "ready")
+		if s.damage != nil {
+			for _, d := range s.damage.Damaged() {
+				fmt.Fprintln(w, "damaged:", d.String())
+			}
+		}
 	}))
 	// Profiles, for measuring before optimising: the index serves the
 	// named ones (heap, goroutine, allocs, block, mutex, threadcreate).

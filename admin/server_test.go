@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"sync/atomic"
 	"testing"
+
+	"github.com/ankusa/ankusa/segment"
 )
 
 type failFlag struct{ atomic.Bool }
@@ -96,5 +98,31 @@ func TestReadyzDiskFull(t *testing.T) {
 	space.Store(nil)
 	if code, _ := get("/readyz"); code != 200 {
 		t.Errorf("GET /readyz once space returned: %d", code)
+	}
+}
+
+type fakeDamage []segment.Damage
+
+func (f fakeDamage) Damaged() []segment.Damage { return f }
+
+// /readyz names each damaged local segment and its seqs, and stays 200:
+// ingest and every other hook are unaffected.
+func TestReadyzNamesDamage(t *testing.T) {
+	dmg := fakeDamage{{Name: "00000000000000000001-00000000000000000400.seg", FirstSeq: 42, LastSeq: 77, Reason: "block 1: block checksum mismatch at offset 4096"}}
+	s, err := Listen("127.0.0.1:0", Options{Tokens: testTokens(), Hooks: &fakeFetcher{}, Damage: dmg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.SetReady(true)
+	resp, err := http.Get("http://" + s.Addr().String() + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	want := "ready\ndamaged: segment 00000000000000000001-00000000000000000400.seg seqs 42..77 damaged (block 1: block checksum mismatch at offset 4096); no archived copy: these hooks cannot be read\n"
+	if resp.StatusCode != 200 || string(body) != want {
+		t.Fatalf("GET /readyz: %d %q, want 200 %q", resp.StatusCode, body, want)
 	}
 }

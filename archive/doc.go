@@ -27,6 +27,11 @@
 // with no node running, skipping tenants whose tombstone object says they
 // were erased after the hook was received.
 //
+// A Restorer puts the archived copy of a damaged local segment back in
+// place for the segment store's scrubber, checked against the SHA-256 of
+// its catalogue object. Verify checks a whole archive against its
+// catalogue objects (ankusa verify-archive).
+//
 // archive imports config, envelope, meta, segment, internal/backoff and
 // internal/vfsutil; never dispatch, the edge or the admin API.
 package archive

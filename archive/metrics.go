@@ -13,4 +13,7 @@ var (
 	remoteReads      = metrics.NewCounter("ankusa_archive_reads_total")
 	remoteReadBytes  = metrics.NewCounter("ankusa_archive_read_bytes_total")
 	remoteReadErrors = metrics.NewCounter("ankusa_archive_read_failures_total")
+	restoredBytes    = metrics.NewCounter("ankusa_archive_restored_bytes_total")
+	restoreRefused   = metrics.NewCounter("ankusa_archive_restore_failures_total")
+	verifyProblems   = metrics.NewCounter("ankusa_archive_verify_problems_total")
 )

@@ -17,6 +17,7 @@ import (
 
 	"github.com/ankusa/ankusa/internal/backoff"
 	"github.com/ankusa/ankusa/meta"
+	"github.com/ankusa/ankusa/segment"
 )
 
 // UploaderOptions configure an Uploader.
@@ -262,6 +263,9 @@ func (u *Uploader) upload(e *meta.SegmentEntry) error {
 		return fmt.Errorf("cannot open segment %q: %w", path, err)
 	}
 	defer f.Close()
+	if err := checkLocal(u.o.FS, path); err != nil {
+		return err
+	}
 	h := sha256.New()
 	n, err := io.Copy(h, io.NewSectionReader(f, 0, e.Size+1))
 	if err != nil {
@@ -290,6 +294,22 @@ func (u *Uploader) upload(e *meta.SegmentEntry) error {
 		return &fatalError{fmt.Errorf("cannot mark segment %s archived: its catalogue entry is gone", e.Name)}
 	}
 	u.o.Logger.Debug("archive: segment archived", zap.String("segment", e.Name), zap.String("key", segKey))
+	return nil
+}
+
+// checkLocal checks a segment's footer, index and block CRCs before it
+// is uploaded: the archive's copy is what a damaged local file is
+// restored from, so damaged bytes are not archived (the upload is retried
+// with its backoff; the segment store's scrubber reports the damage).
+func checkLocal(fs vfs.FS, path string) error {
+	f, err := segment.OpenFile(fs, path)
+	if err != nil {
+		return fmt.Errorf("not archived: %w", err)
+	}
+	defer f.Close()
+	if err := f.CheckBlocks(); err != nil {
+		return fmt.Errorf("not archived: %w", err)
+	}
 	return nil
 }
 

@@ -19,7 +19,9 @@ commands:
   check-config  -config FILE                                   exit 0, or 78 naming every problem
   inspect wal   [-v] DIR                                       print the WAL's records, one per line
   inspect segment [-v] FILE                                    print a segment's footer and block index, verify it
+  inspect segments DIR                                         verify every segment in a segment directory: one line each, the damaged seqs named
   replay        -config FILE [-since T] [-until T] [-tenant T] [-source S] [-node N] [-quarantined] [-to URL [-c N]]   print archived hooks as NDJSON, or post them to URL
+  verify-archive -config FILE [-node N]                        check every archived segment against its catalogue object; exit 1 on any problem
   version                                                      print the version
 `
 
@@ -39,6 +41,8 @@ func Main(args []string) int {
 		return inspect(args[1:])
 	case "replay":
 		return replay(args[1:])
+	case "verify-archive":
+		return verifyArchive(args[1:])
 	case "version", "-version", "--version":
 		fmt.Println("ankusa", Version)
 		return 0

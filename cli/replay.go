@@ -100,7 +100,7 @@ func replay(args []string) int {
 			return usage("%v", err)
 		}
 	}
-	b, l, code := openReplayArchive(*path)
+	b, l, code := openArchive("replay", *path)
 	if code != 0 {
 		return code
 	}
@@ -109,23 +109,24 @@ func replay(args []string) int {
 	return runReplay(ctx, b, l, f, *to, *workers)
 }
 
-// openReplayArchive loads the config (secrets resolved) and opens the
-// archive it names; a non-zero code is the exit code, the reason printed.
-func openReplayArchive(path string) (archive.Backend, archive.Layout, int) {
+// openArchive loads the config (secrets resolved) and opens the archive
+// it names for command cmd; a non-zero code is the exit code, the reason
+// printed.
+func openArchive(cmd, path string) (archive.Backend, archive.Layout, int) {
 	cfg, err := loadConfig(path)
 	if err != nil {
 		printProblems(err)
 		return nil, archive.Layout{}, exitConfig
 	}
 	if cfg.Archive.Type == "none" {
-		fmt.Fprintln(os.Stderr, "config: archive.type is none: there is no archive to replay")
+		fmt.Fprintf(os.Stderr, "config: archive.type is none: there is no archive to %s\n", strings.TrimSuffix(cmd, "-archive"))
 		return nil, archive.Layout{}, exitConfig
 	}
 	if cfg.Archive.Type == "dir" {
 		// archive.Open creates a missing directory, which would replay an
 		// empty archive instead of saying the path is wrong.
 		if _, err := os.Stat(cfg.Archive.Path); err != nil {
-			fmt.Fprintf(os.Stderr, "ankusa replay: cannot open the archive: archive.path: %v\n", err)
+			fmt.Fprintf(os.Stderr, "ankusa %s: cannot open the archive: archive.path: %v\n", cmd, err)
 			return nil, archive.Layout{}, 1
 		}
 	}

@@ -137,15 +137,22 @@ func (n *node) openWAL(recovery string, ordinal uint16, onDurable func([]*wal.Re
 
 func (n *node) openSegments(backend archive.Backend, layout archive.Layout) error {
 	var remote segment.Remote
+	var repair segment.Repairer
+	dir := filepath.Join(n.cfg.Node.DataDir, "segments")
 	if backend != nil {
 		remote = archive.NewReader(backend, layout, n.cfg.Node.Name)
+		r, err := archive.NewRestorer(archive.RestorerOptions{Backend: backend, Layout: layout, Node: n.cfg.Node.Name, FS: vfs.Default, Dir: dir})
+		if err != nil {
+			return err
+		}
+		repair = r
 		if !slices.Contains(n.cfg.Node.Roles, "archive") {
 			n.log.Warn("archive is configured but node.roles lacks archive: segments are not uploaded, so none is ever removed from local disk", zap.String("archive", backend.String()))
 		}
 	}
 	s, err := segment.Open(segment.Options{
 		FS:          n.storage.fs(),
-		Dir:         filepath.Join(n.cfg.Node.DataDir, "segments"),
+		Dir:         dir,
 		Log:         n.wal,
 		Meta:        n.meta,
 		MaxBytes:    int64(n.cfg.Segment.MaxBytes),
@@ -154,6 +161,8 @@ func (n *node) openSegments(backend archive.Backend, layout archive.Layout) erro
 		Keeper:      n.meta,
 		Archiving:   backend != nil,
 		Remote:      remote,
+		ScrubRate:   scrubRate(n.cfg.Segment),
+		Repair:      repair,
 		Logger:      n.log,
 		OnFatal:     fatalStorage(n.log),
 	})
@@ -165,6 +174,15 @@ func (n *node) openSegments(backend archive.Backend, layout archive.Layout) erro
 		n.log.Info("segments recovered", zap.Uint64("last_sealed_seq", last.LastSeq))
 	}
 	return nil
+}
+
+// scrubRate is segment.scrub_rate (0: off); a config not defaulted by
+// config.Load has the default.
+func scrubRate(c config.Segment) int64 {
+	if c.ScrubRate == nil {
+		return config.DefaultScrubRate
+	}
+	return int64(*c.ScrubRate)
 }
 
 // openUploader starts the archive uploader when there is an archive and
@@ -253,7 +271,7 @@ func (n *node) openAdmin() error {
 	}
 	opts.Storage = n.storage
 	if n.segments != nil {
-		opts.Hooks = n.segments
+		opts.Hooks, opts.Damage = n.segments, n.segments
 	}
 	if n.dispatch != nil {
 		opts.Deliveries = n.dispatch

@@ -213,6 +213,12 @@ type Segment struct {
 	MaxBytes    Size     `yaml:"max_bytes"`
 	MaxAge      Duration `yaml:"max_age"`
 	RetainLocal Duration `yaml:"retain_local"`
+	// ScrubRate is how many bytes a second the background scrubber reads
+	// of the local segments to check every block's checksum (default
+	// 8MiB; absent takes the default, 0 turns the scrubber off: damage is
+	// then found only at boot, for footers and indexes, or when a hook is
+	// read).
+	ScrubRate *Size `yaml:"scrub_rate"`
 }
 
 // Archive is where sealed segments go.

@@ -38,6 +38,14 @@ const (
 	DefaultTenant            = "default"
 )
 
+// segment.scrub_rate: the default, and the bounds of a rate that is not 0
+// (off).
+const (
+	DefaultScrubRate = 8 << 20
+	MinScrubRate     = 64 << 10
+	MaxScrubRate     = 4 << 30
+)
+
 // Defaults of the admin listener's bounds (admin.*).
 const (
 	DefaultAdminReadTimeout       = 10 * time.Second
@@ -133,6 +141,10 @@ func (c *Config) applyStorageDefaults() {
 	setSize(&c.Storage.ReserveBytes, DefaultReserveBytes)
 	setDur(&c.Segment.MaxAge, 10*time.Second)
 	setDur(&c.Segment.RetainLocal, 24*time.Hour)
+	if c.Segment.ScrubRate == nil {
+		rate := Size(DefaultScrubRate)
+		c.Segment.ScrubRate = &rate
+	}
 	setSize(&c.Dispatch.IntakeBytes, 64<<20)
 	setDur(&c.Dispatch.AttemptLogTTL, 24*time.Hour)
 	setString(&c.Archive.Type, "none")

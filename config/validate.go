@@ -184,6 +184,9 @@ func validateStorage(p *Problems, c *Config) {
 	if c.Segment.MaxAge < Duration(10*time.Millisecond) {
 		p.add("segment.max_age: %v must be at least 10ms", time.Duration(c.Segment.MaxAge))
 	}
+	if r := c.Segment.ScrubRate; r != nil && *r != 0 && (*r < MinScrubRate || *r > MaxScrubRate) {
+		p.add("segment.scrub_rate: %d bytes/s must be 0 (scrubber off) or between 64KiB and 4GiB", *r)
+	}
 	if c.Dispatch.IntakeBytes < 1<<20 {
 		p.add("dispatch.intake_bytes: %d is below the minimum of 1MiB", c.Dispatch.IntakeBytes)
 	}

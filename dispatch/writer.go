@@ -85,7 +85,9 @@ func (d *Dispatcher) writeIntake() error {
 			continue
 		}
 		if it.req == nil {
-			err := d.o.Hooks.Scan(it.from, it.to, func(e *envelope.Envelope) error {
+			// Read back (the intake overflowed): a damaged segment's
+			// unreadable hooks are skipped, as the rebuild skips them.
+			err := d.scanPastDamage(it.from, it.to, func(e *envelope.Envelope) error {
 				return w.addHook(e, nil)
 			})
 			if err != nil {
@@ -297,7 +299,7 @@ func (d *Dispatcher) rebuild(from, to uint64) (int, error) {
 	}
 	w := d.newRowWriter(true)
 	defer w.close()
-	err := d.o.Hooks.Scan(from+1, to, func(e *envelope.Envelope) error { return w.addHook(e, nil) })
+	err := d.scanPastDamage(from+1, to, func(e *envelope.Envelope) error { return w.addHook(e, nil) })
 	if err != nil {
 		return 0, fmt.Errorf("cannot rebuild delivery rows of seqs %d..%d: %w", from+1, to, err)
 	}

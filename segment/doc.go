@@ -77,6 +77,20 @@
 // backoff; ankusa_segment_seal_retries_total counts it. A failed fsync
 // stays fatal.
 //
+// # Damage: boot checks, the scrubber, restores
+//
+// Open checks every local catalogued segment's header, footer, index and
+// size (checkLocal) and marks a damaged one instead of failing. A
+// scrubber goroutine reads every block of every local segment at
+// Options.ScrubRate bytes a second and checks its CRC, one pass after
+// another. Damage, wherever found (boot, scrubber, a fetch or scan), is
+// listed by Damaged with the seqs it costs (the block's, or the whole
+// segment's), logged once and counted; a damaged segment that is
+// archived is read through Remote and restored through Options.Repair
+// (the archive writes the checked copy to RestoringName, syncs it and
+// renames it over the damaged file), then verified whole. The list is in
+// memory: boot and the next pass find the damage again after a restart.
+//
 // # What may be deleted
 //
 // The store applies the deletion rules of DESIGN.md §6 item 3 itself: it

@@ -12,6 +12,8 @@ import (
 //	<first seq %020d>.partial                 the open segment, being written
 //	<name>.corrupt                            a whole segment that failed its
 //	                                          checks at boot, set aside
+//	<name>.restoring                          the archived copy of a damaged
+//	                                          segment, being downloaded
 //
 // The archive names its objects after the sealed segment's name
 // (FileName, or Stem and ParseStem beside its own suffixes), so a segment's
@@ -21,7 +23,13 @@ const (
 	Suffix        = ".seg"
 	partialSuffix = ".partial"
 	corruptSuffix = ".corrupt"
+	restoreSuffix = ".restoring"
 )
+
+// RestoringName is the name the archived copy of segment name is
+// downloaded to before it is renamed over the damaged file; boot removes
+// one a crash left.
+func RestoringName(name string) string { return name + restoreSuffix }
 
 // Stem is the name of the segment holding seqs first..last without its
 // suffix: the seqs zero-padded, so names list in seq order. The archive's

@@ -50,6 +50,10 @@ type nodeOptions struct {
 	log func(segment.Log) segment.Log
 	// remote reads the segments retention removed (nil: none).
 	remote segment.Remote
+	// scrubRate and repair drive the scrubber (0: no passes; nil: no
+	// restore).
+	scrubRate int64
+	repair    segment.Repairer
 }
 
 func openNode(t testing.TB, fs vfs.FS, o nodeOptions) *node {
@@ -89,6 +93,8 @@ func tryOpenNode(t testing.TB, fs vfs.FS, o nodeOptions) (*node, error) {
 		Now:         o.now,
 		RetainLocal: o.retainLocal,
 		Remote:      o.remote,
+		ScrubRate:   o.scrubRate,
+		Repair:      o.repair,
 		OnFatal: func(err error) {
 			select {
 			case n.fatal <- err:

@@ -25,4 +25,14 @@ var (
 	// ankusa_wal_last_seq it says how far the sealer is behind the log,
 	// which unsealed_hooks (the open segment only) does not count.
 	sealedSeqGauge = metrics.NewGauge("ankusa_segment_sealed_seq", nil)
+
+	// The scrubber and the restore of damaged segments.
+	scrubBytes       = metrics.NewCounter("ankusa_segment_scrub_bytes_total")
+	scrubPasses      = metrics.NewCounter("ankusa_segment_scrub_passes_total")
+	scrubErrors      = metrics.NewCounter("ankusa_segment_scrub_read_failures_total")
+	damagedGauge     = metrics.NewGauge("ankusa_segment_damaged", nil)
+	damageFoundTotal = metrics.NewCounter("ankusa_segment_damage_found_total")
+	restoredTotal    = metrics.NewCounter("ankusa_segment_restored_total")
+	restoreFailures  = metrics.NewCounter("ankusa_segment_restore_failures_total")
+	restoreSeconds   = metrics.NewPrometheusHistogram("ankusa_segment_restore_seconds")
 )

@@ -146,7 +146,42 @@ func (s *Store) openSealed(ent *meta.SegmentEntry) (*File, error) {
 			return s.openRemote(&now)
 		}
 	}
+	if err != nil && s.markDamaged(ent, nil, err) {
+		// A damaged footer or index, or a missing file: the archived
+		// copy, if there is one, serves until the scrubber restores it.
+		if rf, rerr := s.openArchived(ent); rerr == nil {
+			return rf, nil
+		}
+	}
 	return f, err
+}
+
+// sealedBlock reads block i of ent's open file f. Damage found in a local
+// file is marked, and the block is read from the archived copy when there
+// is one; otherwise the *CorruptError is the answer.
+func (s *Store) sealedBlock(ent *meta.SegmentEntry, f *File, i int) ([]byte, error) {
+	raw, err := s.block(f, i)
+	if err == nil || f.f == nil || !s.markDamaged(ent, f, err) {
+		return raw, err
+	}
+	rf, rerr := s.openArchived(ent)
+	if rerr != nil {
+		return nil, err
+	}
+	defer s.files.release(rf)
+	return s.block(rf, i)
+}
+
+// openArchived opens ent's archived copy in place of its damaged local
+// file, when there is an archive to read and ent is archived in it. The
+// file cache then holds the archived copy until the restore drops it.
+func (s *Store) openArchived(ent *meta.SegmentEntry) (*File, error) {
+	now, ok, err := s.o.Meta.SegmentBySeq(ent.LastSeq)
+	if err != nil || !ok || s.o.Remote == nil || !now.Archived {
+		return nil, fmt.Errorf("segment %s has no archived copy", ent.Name)
+	}
+	s.files.drop(ent.LastSeq)
+	return s.openRemote(&now)
 }
 
 // openRemote opens a segment that retention removed from local disk in
@@ -209,7 +244,7 @@ func (s *Store) fetchSealed(ent *meta.SegmentEntry, id envelope.ID) (*envelope.E
 		return nil, err
 	}
 	defer s.files.release(f)
-	raw, err := s.block(f, f.BlockForID(id))
+	raw, err := s.sealedBlock(ent, f, f.BlockForID(id))
 	if err != nil {
 		return nil, err
 	}
@@ -309,7 +344,7 @@ func (s *Store) scanSealed(ent *meta.SegmentEntry, from, to uint64, fn func(*env
 	}
 	defer s.files.release(f)
 	for i := f.BlockForSeq(from); i < len(f.Index) && f.Index[i].FirstSeq <= to; i++ {
-		raw, err := s.block(f, i)
+		raw, err := s.sealedBlock(ent, f, i)
 		if err != nil {
 			return err
 		}
@@ -445,6 +480,7 @@ func (s *Store) remove(due []meta.SegmentEntry) error {
 		}
 		s.files.drop(e.LastSeq)
 		s.cache.dropSegment(e.FirstSeq)
+		s.damage.remove(e.LastSeq)
 		path := s.o.FS.PathJoin(s.o.Dir, e.Name)
 		if err := s.o.FS.Remove(path); err != nil {
 			return fmt.Errorf("cannot remove segment %q: %w", path, err)

@@ -198,7 +198,12 @@ func TestRetentionAsks(t *testing.T) {
 		entries := n.catalogue()
 		allowTo.Store(entries[1].LastSeq)
 		clock.advance(2 * time.Hour)
-		waitFor(t, "the first two segments were not removed", func() bool { return len(removed(n)) >= 2 })
+		// The mark is synced before the file goes: wait for both.
+		waitFor(t, "the first two segments were not removed", func() bool {
+			_, err0 := fs.Stat(fs.PathJoin(segDir, entries[0].Name))
+			_, err1 := fs.Stat(fs.PathJoin(segDir, entries[1].Name))
+			return len(removed(n)) >= 2 && err0 != nil && err1 != nil
+		})
 		n.sync()
 		if r := removed(n); !slices.Equal(r, []uint64{entries[0].LastSeq, entries[1].LastSeq}) {
 			t.Fatalf("removed %v, want the first two segments", r)

@@ -76,6 +76,14 @@ type Options struct {
 	// archive): fetch and scan go on working after a segment is gone.
 	// nil: a removed segment's hooks are ErrRemoved.
 	Remote Remote
+	// ScrubRate is how many bytes a second the scrubber reads of the
+	// local segments to check every block's checksum (segment.scrub_rate;
+	// 0: no passes, only what boot and reads find is reported and
+	// restored).
+	ScrubRate int64
+	// Repair restores a damaged local segment that is archived (the
+	// archive); nil: damage is reported, never repaired.
+	Repair Repairer
 	// CacheBytes bounds the block cache (default 64 MiB).
 	CacheBytes int64
 	Logger     *zap.Logger
@@ -141,6 +149,12 @@ type Store struct {
 
 	sealed chan struct{} // signalled (never blocking) after each seal
 
+	// damage lists the damaged local segments; scrubKick wakes the
+	// scrubber (scrubLoop) when a read finds one.
+	damage    *damageSet
+	scrubKick chan struct{}
+	scrubDone chan struct{}
+
 	stop chan struct{}
 	done chan struct{}
 }
@@ -190,11 +204,15 @@ func Open(o Options) (*Store, error) {
 		stop: make(chan struct{}), done: make(chan struct{}),
 		eraseKick: make(chan struct{}, 1), eraserDone: make(chan struct{}),
 		sealed: make(chan struct{}, 1),
+		damage: newDamageSet(), scrubKick: make(chan struct{}, 1), scrubDone: make(chan struct{}),
 	}
 	if err := vfsutil.MkdirAllSynced(o.FS, o.Dir); err != nil {
 		return nil, fmt.Errorf("cannot create segment directory %q: %w", o.Dir, err)
 	}
 	if err := s.recoverDir(); err != nil {
+		return nil, err
+	}
+	if err := s.checkLocal(); err != nil {
 		return nil, err
 	}
 	last, ok, err := o.Meta.LastSegment()
@@ -222,6 +240,7 @@ func Open(o Options) (*Store, error) {
 	}
 	go s.loop(o.Now())
 	go s.eraseLoop()
+	go s.scrubLoop()
 	return s, nil
 }
 
@@ -238,6 +257,15 @@ func (s *Store) recoverDir() error {
 	changed := false
 	for _, name := range names {
 		path := s.o.FS.PathJoin(s.o.Dir, name)
+		if strings.HasSuffix(name, restoreSuffix) {
+			// A restore a crash cut short: the damaged file is still in
+			// place, and is found and restored again.
+			if err := s.o.FS.Remove(path); err != nil {
+				return fmt.Errorf("cannot remove an unfinished restore %q: %w", path, err)
+			}
+			changed = true
+			continue
+		}
 		if strings.HasSuffix(name, partialSuffix) {
 			if err := s.o.FS.Remove(path); err != nil {
 				return fmt.Errorf("cannot remove partial segment %q: %w", path, err)
@@ -650,6 +678,7 @@ func (s *Store) Close() error {
 	close(s.stop)
 	<-s.done
 	<-s.eraserDone
+	<-s.scrubDone
 	s.abandon()
 	return nil
 }
