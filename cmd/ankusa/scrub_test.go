@@ -66,18 +66,6 @@ func waitMetric(t *testing.T, p *proc, admin, name string, timeout time.Duration
 	}
 }
 
-func readyz(t *testing.T, admin string) (int, string) {
-	t.Helper()
-	resp, err := http.Get("http://" + admin + "/readyz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var b bytes.Buffer
-	_, _ = b.ReadFrom(resp.Body)
-	return resp.StatusCode, b.String()
-}
-
 // TestScrubRestoresFromS3: hooks archived to a real S3 server; a byte of
 // a sealed segment is flipped under the running node. The scrubber finds
 // it and restores the archived copy within one pass; every hook fetches
