@@ -60,14 +60,17 @@ func inspect(args []string) int {
 	return 0
 }
 
-// printEnvelope prints one hook on a line, and with verbose its headers and
-// body below it.
+// printEnvelope prints one hook on a line, and with verbose the sender's
+// address, its headers and its body below it.
 func printEnvelope(out *bufio.Writer, env *envelope.Envelope, verbose bool) {
 	fmt.Fprintf(out, "seq=%d\tid=%s\ttenant=%s\tsource=%s\tsize=%d\treceived_at=%s\n",
 		env.Seq, env.ID, env.TenantID, env.SourceID, len(env.Body),
 		time.Unix(0, env.ReceivedAt).UTC().Format(time.RFC3339Nano))
 	if !verbose {
 		return
+	}
+	if env.RemoteAddr != "" {
+		fmt.Fprintf(out, "\tremote_addr\t%s\n", env.RemoteAddr)
 	}
 	for _, h := range env.Headers {
 		fmt.Fprintf(out, "\theader\t%s: %s\n", h.Name, h.Value)

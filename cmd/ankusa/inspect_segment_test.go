@@ -169,7 +169,11 @@ func checkVerboseHooks(t *testing.T, fx sealedFixture, stdout string) {
 		if utf8.Valid(s.body) {
 			body = "\tbody\t" + strconv.Quote(string(s.body))
 		}
-		got := h[1:]
+		// The sender's address first: the test posts from loopback.
+		if len(h) < 2 || !strings.HasPrefix(h[1], "\tremote_addr\t127.0.0.1:") {
+			t.Fatalf("inspect segment -v: hook %s prints\n%s\nwant the sender's address first", s.id, strings.Join(h[1:], "\n"))
+		}
+		got := h[2:]
 		if len(got) != len(headers)+1 || got[len(got)-1] != body {
 			t.Fatalf("inspect segment -v: hook %s prints\n%s\nwant %d header lines and\n%s", s.id, strings.Join(got, "\n"), len(headers), body)
 		}
