@@ -63,9 +63,9 @@
 // is 1 on any missing or differing hook or any unexpected exit of the
 // node.
 //
-// Its test, TestSoak, is a 2-minute soak that runs only when -run names
-// it: make test runs it on its own after the other packages' tests, as it
-// loads both cores; go test ./... skips it.
+// Its test, TestSoak, is a 2-minute soak: make test runs it on its own
+// after the other packages' tests, as it loads both cores, and leaves it
+// out of its go test ./... with -skip.
 package main
 
 import (
