@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -21,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ankusa/ankusa/internal/child"
+	"github.com/ankusa/ankusa/internal/s3test"
 )
 
 // service is a private server the soak owns: a command it starts in a
@@ -228,7 +228,7 @@ func newS3(bin, dir string) (*s3Server, error) {
 	health := &http.Client{Timeout: time.Second}
 	s.service = &service{name: "versitygw", boot: 20 * time.Second, cmd: func() *exec.Cmd {
 		c := exec.Command(exe, args...)
-		c.Env = append(s3Env(), "ROOT_ACCESS_KEY="+s.access, "ROOT_SECRET_KEY="+s.secret)
+		c.Env = append(s3test.ServerEnv(), "ROOT_ACCESS_KEY="+s.access, "ROOT_SECRET_KEY="+s.secret)
 		return c
 	}, ready: func() error {
 		resp, err := health.Get("http://" + addr + "/health")
@@ -257,19 +257,6 @@ func versitygw(bin string) (string, error) {
 		return p, nil
 	}
 	return "", fmt.Errorf("versitygw is neither at %s nor in PATH (make services builds it)", local)
-}
-
-// s3Env is the environment without what versitygw reads as its flags.
-func s3Env() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		name, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(name, "VGW_") || strings.HasPrefix(name, "ROOT_") || name == "LOGFILE" || name == "WEBHOOK" {
-			continue
-		}
-		env = append(env, kv)
-	}
-	return env
 }
 
 // client is a minio-go client of the server (path-style, plain HTTP).

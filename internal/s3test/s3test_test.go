@@ -104,14 +104,14 @@ func TestServerEnv(t *testing.T) {
 	t.Setenv("ROOT_SECRET_KEY", "x")
 	t.Setenv("LOGFILE", "/tmp/x")
 	t.Setenv("ANKUSA_S3TEST_KEEP", "1")
-	env := strings.Join(serverEnv(), "\n") + "\n"
+	env := strings.Join(ServerEnv(), "\n") + "\n"
 	for _, name := range []string{"VGW_PORT=", "ROOT_SECRET_KEY=", "LOGFILE="} {
 		if strings.Contains(env, "\n"+name) || strings.HasPrefix(env, name) {
-			t.Errorf("serverEnv keeps %s", name)
+			t.Errorf("ServerEnv keeps %s", name)
 		}
 	}
 	if !strings.Contains(env, "ANKUSA_S3TEST_KEEP=1\n") {
-		t.Error("serverEnv drops an unrelated variable")
+		t.Error("ServerEnv drops an unrelated variable")
 	}
 }
 

@@ -162,7 +162,7 @@ func (s *Server) startLocked() {
 		args = append(args, "--sidecar", s.meta)
 	}
 	cmd := exec.Command(s.bin, append(args, s.Dir)...)
-	cmd.Env = append(serverEnv(), "ROOT_ACCESS_KEY="+s.AccessKey, "ROOT_SECRET_KEY="+s.SecretKey)
+	cmd.Env = append(ServerEnv(), "ROOT_ACCESS_KEY="+s.AccessKey, "ROOT_SECRET_KEY="+s.SecretKey)
 	out := &child.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	// The server dies with the test binary, even when a timeout kills it
@@ -229,10 +229,10 @@ func waitHealthy(addr string, exited <-chan struct{}) error {
 	}
 }
 
-// serverEnv is the test's environment without the variables versitygw
+// ServerEnv is the environment without the variables versitygw
 // reads as flags (VGW_*, the root credentials, LOGFILE, WEBHOOK), so a
 // developer's settings do not change the server the tests run.
-func serverEnv() []string {
+func ServerEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
