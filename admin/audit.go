@@ -81,3 +81,10 @@ func (h *tenantHandlers) listAudit(w http.ResponseWriter, r *http.Request) {
 	}
 	writeValue(w, http.StatusOK, out)
 }
+
+// changeEvent is the lifecycle event of a change the admin API makes:
+// io.ankusa.<entity>.<verb> about subject, data encoded as JSON (it holds
+// no secret: ids, names, counts, filters).
+func changeEvent(entity, verb, subject string, data any) meta.Event {
+	return meta.Event{Type: meta.EventType(entity, verb), Subject: subject, Data: mustJSON(data)}
+}

@@ -77,10 +77,33 @@ const (
 	actionDeadDropAll  = "deliveries.drop_all"
 )
 
-// auditRow records a dead-letter change by r's principal.
-func (h *deliveryHandlers) auditRow(r *http.Request, action, tenant, entity, detail string) meta.AuditRow {
+// auditRow records a dead-letter change by r's principal, with its
+// lifecycle event.
+func (h *deliveryHandlers) auditRow(r *http.Request, action, tenant, entity, detail string, ev meta.Event) meta.AuditRow {
 	return meta.AuditRow{At: h.now().UTC(), Principal: principalName(r), Action: action, Tenant: tenant,
-		Entity: entity, Detail: detail, Outcome: outcomeOK}
+		Entity: entity, Detail: detail, Outcome: outcomeOK, Event: ev}
+}
+
+// deadEvents are the lifecycle event verbs of the dead-letter actions.
+var deadEvents = map[string]string{
+	actionDeadRetry: "retried", actionDeadDrop: "dropped",
+	actionDeadRetryAll: "bulk_retried", actionDeadDropAll: "bulk_dropped",
+}
+
+// bulkEventData is the data of the event of one batch of a change to
+// every held hook or dead letter passing f: how many, and the filter.
+func bulkEventData(n int, f dispatch.Filter) map[string]any {
+	data := map[string]any{"count": n}
+	if f.Source != "" {
+		data["source"] = f.Source
+	}
+	if !f.Since.IsZero() {
+		data["since"] = stamp(f.Since)
+	}
+	if !f.Until.IsZero() {
+		data["until"] = stamp(f.Until)
+	}
+	return data
 }
 
 // batchAudit makes the audit row of each batch of a change to every dead
@@ -91,7 +114,7 @@ func (h *deliveryHandlers) batchAudit(r *http.Request, action, tenant string, f 
 		if f.Source != "" {
 			detail += ", source " + f.Source
 		}
-		return h.auditRow(r, action, tenant, "", detail)
+		return h.auditRow(r, action, tenant, "", detail, changeEvent("delivery", deadEvents[action], tenant, bulkEventData(n, f)))
 	}
 }
 
@@ -148,7 +171,8 @@ func (h *deliveryHandlers) retryOne(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	row := h.auditRow(r, actionDeadRetry, tenant, id.String(), "sink "+sink)
+	row := h.auditRow(r, actionDeadRetry, tenant, id.String(), "sink "+sink,
+		changeEvent("delivery", deadEvents[actionDeadRetry], id.String(), map[string]string{"event_id": id.String(), "sink": sink}))
 	if err := h.d.Retry(r.Context(), tenant, id, sink, row); err != nil {
 		h.fail(w, r, "cannot retry dead letter", err, zap.Stringer("id", id), zap.String("sink", sink))
 		return
@@ -161,7 +185,8 @@ func (h *deliveryHandlers) dropOne(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	row := h.auditRow(r, actionDeadDrop, tenant, id.String(), "sink "+sink)
+	row := h.auditRow(r, actionDeadDrop, tenant, id.String(), "sink "+sink,
+		changeEvent("delivery", deadEvents[actionDeadDrop], id.String(), map[string]string{"event_id": id.String(), "sink": sink}))
 	if err := h.d.Drop(r.Context(), tenant, id, sink, row); err != nil {
 		h.fail(w, r, "cannot drop dead letter", err, zap.Stringer("id", id), zap.String("sink", sink))
 		return

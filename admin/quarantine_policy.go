@@ -84,10 +84,20 @@ func (h *quarantineHandlers) dropHook(ctx context.Context, tenant string, id env
 	return h.q.DropQuarantined(ctx, tenant, id, h.auditRow(principal, actionDrop, tenant, it))
 }
 
-// auditRow records an action on one held hook.
+// penEvents are the lifecycle event verbs of the pen's actions.
+var penEvents = map[string]string{
+	actionRelease: "released", actionReleaseForced: "released", actionDrop: "dropped", actionDropAll: "bulk_dropped",
+}
+
+// auditRow records an action on one held hook, with its lifecycle event.
 func (h *quarantineHandlers) auditRow(principal, action, tenant string, it dispatch.PenItem) meta.AuditRow {
+	data := map[string]any{"event_id": it.ID.String(), "source": it.Source}
+	if action != actionDrop {
+		data["forced"] = action == actionReleaseForced
+	}
 	return meta.AuditRow{At: h.now().UTC(), Principal: principal, Action: action, Tenant: tenant,
-		Entity: it.ID.String(), Detail: "source " + it.Source, Outcome: outcomeOK}
+		Entity: it.ID.String(), Detail: "source " + it.Source, Outcome: outcomeOK,
+		Event: changeEvent("quarantine", penEvents[action], it.ID.String(), data)}
 }
 
 // dropAllAudit makes the audit row of each batch of a drop of every held
@@ -98,7 +108,8 @@ func (h *quarantineHandlers) dropAllAudit(tenant string, f dispatch.Filter, prin
 		if f.Source != "" {
 			detail += ", source " + f.Source
 		}
-		return meta.AuditRow{At: h.now().UTC(), Principal: principal, Action: actionDropAll, Tenant: tenant, Detail: detail, Outcome: outcomeOK}
+		return meta.AuditRow{At: h.now().UTC(), Principal: principal, Action: actionDropAll, Tenant: tenant, Detail: detail, Outcome: outcomeOK,
+			Event: changeEvent("quarantine", penEvents[actionDropAll], tenant, bulkEventData(n, f))}
 	}
 }
 

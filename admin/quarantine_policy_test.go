@@ -1,8 +1,11 @@
 package admin
 
 import (
+	"encoding/json"
 	"net/http"
+	"reflect"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -29,8 +32,15 @@ func TestReleaseVerifiesAgain(t *testing.T) {
 	}
 	at := penNow.UTC()
 	row := func(action, entity, detail string) meta.AuditRow {
-		return meta.AuditRow{At: at, Principal: "acme", Action: action, Tenant: "acme", Entity: entity, Detail: detail, Outcome: "ok"}
+		verb, data := "dropped", `{"event_id":"`+entity+`","source":"stripe"}`
+		if action != "quarantine.drop" {
+			verb = "released"
+			data = `{"event_id":"` + entity + `","forced":` + strconv.FormatBool(action == "quarantine.release_forced") + `,"source":"stripe"}`
+		}
+		return meta.AuditRow{At: at, Principal: "acme", Action: action, Tenant: "acme", Entity: entity, Detail: detail, Outcome: "ok",
+			Event: meta.Event{Type: "io.ankusa.quarantine." + verb, Subject: entity, Data: json.RawMessage(data)}}
 	}
+	sameRow := func(a, b meta.AuditRow) bool { return reflect.DeepEqual(a, b) }
 	f := func(method, path string, status int, wantCalls, wantFetches []string, wantAudit ...meta.AuditRow) {
 		t.Helper()
 		q.reset()
@@ -45,7 +55,7 @@ func TestReleaseVerifiesAgain(t *testing.T) {
 		hooks.mu.Lock()
 		fetches := slices.Clone(hooks.calls)
 		hooks.mu.Unlock()
-		if !slices.Equal(calls, wantCalls) || !slices.Equal(fetches, wantFetches) || !slices.Equal(audits, wantAudit) {
+		if !slices.Equal(calls, wantCalls) || !slices.Equal(fetches, wantFetches) || !slices.EqualFunc(audits, wantAudit, sameRow) {
 			t.Fatalf("%s %s: changes %q, fetches %q, audit rows %+v\nwant %q, %q, %+v", method, path, calls, fetches, audits, wantCalls, wantFetches, wantAudit)
 		}
 	}

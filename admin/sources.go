@@ -276,9 +276,12 @@ func (h *sourceHandlers) deadLetter(r *http.Request, old *source.Source, sinks [
 	}
 	audit := auditOf(r, "source.dead_letter")
 	audit.At, audit.Tenant, audit.Entity, audit.Outcome = time.Now().UTC(), old.TenantID, "source/"+old.Name, "ok"
+	data := map[string]any{"source": old.Name}
 	if sinks != nil {
 		audit.Detail = fmt.Sprintf("sinks %v", sinks)
+		data["sinks"] = sinks
 	}
+	audit.Event = changeEvent("source", "dead_lettered", old.Name, data)
 	n, err := h.backlog.DeadLetterSource(old.Name, sinks, audit)
 	if err != nil {
 		h.log.Warn("cannot dead-letter every undelivered hook of a removed source; dispatch dead-letters the rest as it reaches them",

@@ -19,6 +19,7 @@ import (
 	"github.com/ankusa/ankusa/dedupe"
 	"github.com/ankusa/ankusa/dispatch"
 	"github.com/ankusa/ankusa/edge"
+	"github.com/ankusa/ankusa/lifecycle"
 	"github.com/ankusa/ankusa/meta"
 	"github.com/ankusa/ankusa/segment"
 	"github.com/ankusa/ankusa/source"
@@ -93,6 +94,10 @@ type node struct {
 	fleet    *dedupe.Fleet        // dedupe.scope: fleet
 	rdb      *redis.Client        // rate_limits.scope: fleet
 
+	lifecycle     *lifecycle.Lifecycle // the outbox's publisher and sweep
+	lifecycleSink dispatch.Sink        // lifecycle.sink, nil without
+	stopLifecycle context.CancelFunc
+
 	policy     *tenant.Policy // every tenant's limits: the router's and the admin API's
 	router     *edge.Router
 	admin      *admin.Server
@@ -128,6 +133,9 @@ func (n *node) open(recovery string) error {
 	}
 	ordinal, err := n.claimIdentity()
 	if err != nil {
+		return err
+	}
+	if err := n.openLifecycle(ordinal); err != nil {
 		return err
 	}
 	if err := n.openSources(); err != nil {
@@ -253,6 +261,7 @@ func (n *node) closeStorage() bool {
 	if n.wal != nil {
 		check("wal", n.wal.Close())
 	}
+	n.closeLifecycle()
 	if n.meta != nil {
 		check("meta store", n.meta.Close())
 	}

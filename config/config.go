@@ -274,11 +274,6 @@ type Secrets struct {
 	KEKPrevious Secret `yaml:"kek_previous"`
 }
 
-// Lifecycle is where lifecycle events go.
-type Lifecycle struct {
-	Sink *Sink `yaml:"sink"`
-}
-
 // Log is logging.
 type Log struct {
 	Level  string `yaml:"level"`

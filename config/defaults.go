@@ -64,6 +64,7 @@ func (c *Config) ApplyDefaults() {
 	c.applyStorageDefaults()
 	c.applySharedDefaults()
 	c.applySourceDefaults()
+	c.Lifecycle.applyDefaults()
 }
 
 // applyNodeDefaults fills the node's identity, its listeners and its log.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"reflect"
 	"sort"
 	"strings"
@@ -126,37 +127,80 @@ func WalkSecrets(s *Source, fn func(path string, sec *Secret)) {
 // an audit row hashes); with secrets true they are written as given (what
 // a source store keeps).
 func EncodeSource(s *Source, secrets bool) []byte {
+	m := omitSecrets
+	if secrets {
+		m = keepSecrets
+	}
 	var b bytes.Buffer
-	encodeValue(&b, reflect.ValueOf(*s), secrets)
+	encodeValue(&b, reflect.ValueOf(*s), m)
 	return b.Bytes()
 }
+
+// Redacted is what RedactSource writes in place of a secret.
+const Redacted = "redacted"
+
+// RedactSource writes the JSON form of a source spec as EncodeSource does,
+// with every secret redacted but still there: each secret field, each
+// sink header's value and the password of a url's user info read
+// "redacted", so which fields are set shows and no credential does (a
+// lifecycle event's data).
+func RedactSource(s *Source) []byte {
+	var b bytes.Buffer
+	encodeValue(&b, reflect.ValueOf(*s), redactSecrets)
+	return b.Bytes()
+}
+
+// RedactURL is u with the password of its user info redacted; u as it is
+// when it has none or does not parse.
+func RedactURL(u string) string {
+	p, err := url.Parse(u)
+	if err != nil || p.User == nil {
+		return u
+	}
+	if _, set := p.User.Password(); !set {
+		return u
+	}
+	p.User = url.UserPassword(p.User.Username(), Redacted)
+	return p.String()
+}
+
+// secretMode is how encodeValue writes secrets.
+type secretMode uint8
+
+const (
+	omitSecrets secretMode = iota
+	keepSecrets
+	redactSecrets
+)
 
 var (
 	durationType = reflect.TypeFor[Duration]()
 	secretType   = reflect.TypeFor[Secret]()
 )
 
-func encodeValue(b *bytes.Buffer, v reflect.Value, secrets bool) {
+func encodeValue(b *bytes.Buffer, v reflect.Value, m secretMode) {
 	switch {
 	case v.Type() == durationType:
 		writeJSONString(b, time.Duration(v.Int()).String())
+	case v.Type() == secretType && m == redactSecrets:
+		writeJSONString(b, Redacted)
 	case v.Type() == secretType:
 		writeJSONString(b, v.Interface().(Secret).Ref)
 	case v.Kind() == reflect.Pointer:
-		encodeValue(b, v.Elem(), secrets)
+		encodeValue(b, v.Elem(), m)
 	case v.Kind() == reflect.Struct:
-		encodeStruct(b, v, secrets)
+		encodeStruct(b, v, m)
 	case v.Kind() == reflect.Slice:
 		b.WriteByte('[')
 		n := 0
 		for i := 0; i < v.Len(); i++ {
-			if v.Index(i).Type() == secretType && !secrets {
+			if v.Index(i).Type() == secretType && m == omitSecrets {
 				continue
 			}
 			if n++; n > 1 {
 				b.WriteByte(',')
 			}
-			encodeValue(b, v.Index(i), secrets)
+			encodeValue(b, v.Index(i), m)
 		}
 		b.WriteByte(']')
 	case v.Kind() == reflect.Map:
@@ -169,7 +213,7 @@ func encodeValue(b *bytes.Buffer, v reflect.Value, secrets bool) {
 			}
 			writeJSONString(b, k.String())
 			b.WriteByte(':')
-			encodeValue(b, v.MapIndex(k), secrets)
+			encodeValue(b, v.MapIndex(k), m)
 		}
 		b.WriteByte('}')
 	default:
@@ -181,7 +225,7 @@ func encodeValue(b *bytes.Buffer, v reflect.Value, secrets bool) {
 	}
 }
 
-func encodeStruct(b *bytes.Buffer, v reflect.Value, secrets bool) {
+func encodeStruct(b *bytes.Buffer, v reflect.Value, m secretMode) {
 	b.WriteByte('{')
 	n := 0
 	t := v.Type()
@@ -191,7 +235,7 @@ func encodeStruct(b *bytes.Buffer, v reflect.Value, secrets bool) {
 		if name == "" || name == "-" || f.IsZero() {
 			continue
 		}
-		if !secrets && (f.Type() == secretType || f.Type() == reflect.TypeFor[[]Secret]()) {
+		if m == omitSecrets && (f.Type() == secretType || f.Type() == reflect.TypeFor[[]Secret]()) {
 			continue
 		}
 		if n++; n > 1 {
@@ -199,10 +243,23 @@ func encodeStruct(b *bytes.Buffer, v reflect.Value, secrets bool) {
 		}
 		writeJSONString(b, name)
 		b.WriteByte(':')
-		encodeValue(b, f, secrets)
+		switch {
+		case m == redactSecrets && t == sinkType && name == "url":
+			writeJSONString(b, RedactURL(f.String()))
+		case m == redactSecrets && t == sinkType && name == "headers":
+			redacted := map[string]string{}
+			for _, k := range f.MapKeys() {
+				redacted[k.String()] = Redacted
+			}
+			encodeValue(b, reflect.ValueOf(redacted), m)
+		default:
+			encodeValue(b, f, m)
+		}
 	}
 	b.WriteByte('}')
 }
+
+var sinkType = reflect.TypeFor[Sink]()
 
 func writeJSONString(b *bytes.Buffer, s string) {
 	enc := json.NewEncoder(b)

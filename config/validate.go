@@ -27,6 +27,7 @@ func Validate(c *Config, opts ValidateOptions) Problems {
 	validateQuarantinePen(&p, c.Limits)
 	validateLog(&p, c.Log)
 	validateNotYetBuilt(&p, c)
+	validateLifecycle(&p, &c.Lifecycle, opts.CheckSink)
 	for _, name := range c.SourceNames() {
 		src := c.Sources[name]
 		p = append(p, ValidateSource(name, &src, SourceContext{
@@ -267,7 +268,7 @@ func validateLog(p *Problems, l Log) {
 // validateNotYetBuilt refuses the keys of parts of the design this build
 // does not run yet, so that none is accepted and silently ignored: the
 // node roles other than archive (every node runs the edge, dispatch and
-// the admin listener), sealed secrets and the lifecycle sink.
+// the admin listener) and sealed secrets.
 func validateNotYetBuilt(p *Problems, c *Config) {
 	known := !slices.ContainsFunc(c.Node.Roles, func(r string) bool { return !slices.Contains(allRoles, r) })
 	for _, r := range []string{"edge", "dispatch", "admin"} {
@@ -278,8 +279,5 @@ func validateNotYetBuilt(p *Problems, c *Config) {
 	}
 	if c.Secrets.KEK.IsSet() || c.Secrets.KEKPrevious.IsSet() {
 		p.add("secrets.kek: sealing stored secrets is not available in this build yet; leave the secrets section out")
-	}
-	if c.Lifecycle.Sink != nil {
-		p.add("lifecycle.sink: lifecycle events are not available in this build yet; leave the lifecycle section out")
 	}
 }

@@ -28,14 +28,21 @@ type AuditRow struct {
 	SpecSHA256 string `json:"spec_sha256,omitempty"`
 	// Outcome is how the action went ("ok").
 	Outcome string `json:"outcome,omitempty"`
+	// Event is the change's lifecycle event, written with the row (in the
+	// tenant's range of the outbox): every audit row has one.
+	Event Event `json:"-"`
 }
 
 // auditN tells apart audit rows written in the same nanosecond.
 var auditN atomic.Uint32
 
-// AddAudit adds an audit row to the batch: it becomes durable with the
-// change it records.
+// AddAudit adds an audit row and its lifecycle event (row.Event, of
+// row.Tenant) to the batch: both become durable with the change they
+// record, in one synced commit (Commit).
 func (b *Batch) AddAudit(row AuditRow) error {
+	if err := b.addEvent(row.Tenant, row.Event); err != nil {
+		return err
+	}
 	v, err := json.Marshal(row)
 	if err != nil {
 		return fmt.Errorf("cannot encode audit row: %w", err)

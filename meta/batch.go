@@ -16,8 +16,12 @@ import (
 // A Batch is not safe for concurrent use. Get one with Store.NewBatch,
 // and Close it when done; it must not be used after Close.
 type Batch struct {
+	s        *Store
 	b        *pebble.Batch
 	key, val []byte
+	// events are the lifecycle events of the batch's audit rows, numbered
+	// when it commits (outbox.go).
+	events []pendingEvent
 }
 
 var batches = sync.Pool{New: func() any { return new(Batch) }}
@@ -25,20 +29,31 @@ var batches = sync.Pool{New: func() any { return new(Batch) }}
 // NewBatch returns an empty batch.
 func (s *Store) NewBatch() *Batch {
 	b := batches.Get().(*Batch)
-	b.b = s.db.NewBatch()
+	b.s, b.b = s, s.db.NewBatch()
 	return b
 }
 
 // Commit applies the batch with durability d. A synced commit also makes
 // every earlier unsynced one durable (pebble's log is written in commit
-// order): that is what the dispatch checkpoint relies on.
-func (b *Batch) Commit(d Durability) error { return b.b.Commit(d.opts()) }
+// order): that is what the dispatch checkpoint relies on. A batch that
+// holds audit rows (an operator's change, with its lifecycle events)
+// always commits synced, through the outbox's committer, which numbers
+// its events in commit order.
+func (b *Batch) Commit(d Durability) error {
+	if len(b.events) > 0 {
+		return b.s.commitEvents(b)
+	}
+	return b.b.Commit(d.opts())
+}
 
 // Reset empties the batch for reuse, keeping its memory.
-func (b *Batch) Reset() { b.b.Reset() }
+func (b *Batch) Reset() {
+	b.b.Reset()
+	b.events = b.events[:0]
+}
 
 // Empty reports whether the batch holds no write.
-func (b *Batch) Empty() bool { return b.b.Empty() }
+func (b *Batch) Empty() bool { return b.b.Empty() && len(b.events) == 0 }
 
 // Len is the number of writes in the batch.
 func (b *Batch) Len() int { return int(b.b.Count()) }
@@ -46,7 +61,7 @@ func (b *Batch) Len() int { return int(b.b.Count()) }
 // Close releases the batch; its writes are dropped if not committed.
 func (b *Batch) Close() {
 	_ = b.b.Close()
-	b.b = nil
+	b.s, b.b, b.events = nil, nil, b.events[:0]
 	batches.Put(b)
 }
 

@@ -35,6 +35,13 @@ import (
 //	au/                     "au/" | at u64 (unix ns) | n u32  → AuditRow, JSON
 //	m:admin:bootstrap       "m:admin:bootstrap"           → AdminToken, JSON: the token
 //	                        admin.bootstrap_token minted (its digest only)
+//	eq/                     "eq/" | seq u64               → at u64 (unix ns) | tenant: the
+//	                        lifecycle outbox's order, in the event's batch (outbox.go)
+//	m:lifecycle:last        "m:lifecycle:last"            → seq u64 | at u64: the last
+//	                        event seq allocated and its time, in every outbox batch (the
+//	                        numbering floor a sweep leaves)
+//	m:lifecycle:published   "m:lifecycle:published"       → seq u64: the publisher's
+//	                        checkpoint (every event up to it was acknowledged)
 //
 // Per-tenant keys, by ordinal (a tenant's keys under each prefix are one
 // range: prefix | ord u32):
@@ -64,6 +71,8 @@ import (
 //	                        through the admin API (package source's record, JSON)
 //	rte/                    "rte/" | tenant | 0x00 | route id    → a route written
 //	                        through the admin API (package source's record, JSON)
+//	ev/                     "ev/" | tenant | 0x00 | seq u64      → a lifecycle event,
+//	                        JSON (outbox.go), in its change's synced batch
 //
 // Per-tenant keys, by day then ordinal (a day's keys are one range, swept
 // with one range delete; a tenant's keys are one range per day):
@@ -85,6 +94,9 @@ const (
 	prefixSegGap          = "c:g:"
 	prefixAudit           = "au/"
 	keyBootstrapToken     = "m:admin:bootstrap"
+	prefixEventSeq        = "eq/"
+	keyEventLast          = "m:lifecycle:last"
+	keyEventPublished     = "m:lifecycle:published"
 
 	prefixRow         = "r/"
 	prefixDue         = "d/"
@@ -98,6 +110,7 @@ const (
 
 	prefixSource = "src/"
 	prefixRoute  = "rte/"
+	prefixEvent  = "ev/"
 
 	prefixDedupe = "dd/"
 )

@@ -47,12 +47,35 @@ func (s *Store) SetRateLimitOverride(tenant string, rl config.RateLimit, audit A
 		sum := sha256.Sum256(v)
 		audit.SpecSHA256 = hex.EncodeToString(sum[:])
 	}
+	old, err := s.rateLimitValue(tenant)
+	if err != nil {
+		return err
+	}
+	verb := "created"
+	if old != nil {
+		verb = "updated"
+	}
+	audit.Event = Event{Type: EventType("rate_limit", verb), Subject: tenant, Data: v}
 	return s.auditedChange("store", tenant, audit, func(b *Batch) { b.set(rateLimitKey(tenant), v) })
+}
+
+// rateLimitValue is the stored override of tenant as JSON, nil when it
+// has none.
+func (s *Store) rateLimitValue(tenant string) (json.RawMessage, error) {
+	var out json.RawMessage
+	_, err := s.getKey("the rate limit override of tenant "+tenant, func(dst []byte) []byte { return appendNameKey(dst, prefixRateLimit, tenant) },
+		func(v []byte) error { out = append(json.RawMessage(nil), v...); return nil })
+	return out, err
 }
 
 // DeleteRateLimitOverride removes a tenant's override, with the audit row
 // that records it, in one synced batch.
 func (s *Store) DeleteRateLimitOverride(tenant string, audit AuditRow) error {
+	old, err := s.rateLimitValue(tenant)
+	if err != nil {
+		return err
+	}
+	audit.Event = Event{Type: EventType("rate_limit", "deleted"), Subject: tenant, Data: old}
 	return s.auditedChange("remove", tenant, audit, func(b *Batch) { b.del(rateLimitKey(tenant)) })
 }
 

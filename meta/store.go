@@ -34,6 +34,8 @@ type Store struct {
 	catMu sync.Mutex
 	// ckpt is the dispatch checkpoint as last synced (checkpoint.go).
 	ckpt atomic.Uint64
+	// ob is the lifecycle outbox's committer (outbox.go).
+	ob outbox
 }
 
 // ErrBadRecord is a stored value that does not decode.
@@ -91,6 +93,10 @@ func Open(o Options) (*Store, error) {
 	// keeps everything; DispatchCheckpoint reports it to dispatch.
 	if ckpt, err := s.DispatchCheckpoint(); err == nil {
 		s.ckpt.Store(ckpt)
+	}
+	if err := s.openOutbox(); err != nil {
+		_ = db.Close()
+		return nil, err
 	}
 	return s, nil
 }

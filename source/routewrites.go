@@ -137,6 +137,7 @@ func (p *Persistent) putRouteReserved(w RouteWrite, tok *Token) (*Route, error) 
 	audit := w.Audit
 	audit.At, audit.Tenant, audit.Entity, audit.Outcome = now, w.Tenant, "route/"+w.ID, "ok"
 	audit.SpecSHA256 = specDigest(RouteJSON(r))
+	audit.Event = meta.Event{Type: meta.EventType("route", verb(w.Create, "created", "updated")), Subject: w.ID, Data: RouteJSON(r)}
 	if err := p.o.Backend.Commit([]Op{{Kind: PutRoute, Tenant: w.Tenant, Name: w.ID, Record: encodeRouteRecord(r)}}, audit); err != nil {
 		return nil, unavailable(err)
 	}
@@ -202,6 +203,7 @@ func (p *Persistent) deleteRoute(w RouteDelete) (*Route, error) {
 		}
 		audit := w.Audit
 		audit.At, audit.Tenant, audit.Entity, audit.Outcome = p.o.Now().UTC(), w.Tenant, "route/"+w.ID, "ok"
+		audit.Event = meta.Event{Type: meta.EventType("route", "deleted"), Subject: w.ID, Data: RouteJSON(old)}
 		if err := p.o.Backend.Commit([]Op{{Kind: DeleteRoute, Tenant: w.Tenant, Name: w.ID}}, audit); err != nil {
 			return unavailable(err)
 		}

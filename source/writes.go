@@ -1,6 +1,11 @@
 package source
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"time"
+
 	"github.com/ankusa/ankusa/config"
 	"github.com/ankusa/ankusa/meta"
 )
@@ -129,6 +134,7 @@ func (p *Persistent) putSourceReserved(w SourceWrite, name string, spec config.S
 	audit := w.Audit
 	audit.At, audit.Tenant, audit.Entity, audit.Outcome = now, w.Tenant, "source/"+name, "ok"
 	audit.SpecSHA256 = specDigest(config.EncodeSource(&spec, false))
+	audit.Event = meta.Event{Type: meta.EventType("source", verb(w.Create, "created", "updated")), Subject: name, Data: SourceEventData(src)}
 	if err := p.o.Backend.Commit([]Op{{Kind: PutSource, Tenant: w.Tenant, Name: name, Record: encodeSourceRecord(src)}}, audit); err != nil {
 		return nil, unavailable(err)
 	}
@@ -158,6 +164,7 @@ func (p *Persistent) deleteSource(w SourceDelete) (*Source, error) {
 		}
 		audit := w.Audit
 		audit.At, audit.Tenant, audit.Entity, audit.Outcome = p.o.Now().UTC(), w.Tenant, "source/"+w.Name, "ok"
+		audit.Event = meta.Event{Type: meta.EventType("source", "deleted"), Subject: w.Name, Data: SourceEventData(old)}
 		if err := p.o.Backend.Commit([]Op{{Kind: DeleteSource, Tenant: w.Tenant, Name: w.Name}}, audit); err != nil {
 			return unavailable(err)
 		}
@@ -172,6 +179,33 @@ func (p *Persistent) deleteSource(w SourceDelete) (*Source, error) {
 		return s.withoutSource(w.Name)
 	}, afterOf(w.After, old))
 	return old, nil
+}
+
+// SourceEventData is a source as its lifecycle events carry it: its name,
+// its spec with every secret redacted (config.RedactSource) and when it
+// was created and last updated.
+func SourceEventData(src *Source) json.RawMessage {
+	var b bytes.Buffer
+	b.WriteString(`{"name":`)
+	name, _ := json.Marshal(src.Name)
+	b.Write(name)
+	if spec := config.RedactSource(&src.Spec); len(spec) > 2 {
+		b.WriteByte(',')
+		b.Write(spec[1 : len(spec)-1])
+	}
+	if !src.Created.IsZero() {
+		fmt.Fprintf(&b, `,"created_at":%q,"updated_at":%q`, src.Created.UTC().Format(time.RFC3339Nano), src.Updated.UTC().Format(time.RFC3339Nano))
+	}
+	b.WriteByte('}')
+	return b.Bytes()
+}
+
+// verb is created for a create, else updated.
+func verb(create bool, created, updated string) string {
+	if create {
+		return created
+	}
+	return updated
 }
 
 // inheritSinkIDs gives each sink of next written without an id the id of
