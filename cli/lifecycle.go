@@ -47,4 +47,3 @@ func (n *node) closeLifecycle() {
 	}
 	n.lifecycle = nil
 }
-
