@@ -1,6 +1,10 @@
 package config
 
-import "time"
+import (
+	"net"
+	"net/url"
+	"time"
+)
 
 // DefaultLifecycleRetain is how long the outbox keeps a lifecycle event
 // (lifecycle.retain) when the config does not say.
@@ -67,10 +71,44 @@ func validateLifecycle(p *Problems, l *Lifecycle, check func(Sink) error) {
 		k := lifecycleSinkKeys[i]
 		p.add("lifecycle.sink.%s: not a key of the lifecycle sink: %s", k.key, k.why)
 	}
-	if sk.Format != "raw" && sk.Format != "" && len(*p) == known {
+	if sk.Format == "envelope" {
 		p.add("lifecycle.sink.format: %q; the publisher sends each event as a CloudEvents JSON document (raw), leave format out", sk.Format)
+	}
+	if sk.Type == "http" && !sk.AllowPrivate && len(*p) == known {
+		if reason := guardedHost(sk.URL); reason != "" {
+			p.add("lifecycle.sink.url: %q is %s, which the http sink refuses (its SSRF guard); set lifecycle.sink.allow_private: true to send events there", sk.URL, reason)
+		}
 	}
 	if check != nil && len(*p) == known && !(sk.Secret.IsSet() && sk.Secret.Value == "") {
 		p.stage("lifecycle.sink", check(*sk))
 	}
+}
+
+// guardedHost says why the http sink's SSRF guard would refuse the host
+// of u as it is written (localhost, or a loopback, private, link-local or
+// unspecified address), "" when it would not or cannot tell before a DNS
+// lookup.
+func guardedHost(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return ""
+	}
+	host := p.Hostname()
+	if host == "localhost" {
+		return "a loopback name"
+	}
+	ip := net.ParseIP(host)
+	switch {
+	case ip == nil:
+		return ""
+	case ip.IsLoopback():
+		return "a loopback address"
+	case ip.IsPrivate():
+		return "a private address"
+	case ip.IsLinkLocalUnicast():
+		return "a link-local address"
+	case ip.IsUnspecified():
+		return "the unspecified address"
+	}
+	return ""
 }
