@@ -133,7 +133,12 @@ func (l *Lifecycle) LagSeconds() float64 {
 // Run publishes (with a sink) and sweeps the outbox until ctx is done.
 func (l *Lifecycle) Run(ctx context.Context) {
 	defer close(l.done)
-	go l.sweepLoop(ctx)
+	swept := make(chan struct{})
+	go func() {
+		defer close(swept)
+		l.sweepLoop(ctx)
+	}()
+	defer func() { <-swept }() // a sweep in progress ends before the store may close
 	if l.o.Sink == nil {
 		<-ctx.Done()
 		return
@@ -158,7 +163,7 @@ func (l *Lifecycle) Run(ctx context.Context) {
 	}
 }
 
-// Done is closed when Run has returned.
+// Done is closed when Run has returned: nothing of it runs any more.
 func (l *Lifecycle) Done() <-chan struct{} { return l.done }
 
 // publishSome sends the next events after the checkpoint, up to
