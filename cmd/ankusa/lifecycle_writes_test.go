@@ -295,6 +295,12 @@ func checkOutbox(t *testing.T, entities []*lcEntity, outbox []meta.EventRecord) 
 	byEntity := map[string][]*meta.EventRecord{}
 	for i := range outbox {
 		ev := &outbox[i]
+		// Nothing was swept: seqs are dense from 1, and ids (whose text
+		// sorts as they do) and times follow them, across every restart.
+		if ev.Seq != uint64(i+1) || i > 0 && (ev.ID.String() <= outbox[i-1].ID.String() || ev.Time.Before(outbox[i-1].Time)) {
+			t.Errorf("outbox event %d is seq %d, id %s at %s; the one before is seq %d, id %s at %s", i+1, ev.Seq, ev.ID, ev.Time,
+				outbox[max(i-1, 0)].Seq, outbox[max(i-1, 0)].ID, outbox[max(i-1, 0)].Time)
+		}
 		byEntity[entityOf(ev)] = append(byEntity[entityOf(ev)], ev)
 	}
 	for _, e := range entities {
