@@ -83,6 +83,7 @@ func (h *eventHandlers) list(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, codeInternal, "the lifecycle events could not be read; the node's log says why")
 		return
 	}
+	w.Header().Set("Vary", "Accept") // the form may follow Accept
 	if next != "" {
 		w.Header().Set(headerNextCursor, next)
 	}

@@ -455,7 +455,7 @@ func TestEventsNDJSON(t *testing.T) {
 		{"/v1/events?limit=4&format=ndjson", "application/json"},
 	} {
 		a := n.get(t, c.target, "tok-reader", c.accept)
-		if a.code != 200 || a.header.Get("Content-Type") != mediaNDJSON || a.header.Get("Cache-Control") != "no-store" {
+		if a.code != 200 || a.header.Get("Content-Type") != mediaNDJSON || a.header.Get("Cache-Control") != "no-store" || a.header.Get("Vary") != "Accept" {
 			t.Fatalf("%s (Accept %q): %d %v", c.target, c.accept, a.code, a.header)
 		}
 		if !slices.Equal(a.raw, page.raw) || a.next != page.next || strings.Count(a.body, "\n") != 4 {
