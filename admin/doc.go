@@ -22,8 +22,8 @@
 //
 // Besides config and envelope, admin imports the stages it serves
 // (dispatch, segment, source, verify), meta for the audit rows it builds
-// and the bootstrap token's record, and internal/vfsutil for the token
-// file. It must never import cli (only programs import the wiring);
+// and the bootstrap token's record, lifecycle for the replay's query and
+// cursor error, and internal/vfsutil for the token file. It must never import cli (only programs import the wiring);
 // dispatch never imports admin (ARCHITECTURE.md holds both).
 //
 // # Authentication
@@ -33,7 +33,7 @@
 // is hashed and compared, in constant time, with every configured digest.
 // Scopes:
 //
-//	tenants:read    the list of tenants, every tenant's audit rows
+//	tenants:read    the list of tenants, every tenant's audit rows and lifecycle events
 //	tenants:write   tenant-level settings: rate-limit overrides
 //	tenant:<t>      everything under /v1/tenants/<t>/ (reads of its rate limit)
 //	tenant:*        everything under /v1/tenants/<any>/
@@ -103,6 +103,41 @@
 // ?tenant= (else 403) and sees only that tenant's rows. A page may end
 // short of limit with a next_cursor when the tenant filter skipped many
 // rows.
+//
+// # Lifecycle events
+//
+// The replay of the lifecycle outbox (Options.Events, package lifecycle):
+// every change of this API leaves one CloudEvents 1.0 event, written in
+// the change's synced batch, which the node keeps with or without a
+// lifecycle sink.
+//
+//	GET    /v1/events[?tenant=T][&type=X][&since=T][&after=ID][&limit=N][&format=json|ndjson]
+//	         200 {"events":[<CloudEvent>...],"next_cursor":"evt_..."}       X-Next-Cursor: evt_...
+//	         200 application/x-ndjson: one CloudEvent a line               X-Next-Cursor: evt_...
+//	CloudEvent {"specversion":"1.0","id":"evt_...","source":"ankusa://<node.name>",
+//	            "type":"io.ankusa.<entity>.<verb>","subject","time","tenant",
+//	            "datacontenttype":"application/json","data":{...}}
+//
+// Events come oldest first, in the order their changes committed; ids
+// grow with that order, never change and are never reused. The scopes are
+// the audit log's: tenants:read sees every tenant's events; a token with
+// only tenant scopes must name one of its tenants as ?tenant= (else 403
+// naming the scope) and sees only that tenant's. type is an event type
+// (io.ankusa.source.created) or a prefix of one ending in .*
+// (io.ankusa.source.*); since (inclusive, RFC 3339) is by the event's
+// time; limit is 1 to 1000, 100 when absent. The form is a JSON page,
+// or NDJSON with Accept: application/x-ndjson or ?format=ndjson (format
+// wins over Accept). The cursor is the id of the last event the page
+// looked at: next_cursor in the JSON page, and the X-Next-Cursor header in
+// both forms (the NDJSON form's only place for it); give it as ?after= to
+// read on. A replay so followed gives every event once, in order, across
+// restarts of the node. A page may end short of limit with a cursor (the
+// filters skipped many events, or the page reached 8 MiB). At the end the
+// cursor is absent; keep the last event's id as after= to read what is
+// written next. Events older than lifecycle.retain are swept once
+// published. The publisher delivers at least once: consumers dedupe by
+// id. An after that is not a lifecycle event id (a hook's id, a typo) is
+// 400 invalid_query naming after, as is any bad or unknown parameter.
 //
 // # Errors
 //

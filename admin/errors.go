@@ -42,11 +42,16 @@ func writeError(w http.ResponseWriter, status int, code, msg string) {
 	writeJSON(w, status, b.Bytes())
 }
 
-// writeJSON answers status with body, a JSON document. Admin answers hold
-// tenants' data and are never cached.
+// writeJSON answers status with body, a JSON document.
 func writeJSON(w http.ResponseWriter, status int, body []byte) {
+	writeBody(w, status, "application/json", body)
+}
+
+// writeBody answers status with body, of media type ctype. Admin answers
+// hold tenants' data and are never cached.
+func writeBody(w http.ResponseWriter, status int, ctype string, body []byte) {
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
+	h.Set("Content-Type", ctype)
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)

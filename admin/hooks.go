@@ -13,6 +13,7 @@ import (
 	"github.com/ankusa/ankusa/config"
 	"github.com/ankusa/ankusa/dispatch"
 	"github.com/ankusa/ankusa/envelope"
+	"github.com/ankusa/ankusa/lifecycle"
 	"github.com/ankusa/ankusa/meta"
 	"github.com/ankusa/ankusa/segment"
 	"github.com/ankusa/ankusa/source"
@@ -41,6 +42,7 @@ var (
 	_ TenantCounter   = (*dispatch.Dispatcher)(nil)
 	_ OverrideStore   = (*meta.Store)(nil)
 	_ AuditLog        = (*meta.Store)(nil)
+	_ EventLog        = (*lifecycle.Lifecycle)(nil)
 )
 
 // Options is what Register needs.
@@ -95,6 +97,9 @@ type Options struct {
 	Overrides OverrideStore
 	// Audit serves GET /v1/audit (the meta store); nil leaves it out.
 	Audit AuditLog
+	// Events serves GET /v1/events, the lifecycle replay (the node's
+	// *lifecycle.Lifecycle, which a node always has); nil leaves it out.
+	Events EventLog
 	// Listener bounds the admin listener (Listen only).
 	Listener ListenerOptions
 }
@@ -144,6 +149,9 @@ func register(mux router, auth *Auth, o Options) error {
 	}
 	registerTenants(mux, auth, &tenantHandlers{dir: o.Tenants, counts: o.Counts, limits: o.Limits, overrides: o.Overrides,
 		audit: o.Audit, now: now, log: log})
+	if o.Events != nil {
+		registerEvents(mux, auth, &eventHandlers{events: o.Events, log: log})
+	}
 	if o.Quarantine != nil {
 		registerQuarantine(mux, auth, &quarantineHandlers{q: o.Quarantine, hooks: o.Hooks, sources: o.Sources, now: now, log: log})
 	}

@@ -49,7 +49,8 @@ func (k tokenKind) holdsTenant(t string) bool {
 
 // scopeRule is the scope a route needs, by the rules of auth.go and
 // doc.go: open, tenant, tenants:read, tenants:write, debug, or audit
-// (tenants:read, or the tenant's scope with ?tenant=).
+// (tenants:read, or the tenant's scope with ?tenant=: the audit log and
+// the lifecycle replay).
 func scopeRule(t *testing.T, method, path string) string {
 	switch {
 	case path == "/metrics" || path == "/healthz" || path == "/readyz" || path == "/v1/openapi.json":
@@ -58,7 +59,7 @@ func scopeRule(t *testing.T, method, path string) string {
 		return "debug"
 	case path == "/v1/tenants":
 		return "tenants:read"
-	case path == "/v1/audit":
+	case path == "/v1/audit" || path == "/v1/events":
 		return "audit"
 	case path == "/v1/tenants/{tenant}/rate_limit" && method != "GET":
 		return "tenants:write"

@@ -21,6 +21,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ankusa/ankusa/config"
+	"github.com/ankusa/ankusa/lifecycle"
 	"github.com/ankusa/ankusa/meta"
 	"github.com/ankusa/ankusa/source"
 	"github.com/ankusa/ankusa/tenant"
@@ -173,6 +174,10 @@ func (d *apiDoc) checkAnswer(t *testing.T, method, target string, a answer) *doc
 		t.Errorf("%s %s: %d answered %q; the document declares %v", method, target, a.code, a.header.Get("Content-Type"), keys(content))
 		return op
 	}
+	if mt == mediaNDJSON {
+		d.checkLines(t, method, target, a, at+"/content/"+ptr(mt))
+		return op
+	}
 	if mt != "application/json" {
 		return op
 	}
@@ -185,6 +190,28 @@ func (d *apiDoc) checkAnswer(t *testing.T, method, target string, a answer) *doc
 		t.Errorf("%s %s: the %d body does not match the document: %v\nbody: %s", method, target, a.code, err, a.body)
 	}
 	return op
+}
+
+// checkLines validates each line of an NDJSON answer against the
+// x-ankusa-line-schema of its media type object (at).
+func (d *apiDoc) checkLines(t *testing.T, method, target string, a answer, at string) {
+	t.Helper()
+	if a.body != "" && !strings.HasSuffix(a.body, "\n") {
+		t.Errorf("%s %s: an NDJSON body whose last line has no newline: %q", method, target, a.body)
+	}
+	for _, line := range strings.Split(strings.TrimSuffix(a.body, "\n"), "\n") {
+		if line == "" && a.body == "" {
+			break
+		}
+		v, err := jsonschema.UnmarshalJSON(strings.NewReader(line))
+		if err != nil {
+			t.Errorf("%s %s: an NDJSON line is not JSON: %v: %q", method, target, err, line)
+			continue
+		}
+		if err := d.schema(t, at+"/x-ankusa-line-schema").Validate(v); err != nil {
+			t.Errorf("%s %s: an NDJSON line does not match the document: %v\nline: %s", method, target, err, line)
+		}
+	}
 }
 
 // checkRequestBody validates a body a request sent (and the handler took)
@@ -264,6 +291,10 @@ sources:
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ms.Close() })
+	lc, err := lifecycle.New(lifecycle.Options{Store: ms, Node: "n1"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	store, _, err := source.OpenPersistent(source.PersistentOptions{Config: cfg, Backend: source.MetaBackend{Store: ms},
 		Context: config.SourceContext{Resolver: "token", WALType: "disk", DedupeScope: "node"}})
 	if err != nil {
@@ -282,7 +313,7 @@ sources:
 	n.srv = startServer(t, Options{
 		Tokens: matrixTokens(), Hooks: &fakeFetcher{}, Deliveries: &fakeDeliveries{}, Quarantine: &fakePen{},
 		Sources: store, Backlog: n.backlog, Resolver: cfg.RouteResolver, Health: n.health, Logger: zap.NewNop(),
-		Tenants: ms, Counts: fakeCounts{}, Limits: policy, Overrides: ms, Audit: ms,
+		Tenants: ms, Counts: fakeCounts{}, Limits: policy, Overrides: ms, Audit: ms, Events: lc,
 		Listener: ListenerOptions{MaxBodyBytes: matrixMaxBody},
 	})
 	n.addr = n.srv.Addr().String()
@@ -382,7 +413,7 @@ func fullOptions(t *testing.T) Options {
 	t.Helper()
 	return Options{Tokens: matrixTokens(), Hooks: &fakeFetcher{}, Deliveries: &fakeDeliveries{}, Quarantine: &fakePen{},
 		Sources: penSources(), Backlog: &fakeBacklog{}, Tenants: &meta.Store{}, Limits: tenant.NewPolicy(config.RateLimits{}),
-		Overrides: &meta.Store{}, Audit: &meta.Store{}}
+		Overrides: &meta.Store{}, Audit: &meta.Store{}, Events: &lifecycle.Lifecycle{}}
 }
 
 // TestOpenAPISchemasClosed: an answer's object is closed (every object
@@ -603,6 +634,13 @@ func answerCases(n *fullNode) []answerCase {
 		{"GET", "/v1/audit?tenant=acme&limit=2", "tok-a", "", 200},
 		{"GET", "/v1/audit?since=yesterday", "tok-reader", "", 400},
 		{"GET", "/v1/audit", "tok-a", "", 403},
+		{"GET", "/v1/events", "tok-reader", "", 200},
+		{"GET", "/v1/events?tenant=acme&limit=1", "tok-a", "", 200},
+		{"GET", "/v1/events?tenant=acme&type=io.ankusa.route.*&format=ndjson", "tok-a", "", 200},
+		{"GET", "/v1/events?tenant=initech&format=ndjson", "tok-reader", "", 200},
+		{"GET", "/v1/events?after=" + goodID.String(), "tok-reader", "", 400},
+		{"GET", "/v1/events?type=source", "tok-reader", "", 400},
+		{"GET", "/v1/events", "tok-a", "", 403},
 		// Open, and the profiles.
 		{"GET", "/v1/openapi.json", "", "", 200},
 		{"GET", "/metrics", "", "", 200},

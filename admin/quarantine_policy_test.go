@@ -31,14 +31,23 @@ func TestReleaseVerifiesAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	at := penNow.UTC()
-	row := func(action, entity, detail string) meta.AuditRow {
-		verb, data := "dropped", `{"event_id":"`+entity+`","source":"stripe"}`
-		if action != "quarantine.drop" {
-			verb = "released"
-			data = `{"event_id":"` + entity + `","forced":` + strconv.FormatBool(action == "quarantine.release_forced") + `,"source":"stripe"}`
+	// row is the audit row of action, with its event: a bulk drop's is
+	// about the tenant, the others about the hook; data is the event's.
+	verbs := map[string]string{"quarantine.release": "released", "quarantine.release_forced": "released",
+		"quarantine.drop": "dropped", "quarantine.drop_all": "bulk_dropped"}
+	row := func(action, entity, detail, data string) meta.AuditRow {
+		subject := entity
+		if subject == "" {
+			subject = "acme"
 		}
 		return meta.AuditRow{At: at, Principal: "acme", Action: action, Tenant: "acme", Entity: entity, Detail: detail, Outcome: "ok",
-			Event: meta.Event{Type: "io.ankusa.quarantine." + verb, Subject: entity, Data: json.RawMessage(data)}}
+			Event: meta.Event{Type: "io.ankusa.quarantine." + verbs[action], Subject: subject, Data: json.RawMessage(data)}}
+	}
+	held := func(id, source string, forced ...bool) string {
+		if len(forced) == 0 {
+			return `{"event_id":"` + id + `","source":"` + source + `"}`
+		}
+		return `{"event_id":"` + id + `","forced":` + strconv.FormatBool(forced[0]) + `,"source":"` + source + `"}`
 	}
 	sameRow := func(a, b meta.AuditRow) bool { return reflect.DeepEqual(a, b) }
 	f := func(method, path string, status int, wantCalls, wantFetches []string, wantAudit ...meta.AuditRow) {
@@ -61,9 +70,9 @@ func TestReleaseVerifiesAgain(t *testing.T) {
 	}
 	good := goodID.String()
 	f("POST", "/"+good+"/release", 200, []string{"Release acme " + good + " force=false by acme"}, []string{good},
-		row("quarantine.release", good, "source stripe"))
+		row("quarantine.release", good, "source stripe", held(good, "stripe", false)))
 	f("POST", "/"+good+"/release?force=true", 200, []string{"Release acme " + good + " force=true by acme"}, nil,
-		row("quarantine.release_forced", good, "source stripe"))
+		row("quarantine.release_forced", good, "source stripe", held(good, "stripe", true)))
 	// Still invalid, or nothing to verify it with: it stays, unchanged.
 	f("POST", "/"+penStillID.String()+"/release", 409, nil, []string{penStillID.String()})
 	f("POST", "/"+penExpired.String()+"/release", 409, nil, []string{penExpired.String()})
@@ -76,10 +85,10 @@ func TestReleaseVerifiesAgain(t *testing.T) {
 		t.Fatalf("log %+v", logs.All())
 	}
 	f("POST", "/"+penRemovedID.String()+"/release?force=true", 200, []string{"Release acme " + penRemovedID.String() + " force=true by acme"}, nil,
-		row("quarantine.release_forced", penRemovedID.String(), "source stripe"))
+		row("quarantine.release_forced", penRemovedID.String(), "source stripe", held(penRemovedID.String(), "stripe", true)))
 	gh := fakePenHeld[1].ID.String()
-	f("DELETE", "/"+gh, 204, []string{"Drop acme " + gh + " by acme"}, nil, row("quarantine.drop", gh, "source gh"))
-	f("POST", "/drop?source=gh", 200, []string{"DropAll acme by acme"}, nil, row("quarantine.drop_all", "", "2 hooks, source gh"))
-	f("POST", "/drop?all=true", 200, []string{"DropAll acme by acme"}, nil, row("quarantine.drop_all", "", "4 hooks"))
+	f("DELETE", "/"+gh, 204, []string{"Drop acme " + gh + " by acme"}, nil, row("quarantine.drop", gh, "source gh", held(gh, "gh")))
+	f("POST", "/drop?source=gh", 200, []string{"DropAll acme by acme"}, nil, row("quarantine.drop_all", "", "2 hooks, source gh", `{"count":2,"source":"gh"}`))
+	f("POST", "/drop?all=true", 200, []string{"DropAll acme by acme"}, nil, row("quarantine.drop_all", "", "4 hooks", `{"count":4}`))
 	f("POST", "/drop?source=none", 200, []string{"DropAll acme by acme"}, nil)
 }

@@ -263,6 +263,11 @@ func (n *node) openAdmin() error {
 	// The meta store's tenant mirror, overrides and audit log; the
 	// dispatcher's live counts (ahead of the checkpointed ones in meta).
 	opts.Tenants, opts.Audit = n.meta, n.meta
+	// The lifecycle outbox's replay: every node keeps it, with or
+	// without a lifecycle sink (opened before the admin listener).
+	if n.lifecycle != nil {
+		opts.Events = n.lifecycle
+	}
 	if n.policy != nil {
 		opts.Limits, opts.Overrides = n.policy, n.meta
 	}
