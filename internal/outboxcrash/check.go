@@ -13,9 +13,11 @@ package outboxcrash
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -152,8 +154,8 @@ func (r *Rig) Write(t testing.TB, c Change, write func() error) Result {
 		t.Fatalf("%s: after the write: %v", c.Name, err)
 	}
 	if after.state == before.state || after.audits != before.audits+1 || after.events != before.events+1 {
-		t.Fatalf("%s: the live store shows state %q (before %q), %d audit rows (before %d), %d events (before %d); want a change, one more row and one more event",
-			c.Name, after.state, before.state, after.audits, before.audits, after.events, before.events)
+		t.Fatalf("%s: the live store shows state %s (before %s), %d audit rows (before %d), %d events (before %d); want a change, one more row and one more event",
+			c.Name, show(after.state), show(before.state), after.audits, before.audits, after.events, before.events)
 	}
 	want := evs[len(evs)-1]
 	if want.Seq <= before.last {
@@ -210,13 +212,22 @@ func (r *Rig) checkClone(t testing.TB, c *Change, p point, before, after outcome
 				c.Name, p.where, got.audits, before.audits, got.events, before.events, got.last, want.Seq)
 		}
 	default:
-		t.Fatalf("%s, crash %s: state %q is neither the one before (%q) nor after (%q) the change", c.Name, p.where, got.state, before.state, after.state)
+		t.Fatalf("%s, crash %s: state %s is neither the one before (%s) nor after (%s) the change", c.Name, p.where, show(got.state), show(before.state), show(after.state))
 	}
 	if p.mustApply && !applied {
 		t.Fatalf("%s, crash %s: the change is lost, though the write had returned", c.Name, p.where)
 	}
 	checkNumbering(t, s, c.Name+", crash "+p.where)
 	return applied
+}
+
+// show is a state as a failure names it: quoted, or by its digest when
+// long (a stored source's record holds its secrets).
+func show(state string) string {
+	if len(state) <= 80 {
+		return strconv.Quote(state)
+	}
+	return fmt.Sprintf("%d bytes, sha256 %x", len(state), sha256.Sum256([]byte(state)))
 }
 
 // sameEvent compares an event read from a clone with the live store's.
