@@ -381,10 +381,14 @@ func lcRoutesAndBacklog(r *lcRun, recv *sinkRecorder) {
 	r.write(remove, "DELETE", "/v1/tenants/acme/routes/dl-route", "", http.StatusNoContent, routeEvent("deleted", "acme", "dl-route", "dl", 2))
 	r.write(remove, "DELETE", "/v1/tenants/acme/routes/dl-route", "", http.StatusNotFound)
 
-	spec := fmt.Sprintf(`{"name": "busy", "verify": {"type": "none"}, "sinks": [{"id": "out", "type": "http", "url": "%s/bad/busy", "allow_private": true, "max_attempts": 1000, "retry_base": "20ms", "retry_max": "50ms"}]}`, recv.url)
+	// Each failing receiver is the source's own: its failures say the
+	// source's hooks have rows.
+	busyRecv, splitRecv := newSinkRecorder(r.t), newSinkRecorder(r.t)
+	spec := fmt.Sprintf(`{"name": "busy", "verify": {"type": "none"}, "sinks": [{"id": "out", "type": "http", "url": "%s/bad/busy", "allow_private": true, "max_attempts": 1000, "retry_base": "20ms", "retry_max": "50ms"}]}`, busyRecv.url)
 	r.write("POST /v1/tenants/{tenant}/sources", "POST", sourcesOf("acme"), spec, http.StatusCreated, sourceEvent("created", "acme", "busy", map[string]any{"sinks.0.max_attempts": 1000.0}))
 	token := lcRoute(r, "acme", "busy-route", "busy")
 	lcHooks(r, token, "", 2, http.StatusCreated)
+	waitFailures(r, busyRecv, 2)
 	r.write(remove, "DELETE", "/v1/tenants/acme/routes/busy-route", "", http.StatusNoContent, routeEvent("deleted", "acme", "busy-route", "busy", 1))
 	const del = "DELETE /v1/tenants/{tenant}/sources/{name}"
 	r.write(del, "DELETE", sourceAt("acme", "busy"), "", http.StatusConflict)
@@ -393,6 +397,33 @@ func lcRoutesAndBacklog(r *lcRun, recv *sinkRecorder) {
 		lcWant{tenant: "acme", typ: "io.ankusa.source.dead_lettered", subject: "busy", action: "source.dead_letter", data: map[string]any{"source": "busy"}, absent: []string{"sinks"}})
 	if !strings.Contains(string(a.body), `"dead_lettered":2`) {
 		r.t.Fatalf("DELETE busy?deliveries=dead_letter: %s, want 2 dead-lettered", a.body)
+	}
+
+	// An update that removes a sink with undelivered hooks: the same, with
+	// the sinks named.
+	two := fmt.Sprintf(`{"name": "split", "verify": {"type": "none"}, "sinks": [
+	  {"id": "keep", "type": "http", "url": "%[1]s/good/split", "allow_private": true},
+	  {"id": "gone", "type": "http", "url": "%[2]s/bad/split", "allow_private": true, "max_attempts": 1000, "retry_base": "20ms", "retry_max": "50ms"}]}`, recv.url, splitRecv.url)
+	one := fmt.Sprintf(`{"verify": {"type": "none"}, "sinks": [{"id": "keep", "type": "http", "url": "%s/good/split", "allow_private": true}]}`, recv.url)
+	r.write("POST /v1/tenants/{tenant}/sources", "POST", sourcesOf("acme"), two, http.StatusCreated, sourceEvent("created", "acme", "split", map[string]any{"sinks.#": 2.0}))
+	token = lcRoute(r, "acme", "split-route", "split")
+	lcHooks(r, token, "", 2, http.StatusCreated)
+	waitFailures(r, splitRecv, 2)
+	const put = "PUT /v1/tenants/{tenant}/sources/{name}"
+	r.write(put, "PUT", sourceAt("acme", "split"), one, http.StatusConflict)
+	a = r.write(put, "PUT", sourceAt("acme", "split")+"?deliveries=dead_letter", one, http.StatusOK,
+		sourceEvent("updated", "acme", "split", map[string]any{"sinks.#": 1.0, "sinks.0.id": "keep"}),
+		lcWant{tenant: "acme", typ: "io.ankusa.source.dead_lettered", subject: "split", action: "source.dead_letter",
+			data: map[string]any{"source": "split", "sinks.#": 1.0, "sinks.0": "gone"}})
+	if got := a.header.Get("X-Ankusa-Dead-Lettered"); got != "2" {
+		r.t.Fatalf("PUT split?deliveries=dead_letter: X-Ankusa-Dead-Lettered %q, want 2", got)
+	}
+}
+
+// waitFailures waits until recv has answered n failures.
+func waitFailures(r *lcRun, recv *sinkRecorder, n int) {
+	if !waitFor(10*time.Second, func() bool { return recv.failures() >= n }) {
+		r.t.Fatalf("the failing receiver got %d attempts in 10s, want %d", recv.failures(), n)
 	}
 }
 
