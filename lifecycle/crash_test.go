@@ -193,8 +193,33 @@ func crashSourcesRoutesRateLimits(t *testing.T, seed uint64) {
 				return rig.Store.DeleteRateLimitOverride("globex", rateRow("tenant.rate_limit.clear", "globex"))
 			}},
 	}
+	// The erase's redaction hook: every event of globex so far goes, one
+	// final event stays, in one batch.
+	var upTo uint64
+	steps = append(steps, struct {
+		change outboxcrash.Change
+		write  func() error
+	}{outboxcrash.Change{Name: "tenant events replaced", Tenant: "globex", Action: "tenant.delete",
+		EventType: "io.ankusa.tenant.deleted", Subject: "globex", State: func(s *meta.Store) (string, error) {
+			n := 0
+			err := s.TenantEvents("globex", 0, func(ev *meta.EventRecord) (bool, error) {
+				if ev.Seq <= upTo {
+					n++
+				}
+				return false, nil
+			})
+			return fmt.Sprintf("%d events of globex up to %d", n, upTo), err
+		}},
+		func() error {
+			final := rateRow("tenant.delete", "globex")
+			final.Event = meta.Event{Type: "io.ankusa.tenant.deleted", Subject: "globex"}
+			_, err := rig.Store.ReplaceTenantEvents("globex", upTo, final)
+			return err
+		}})
 	total := outboxcrash.Result{}
 	for _, s := range steps {
+		upTo = rig.Store.EventsDurable() // the replace's bound: every event before it
+
 		r := rig.Write(t, s.change, s.write)
 		t.Logf("%s: %d crash points, %d with the change, %d without", s.change.Name, r.Points, r.Applied, r.Absent)
 		total.Points, total.Applied, total.Absent = total.Points+r.Points, total.Applied+r.Applied, total.Absent+r.Absent
