@@ -11,6 +11,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/ankusa/ankusa/config"
 	"github.com/ankusa/ankusa/dispatch"
 	"github.com/ankusa/ankusa/envelope"
 	"github.com/ankusa/ankusa/internal/outboxcrash"
@@ -37,12 +38,12 @@ func auditOf(action, tenant, entity, evType, subject string, data any) meta.Audi
 }
 
 // crashNode is a node whose meta store has sync points, and the rig that
-// crashes it.
-func crashNode(t *testing.T, fk *fakeSinks, seed uint64) (*node, *outboxcrash.Rig) {
+// crashes it; sink edits its sinks' specs (nil: as they are).
+func crashNode(t *testing.T, fk *fakeSinks, seed uint64, sink func(*config.Sink)) (*node, *outboxcrash.Rig) {
 	t.Helper()
 	mem := vfs.NewCrashableMem()
 	var fs *outboxcrash.FS
-	n := openNode(t, mem, fk, nodeOptions{sinks: twoSinks(nil), source: githubSource,
+	n := openNode(t, mem, fk, nodeOptions{sinks: twoSinks(sink), source: githubSource,
 		metaFS: func(under vfs.FS) vfs.FS { fs = outboxcrash.Wrap(under); return fs }})
 	n.meta.SetEventNode(3)
 	rig := &outboxcrash.Rig{Mem: mem, FS: fs, Dir: "data/meta", Node: 3, Store: n.meta, Random: 4, RNG: rand.New(rand.NewPCG(seed, 23))}
@@ -68,6 +69,25 @@ func rowState(id meta.RowID) func(*meta.Store) (string, error) {
 			return "absent", err
 		}
 		return fmt.Sprintf("started %d", row.StartedAt), err
+	}
+}
+
+// revivedSince is how many of rows are there with their max_age clock
+// restarted at or after since (retried; the attempts after do not move
+// it).
+func revivedSince(rows []meta.RowID, since int64) func(*meta.Store) (string, error) {
+	return func(s *meta.Store) (string, error) {
+		n := 0
+		for _, id := range rows {
+			row, found, err := s.Row(id)
+			if err != nil {
+				return "", err
+			}
+			if found && row.StartedAt >= since {
+				n++
+			}
+		}
+		return fmt.Sprintf("%d of %d retried", n, len(rows)), nil
 	}
 }
 
@@ -110,18 +130,18 @@ func TestOutboxCrashDeadLetters(t *testing.T) {
 	fk := newFakeSinks(func(string, *dispatch.Delivery) error {
 		return &dispatch.Error{Status: 410, Permanent: true, Err: errors.New("gone")}
 	})
-	n, rig := crashNode(t, fk, 1)
+	n, rig := crashNode(t, fk, 1, nil)
 	defer n.close()
 	d := n.disp.Load()
 	ctx := context.Background()
 	hooks := []envelope.Envelope{n.commit("acme", 1), n.commit("acme", 2), n.commit("acme", 3)}
-	allDead := func() {
-		waitFor(t, 10*time.Second, "every row dead", func() bool {
+	allDead := func(n int) {
+		waitFor(t, 10*time.Second, fmt.Sprintf("%d dead letters", n), func() bool {
 			rows, _, err := d.Dead(ctx, "acme", dispatch.Filter{}, "", 100)
-			return err == nil && len(rows) == 2*len(hooks)
+			return err == nil && len(rows) == n
 		})
 	}
-	allDead()
+	allDead(2 * len(hooks))
 	ord := hooks[0].TenantOrdinal
 	one := func(e envelope.Envelope, sink string) meta.RowID { return meta.RowID{Ord: ord, Seq: e.Seq, Sink: sink} }
 	data := func(e envelope.Envelope, sink string) map[string]string {
@@ -134,7 +154,7 @@ func TestOutboxCrashDeadLetters(t *testing.T) {
 			return d.Retry(ctx, "acme", hooks[0].ID, "a", auditOf("deliveries.retry", "acme", id0, "io.ankusa.delivery.retried", id0, data(hooks[0], "a")))
 		})
 	t.Logf("retry: %+v", res)
-	allDead() // the retried row failed again
+	allDead(2 * len(hooks)) // the retried row failed again
 	id1 := hooks[1].ID.String()
 	res = rig.Write(t, outboxcrash.Change{Name: "dead letter drop", Tenant: "acme", Action: "deliveries.drop", Entity: id1,
 		EventType: "io.ankusa.delivery.dropped", Subject: id1, State: rowState(one(hooks[1], "b"))},
@@ -142,6 +162,28 @@ func TestOutboxCrashDeadLetters(t *testing.T) {
 			return d.Drop(ctx, "acme", hooks[1].ID, "b", auditOf("deliveries.drop", "acme", id1, "io.ankusa.delivery.dropped", id1, data(hooks[1], "b")))
 		})
 	t.Logf("drop: %+v", res)
+	var rest []meta.RowID
+	for _, e := range hooks {
+		for _, sink := range []string{"a", "b"} {
+			if e.ID != hooks[1].ID || sink != "b" {
+				rest = append(rest, one(e, sink))
+			}
+		}
+	}
+	since := time.Now().UnixNano()
+	res = rig.Write(t, outboxcrash.Change{Name: "dead letter retry all", Tenant: "acme", Action: "deliveries.retry_all",
+		EventType: "io.ankusa.delivery.bulk_retried", Subject: "acme", State: revivedSince(rest, since)},
+		func() error {
+			n, err := d.RetryAll(ctx, "acme", dispatch.Filter{}, func(k int) meta.AuditRow {
+				return auditOf("deliveries.retry_all", "acme", "", "io.ankusa.delivery.bulk_retried", "acme", map[string]int{"count": k})
+			})
+			if err == nil && n != len(rest) {
+				err = fmt.Errorf("retried %d dead letters, want %d", n, len(rest))
+			}
+			return err
+		})
+	t.Logf("retry all: %+v", res)
+	allDead(len(rest)) // the retried rows failed again
 	res = rig.Write(t, outboxcrash.Change{Name: "dead letter drop all", Tenant: "acme", Action: "deliveries.drop_all",
 		EventType: "io.ankusa.delivery.bulk_dropped", Subject: "acme", State: deadRowCount(ord)},
 		func() error {
@@ -160,7 +202,7 @@ func TestOutboxCrashQuarantine(t *testing.T) {
 	fk := newFakeSinks(func(string, *dispatch.Delivery) error {
 		return &dispatch.Error{Status: 410, Permanent: true, Err: errors.New("gone")}
 	})
-	n, rig := crashNode(t, fk, 2)
+	n, rig := crashNode(t, fk, 2, nil)
 	defer n.close()
 	d := n.disp.Load()
 	ctx := context.Background()
@@ -208,4 +250,38 @@ func TestOutboxCrashQuarantine(t *testing.T) {
 			return err
 		})
 	t.Logf("drop all: %+v", res)
+}
+
+// TestOutboxCrashSourceDeadLettered: the undelivered rows of a removed
+// source become dead letters with the change's audit row and event, in
+// one batch (fewer rows than a chunk, none held by an attempt: their
+// first attempts failed and their next is an hour away).
+func TestOutboxCrashSourceDeadLettered(t *testing.T) {
+	fk := newFakeSinks(func(string, *dispatch.Delivery) error {
+		return &dispatch.Error{Status: 503, Err: errors.New("down")}
+	})
+	n, rig := crashNode(t, fk, 3, func(s *config.Sink) {
+		s.RetryBase, s.RetryMax = config.Duration(time.Hour), config.Duration(time.Hour)
+	})
+	defer n.close()
+	d := n.disp.Load()
+	hooks := []envelope.Envelope{n.commit("acme", 1), n.commit("acme", 2), n.commit("acme", 3)}
+	waitFor(t, 10*time.Second, "every first attempt", func() bool {
+		for _, e := range hooks {
+			if fk.attemptsOf("a", e.ID) == 0 || fk.attemptsOf("b", e.ID) == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	res := rig.Write(t, outboxcrash.Change{Name: "source dead-lettered", Tenant: "acme", Action: "source.dead_letter", Entity: "source/src",
+		EventType: "io.ankusa.source.dead_lettered", Subject: "src", State: deadRowCount(hooks[0].TenantOrdinal)},
+		func() error {
+			moved, err := d.DeadLetterSource("src", nil, auditOf("source.dead_letter", "acme", "source/src", "io.ankusa.source.dead_lettered", "src", map[string]string{"source": "src"}))
+			if err == nil && moved != int64(2*len(hooks)) {
+				err = fmt.Errorf("dead-lettered %d rows, want %d", moved, 2*len(hooks))
+			}
+			return err
+		})
+	t.Logf("source dead-lettered: %+v", res)
 }
