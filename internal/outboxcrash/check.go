@@ -132,9 +132,13 @@ func (r *Rig) Write(t testing.TB, c Change, write func() error) Result {
 	}
 	var mu sync.Mutex
 	var points []point
+	done := false // a hook called late (its sync began before Disarm) takes nothing
 	take := func(where string) {
 		mu.Lock()
 		defer mu.Unlock()
+		if done {
+			return
+		}
 		points = append(points, point{fs: r.Mem.CrashClone(vfs.CrashCloneCfg{}), where: where})
 		for i := range r.Random {
 			cfg := vfs.CrashCloneCfg{UnsyncedDataPercent: r.RNG.IntN(101), RNG: r.RNG}
@@ -144,6 +148,9 @@ func (r *Rig) Write(t testing.TB, c Change, write func() error) Result {
 	r.FS.Arm(&Hooks{Before: func(p string) { take("before sync " + p) }, After: func(p string) { take("after sync " + p) }})
 	err = write()
 	r.FS.Disarm()
+	mu.Lock()
+	done = true
+	mu.Unlock()
 	if err != nil {
 		t.Fatalf("%s: %v", c.Name, err)
 	}
