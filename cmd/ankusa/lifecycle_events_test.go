@@ -28,9 +28,9 @@ import (
 	"github.com/ankusa/ankusa/meta"
 )
 
-// lcYAML: opaque catch URLs (the token resolver) to API-managed sources;
+// lcEventsYAML: opaque catch URLs (the token resolver) to API-managed sources;
 // the ops token may write every tenant and the rate limits.
-const lcYAML = `node: {name: lc-events, data_dir: %[1]s}
+const lcEventsYAML = `node: {name: lc-events, data_dir: %[1]s}
 listen: %[2]s
 admin:
   listen: %[3]s
@@ -150,7 +150,7 @@ func rateEvent(verb, tenant, action string, rate, burst, maxQueue float64) lcWan
 func TestLifecycleEventOfEveryAdminWrite(t *testing.T) {
 	n := &apiNode{testNode: newTestNode(t), t: t, c: &http.Client{Timeout: 10 * time.Second}}
 	t.Cleanup(n.c.CloseIdleConnections)
-	writeConfig(t, n.testNode, fmt.Sprintf(lcYAML, n.dataDir, n.listen, n.admin, sha256Hex(opsToken)))
+	writeConfig(t, n.testNode, fmt.Sprintf(lcEventsYAML, n.dataDir, n.listen, n.admin, sha256Hex(opsToken)))
 	recv := newSinkRecorder(t)
 	p := n.serve(t)
 	r := &lcRun{apiNode: n, ops: docWrites(t, n), changed: map[string]int{}, refused: map[string]int{},
@@ -174,7 +174,7 @@ func TestLifecycleEventOfEveryAdminWrite(t *testing.T) {
 	if len(missing) > 0 {
 		t.Errorf("writes of the OpenAPI document without a change and a refusal checked here:\n%s", strings.Join(missing, "\n"))
 	}
-	checkOutbox(t, r)
+	checkEveryWriteOutbox(t, r)
 }
 
 // lcSources: a source holding every kind of secret is created, updated
@@ -445,9 +445,9 @@ func lcRateLimits(r *lcRun) {
 	r.write(clear, "DELETE", "/v1/tenants/globex/rate_limit", "", http.StatusNoContent, rateEvent("deleted", "globex", clearAction, 7, 9, 11))
 }
 
-// checkOutbox opens the stopped node's meta store and checks its outbox
+// checkEveryWriteOutbox opens the stopped node's meta store and checks its outbox
 // and audit log against what the writes must have left, one by one.
-func checkOutbox(t *testing.T, r *lcRun) {
+func checkEveryWriteOutbox(t *testing.T, r *lcRun) {
 	t.Helper()
 	ms, err := meta.Open(meta.Options{Dir: filepath.Join(r.dataDir, "meta")})
 	if err != nil {
