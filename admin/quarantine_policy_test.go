@@ -31,14 +31,19 @@ func TestReleaseVerifiesAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	at := penNow.UTC()
-	row := func(action, entity, detail string) meta.AuditRow {
-		verb, data := "dropped", `{"event_id":"`+entity+`","source":"stripe"}`
-		if action != "quarantine.drop" {
-			verb = "released"
-			data = `{"event_id":"` + entity + `","forced":` + strconv.FormatBool(action == "quarantine.release_forced") + `,"source":"stripe"}`
+	// The row of each change, with the event admin gives it: the hook's
+	// id, its source and whether it was forced; a drop of many, its count
+	// and filter, about the tenant.
+	row := func(action, entity, src, detail string) meta.AuditRow {
+		ev := meta.Event{Type: "io.ankusa.quarantine.released", Subject: entity,
+			Data: json.RawMessage(`{"event_id":"` + entity + `","forced":` + strconv.FormatBool(action == "quarantine.release_forced") + `,"source":"` + src + `"}`)}
+		switch action {
+		case "quarantine.drop":
+			ev.Type, ev.Data = "io.ankusa.quarantine.dropped", json.RawMessage(`{"event_id":"`+entity+`","source":"`+src+`"}`)
+		case "quarantine.drop_all":
+			ev.Type, ev.Subject, ev.Data = "io.ankusa.quarantine.bulk_dropped", "acme", json.RawMessage(src)
 		}
-		return meta.AuditRow{At: at, Principal: "acme", Action: action, Tenant: "acme", Entity: entity, Detail: detail, Outcome: "ok",
-			Event: meta.Event{Type: "io.ankusa.quarantine." + verb, Subject: entity, Data: json.RawMessage(data)}}
+		return meta.AuditRow{At: at, Principal: "acme", Action: action, Tenant: "acme", Entity: entity, Detail: detail, Outcome: "ok", Event: ev}
 	}
 	sameRow := func(a, b meta.AuditRow) bool { return reflect.DeepEqual(a, b) }
 	f := func(method, path string, status int, wantCalls, wantFetches []string, wantAudit ...meta.AuditRow) {
@@ -61,9 +66,9 @@ func TestReleaseVerifiesAgain(t *testing.T) {
 	}
 	good := goodID.String()
 	f("POST", "/"+good+"/release", 200, []string{"Release acme " + good + " force=false by acme"}, []string{good},
-		row("quarantine.release", good, "source stripe"))
+		row("quarantine.release", good, "stripe", "source stripe"))
 	f("POST", "/"+good+"/release?force=true", 200, []string{"Release acme " + good + " force=true by acme"}, nil,
-		row("quarantine.release_forced", good, "source stripe"))
+		row("quarantine.release_forced", good, "stripe", "source stripe"))
 	// Still invalid, or nothing to verify it with: it stays, unchanged.
 	f("POST", "/"+penStillID.String()+"/release", 409, nil, []string{penStillID.String()})
 	f("POST", "/"+penExpired.String()+"/release", 409, nil, []string{penExpired.String()})
@@ -76,10 +81,10 @@ func TestReleaseVerifiesAgain(t *testing.T) {
 		t.Fatalf("log %+v", logs.All())
 	}
 	f("POST", "/"+penRemovedID.String()+"/release?force=true", 200, []string{"Release acme " + penRemovedID.String() + " force=true by acme"}, nil,
-		row("quarantine.release_forced", penRemovedID.String(), "source stripe"))
+		row("quarantine.release_forced", penRemovedID.String(), "stripe", "source stripe"))
 	gh := fakePenHeld[1].ID.String()
-	f("DELETE", "/"+gh, 204, []string{"Drop acme " + gh + " by acme"}, nil, row("quarantine.drop", gh, "source gh"))
-	f("POST", "/drop?source=gh", 200, []string{"DropAll acme by acme"}, nil, row("quarantine.drop_all", "", "2 hooks, source gh"))
-	f("POST", "/drop?all=true", 200, []string{"DropAll acme by acme"}, nil, row("quarantine.drop_all", "", "4 hooks"))
+	f("DELETE", "/"+gh, 204, []string{"Drop acme " + gh + " by acme"}, nil, row("quarantine.drop", gh, "gh", "source gh"))
+	f("POST", "/drop?source=gh", 200, []string{"DropAll acme by acme"}, nil, row("quarantine.drop_all", "", `{"count":2,"source":"gh"}`, "2 hooks, source gh"))
+	f("POST", "/drop?all=true", 200, []string{"DropAll acme by acme"}, nil, row("quarantine.drop_all", "", `{"count":4}`, "4 hooks"))
 	f("POST", "/drop?source=none", 200, []string{"DropAll acme by acme"}, nil)
 }
