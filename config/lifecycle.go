@@ -1,6 +1,9 @@
 package config
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // DefaultLifecycleRetain is how long the outbox keeps a lifecycle event
 // (lifecycle.retain) when the config does not say.
@@ -67,7 +70,9 @@ func validateLifecycle(p *Problems, l *Lifecycle, check func(Sink) error) {
 		k := lifecycleSinkKeys[i]
 		p.add("lifecycle.sink.%s: not a key of the lifecycle sink: %s", k.key, k.why)
 	}
-	if sk.Format != "raw" && sk.Format != "" && len(*p) == known {
+	// A format sinks know that is not raw; one they do not know is named
+	// by the sink's rules above. Either way beside every other problem.
+	if sk.Format != "raw" && slices.Contains(SinkFormats, sk.Format) {
 		p.add("lifecycle.sink.format: %q; the publisher sends each event as a CloudEvents JSON document (raw), leave format out", sk.Format)
 	}
 	if check != nil && len(*p) == known && !(sk.Secret.IsSet() && sk.Secret.Value == "") {
