@@ -172,7 +172,7 @@ func (f *fakeDeliveries) DropAll(_ context.Context, tenant string, filter dispat
 }
 
 // Every dead-letter change hands dispatch its audit row: who, what, which
-// tenant and entity, how it went.
+// tenant and entity, how it went, and the change's lifecycle event.
 func TestDeliveriesAuditRows(t *testing.T) {
 	d := &fakeDeliveries{}
 	mux := http.NewServeMux()
@@ -194,13 +194,14 @@ func TestDeliveriesAuditRows(t *testing.T) {
 		if !r.At.Equal(at) {
 			t.Errorf("row at %s", r.At)
 		}
-		got = append(got, strings.Join([]string{r.Principal, r.Action, r.Tenant, r.Entity, r.Detail, r.Outcome}, "|"))
+		got = append(got, strings.Join([]string{r.Principal, r.Action, r.Tenant, r.Entity, r.Detail, r.Outcome, r.Event.Type, r.Event.Subject, string(r.Event.Data)}, "|"))
 	}
+	id := goodID.String()
 	want := []string{
-		"acme|deliveries.retry|acme|" + goodID.String() + "|sink http-acme|ok",
-		"acme|deliveries.drop|acme|" + goodID.String() + "|sink http-acme|ok",
-		"acme|deliveries.retry_all|acme||3 dead letters, source stripe|ok",
-		"acme|deliveries.drop_all|acme||5 dead letters|ok",
+		"acme|deliveries.retry|acme|" + id + "|sink http-acme|ok|io.ankusa.delivery.retried|" + id + `|{"event_id":"` + id + `","sink":"http-acme"}`,
+		"acme|deliveries.drop|acme|" + id + "|sink http-acme|ok|io.ankusa.delivery.dropped|" + id + `|{"event_id":"` + id + `","sink":"http-acme"}`,
+		`acme|deliveries.retry_all|acme||3 dead letters, source stripe|ok|io.ankusa.delivery.bulk_retried|acme|{"count":3,"source":"stripe"}`,
+		`acme|deliveries.drop_all|acme||5 dead letters|ok|io.ankusa.delivery.bulk_dropped|acme|{"count":5}`,
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("audit rows:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

@@ -3,6 +3,7 @@ package admin
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -158,6 +159,9 @@ func TestSourceEndpoints(t *testing.T) {
 	if len(bl.moved) != 1 || bl.moved[0].Principal != "acme" || bl.moved[0].Entity != "source/acme-gh" {
 		t.Fatalf("%+v", bl.moved)
 	}
+	if ev := bl.moved[0].Event; ev.Type != "io.ankusa.source.dead_lettered" || ev.Subject != "acme-gh" || string(ev.Data) != `{"source":"acme-gh"}` {
+		t.Fatalf("the dead-lettering's event: %s %s %s", ev.Type, ev.Subject, ev.Data)
+	}
 	rows, err := m.Audit(time.Time{}, 100)
 	if err != nil || len(rows) != 4 {
 		t.Fatalf("%v %+v", err, rows)
@@ -166,6 +170,19 @@ func TestSourceEndpoints(t *testing.T) {
 		if r.Principal != "acme" || r.Tenant != "acme" || r.Outcome != "ok" {
 			t.Fatalf("audit row %+v", r)
 		}
+	}
+	// The rows' events, in order, every secret in their data redacted.
+	var evs []string
+	err = m.Events(0, math.MaxUint64, func(ev *meta.EventRecord) (bool, error) {
+		if d := string(ev.Data); strings.Count(d, `"secret":"`) != strings.Count(d, `"secret":"redacted"`) {
+			t.Errorf("event %s %s carries a secret: %s", ev.Type, ev.Subject, d)
+		}
+		evs = append(evs, ev.Tenant+" "+ev.Type+" "+ev.Subject)
+		return false, nil
+	})
+	want := "acme io.ankusa.source.created acme-gh;acme io.ankusa.source.updated acme-gh;acme io.ankusa.source.created " + minted + ";acme io.ankusa.source.deleted acme-gh"
+	if got := strings.Join(evs, ";"); err != nil || got != want {
+		t.Fatalf("events %s, %v; want %s", got, err, want)
 	}
 }
 

@@ -165,6 +165,20 @@ func TestRateLimitRoundTrip(t *testing.T) {
 	if len(rows[0].SpecSHA256) != 64 || rows[0].Entity != "rate_limit" || rows[2].SpecSHA256 != "" {
 		t.Errorf("rows: %+v", rows)
 	}
+	// Each change's event: the override set, and the one the delete removed.
+	var evs []string
+	err = n.meta.Events(0, math.MaxUint64, func(ev *meta.EventRecord) (bool, error) {
+		evs = append(evs, ev.Tenant+" "+ev.Type+" "+ev.Subject+" "+string(ev.Data))
+		return false, nil
+	})
+	wantEvents := []string{
+		`acme io.ankusa.rate_limit.created acme {"rate":1,"burst":2,"max_queue":3,"max_queue_bytes":4096}`,
+		`free io.ankusa.rate_limit.created free {"rate":0,"burst":0,"max_queue":0,"max_queue_bytes":0,"unlimited":true}`,
+		`acme io.ankusa.rate_limit.deleted acme {"rate":1,"burst":2,"max_queue":3,"max_queue_bytes":4096}`,
+	}
+	if err != nil || strings.Join(evs, "\n") != strings.Join(wantEvents, "\n") {
+		t.Errorf("events\n%s\nwant\n%s (%v)", strings.Join(evs, "\n"), strings.Join(wantEvents, "\n"), err)
+	}
 }
 
 func auditSummary(rows []meta.AuditRow) string {

@@ -418,7 +418,7 @@ func TestSecretReferencesEveryKey(t *testing.T) {
 	yaml := `
 archive: {type: s3, endpoint: e, bucket: b, access_key: env:ANKUSA_TEST_UNSET, secret_key: env:ANKUSA_TEST_UNSET}
 secrets: {kek: env:ANKUSA_TEST_UNSET, kek_previous: env:ANKUSA_TEST_UNSET}
-lifecycle: {sink: {type: http, url: u, secret: env:ANKUSA_TEST_UNSET}}
+lifecycle: {sink: {type: http, url: "https://l.example/events", secret: env:ANKUSA_TEST_UNSET}}
 sources:
   s:
     tenant_id: acme

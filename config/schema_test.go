@@ -84,10 +84,12 @@ func TestEveryProblemInOneRun(t *testing.T) {
 		"sources: {s: {verify: {type: none}, sinks: [{type: http, url: 'https://x.example/', claim: {store: a, over: 1}}]}}",
 		"sources.s.sinks[0].claim.over: unknown key",
 		"sources.s.sinks[0].claim: claim stores are not available in this build yet")
-	f("an unknown key in a section this build refuses",
-		"lifecycle: {sink: {type: http, ur: x}}",
+	f("an unknown key in the lifecycle sink hides nothing else of it",
+		"lifecycle: {sink: {type: http, ur: x, max_attempts: 2}, retain: 1s}",
 		"lifecycle.sink.ur: unknown key",
-		"lifecycle.sink: lifecycle events are not available in this build yet; leave the lifecycle section out")
+		"lifecycle.retain: 1s must be at least 1m (how long the outbox keeps an event; default 720h0m0s)",
+		"lifecycle.sink.url: required for an http sink",
+		"lifecycle.sink.max_attempts: not a key of the lifecycle sink: the publisher never gives up an event (it retries until the sink takes it)")
 	f("a list entry that is not a mapping is named once",
 		"admin: {tokens: [ops, {name: b, sha256: x}]}",
 		"admin.tokens[0]: cannot unmarshal string into Go value of type config.AdminToken",

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"net/url"
 	"reflect"
 	"sort"
 	"strings"
@@ -150,18 +149,29 @@ func RedactSource(s *Source) []byte {
 	return b.Bytes()
 }
 
-// RedactURL is u with the password of its user info redacted; u as it is
-// when it has none or does not parse.
+// RedactURL is u with the password of its user info redacted and the
+// rest byte for byte; u as it is when it has none. It reads the user info
+// as net/url does (between "://" and the last "@" before the first "/",
+// "?" or "#") without parsing the rest, so that a url template, whose
+// fields net/url refuses in a host, is redacted too.
 func RedactURL(u string) string {
-	p, err := url.Parse(u)
-	if err != nil || p.User == nil {
+	i := strings.Index(u, "://")
+	if i < 0 {
 		return u
 	}
-	if _, set := p.User.Password(); !set {
+	auth := u[i+3:]
+	if j := strings.IndexAny(auth, "/?#"); j >= 0 {
+		auth = auth[:j]
+	}
+	at := strings.LastIndexByte(auth, '@')
+	if at < 0 {
 		return u
 	}
-	p.User = url.UserPassword(p.User.Username(), Redacted)
-	return p.String()
+	colon := strings.IndexByte(auth[:at], ':')
+	if colon < 0 {
+		return u
+	}
+	return u[:i+3+colon+1] + Redacted + u[i+3+at:]
 }
 
 // secretMode is how encodeValue writes secrets.

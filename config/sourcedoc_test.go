@@ -102,3 +102,93 @@ func FuzzSourceDoc(f *testing.F) {
 		}
 	})
 }
+
+// redactFixture is a source with a secret in every place one can be: the
+// verifier's secret and secrets, a sink's secret and header values, and
+// the password of a sink's url (an amqp url, a url template).
+const redactFixture = `{"tenant_id": "acme",
+	"verify": {"type": "hmac", "header": "X-Sig", "secret": "hook-secret", "secrets": ["old-secret", "older-secret"], "tolerance": "5m"},
+	"dedupe": {"key": "json:id", "ttl": "1h"},
+	"max_body_bytes": 4096,
+	"sinks": [
+		{"id": "web", "type": "http", "url": "https://user:url-pass@example.com/in?x=1", "secret": "sink-secret", "headers": {"Authorization": "Bearer header-token", "X-Env": "prod"}, "timeout": "5s", "format": "envelope"},
+		{"id": "mq", "type": "rabbitmq", "url": "amqp://guest:amqp-pass@mq.example:5672/vh", "exchange": "hooks", "routing_key": "ankusa.{tenant_id}", "channels": 2},
+		{"id": "tpl", "type": "http", "url": "https://u:tpl-pass@{tenant_id}.example.com/{source_id}"},
+		{"id": "plain", "type": "http", "url": "https://example.com/{source_id}"}
+	]}`
+
+// RedactSource, a lifecycle event's form of a source: every secret reads
+// "redacted" where it is set (so which are set shows), every sink header
+// value and a url's password too, and everything else is as
+// EncodeSource writes it. EncodeSource's two forms are as they were
+// before RedactSource (pinned: the bytes the older encoder wrote).
+func TestRedactSource(t *testing.T) {
+	doc, probs := ParseSourceDoc([]byte(redactFixture))
+	if len(probs) > 0 {
+		t.Fatal(probs)
+	}
+	if p := ResolveLiteralSecrets(&doc.Spec); len(p) > 0 {
+		t.Fatal(p)
+	}
+	const (
+		sinksTail = `{"id":"mq","type":"rabbitmq","url":"amqp://guest:amqp-pass@mq.example:5672/vh","exchange":"hooks","routing_key":"ankusa.{tenant_id}","channels":2},` +
+			`{"id":"tpl","type":"http","url":"https://u:tpl-pass@{tenant_id}.example.com/{source_id}"},` +
+			`{"id":"plain","type":"http","url":"https://example.com/{source_id}"}],"dedupe":{"key":"json:id","ttl":"1h0m0s"},"max_body_bytes":4096}`
+		stored = `{"tenant_id":"acme","verify":{"type":"hmac","secret":"hook-secret","secrets":["old-secret","older-secret"],"header":"X-Sig","tolerance":"5m0s"},` +
+			`"sinks":[{"id":"web","type":"http","url":"https://user:url-pass@example.com/in?x=1","headers":{"Authorization":"Bearer header-token","X-Env":"prod"},"secret":"sink-secret","format":"envelope","timeout":"5s"},` +
+			sinksTail
+		shown = `{"tenant_id":"acme","verify":{"type":"hmac","header":"X-Sig","tolerance":"5m0s"},` +
+			`"sinks":[{"id":"web","type":"http","url":"https://user:url-pass@example.com/in?x=1","headers":{"Authorization":"Bearer header-token","X-Env":"prod"},"format":"envelope","timeout":"5s"},` +
+			sinksTail
+		redacted = `{"tenant_id":"acme","verify":{"type":"hmac","secret":"redacted","secrets":["redacted","redacted"],"header":"X-Sig","tolerance":"5m0s"},` +
+			`"sinks":[{"id":"web","type":"http","url":"https://user:redacted@example.com/in?x=1","headers":{"Authorization":"redacted","X-Env":"redacted"},"secret":"redacted","format":"envelope","timeout":"5s"},` +
+			`{"id":"mq","type":"rabbitmq","url":"amqp://guest:redacted@mq.example:5672/vh","exchange":"hooks","routing_key":"ankusa.{tenant_id}","channels":2},` +
+			`{"id":"tpl","type":"http","url":"https://u:redacted@{tenant_id}.example.com/{source_id}"},` +
+			`{"id":"plain","type":"http","url":"https://example.com/{source_id}"}],"dedupe":{"key":"json:id","ttl":"1h0m0s"},"max_body_bytes":4096}`
+	)
+	for _, c := range []struct{ name, got, want string }{
+		{"EncodeSource(secrets)", string(EncodeSource(&doc.Spec, true)), stored},
+		{"EncodeSource(no secrets)", string(EncodeSource(&doc.Spec, false)), shown},
+		{"RedactSource", string(RedactSource(&doc.Spec)), redacted},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s:\n got  %s\n want %s", c.name, c.got, c.want)
+		}
+	}
+	red := string(RedactSource(&doc.Spec))
+	for _, secret := range []string{"hook-secret", "old-secret", "sink-secret", "header-token", "prod", "url-pass", "amqp-pass", "tpl-pass"} {
+		if strings.Contains(red, secret) {
+			t.Errorf("RedactSource shows %q: %s", secret, red)
+		}
+	}
+	if !json.Valid([]byte(red)) {
+		t.Errorf("RedactSource is not JSON: %s", red)
+	}
+	// Unset secrets stay out: no "redacted" stands for what is not there.
+	none := Source{Verify: Verify{Type: "none"}, Sinks: []Sink{{Type: "http", URL: "https://example.com/in"}}}
+	if got, want := string(RedactSource(&none)), `{"verify":{"type":"none"},"sinks":[{"type":"http","url":"https://example.com/in"}]}`; got != want {
+		t.Errorf("RedactSource of a source without secrets:\n got  %s\n want %s", got, want)
+	}
+}
+
+// RedactURL redacts a url's password and nothing else, byte for byte;
+// a url without one is as it was.
+func TestRedactURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"amqp://guest:guest@127.0.0.1:5672/":              "amqp://guest:redacted@127.0.0.1:5672/",
+		"amqps://u:p%40ss@mq.example/vh?heartbeat=10":     "amqps://u:redacted@mq.example/vh?heartbeat=10",
+		"https://u:p@ss@x.example/in":                     "https://u:redacted@x.example/in", // the last @ ends the user info
+		"https://u:p@{tenant_id}.example.com/{source_id}": "https://u:redacted@{tenant_id}.example.com/{source_id}",
+		"https://x.example/in?next=http://a:b@c.example/": "https://x.example/in?next=http://a:b@c.example/", // a query is not user info
+		"https://x.example/a@b":                           "https://x.example/a@b",
+		"https://user@x.example/in":                       "https://user@x.example/in",
+		"https://x.example/{source_id}":                   "https://x.example/{source_id}",
+		"amqp://:secret@h/":                               "amqp://:redacted@h/",
+		"u":                                               "u",
+		"":                                                "",
+	} {
+		if got := RedactURL(in); got != want {
+			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

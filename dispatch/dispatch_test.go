@@ -2,8 +2,10 @@ package dispatch_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/ankusa/ankusa/config"
 	"github.com/ankusa/ankusa/dispatch"
+	"github.com/ankusa/ankusa/envelope"
 	"github.com/ankusa/ankusa/meta"
 )
 
@@ -98,26 +101,40 @@ func TestRetriesThenDeadLettersThenRetryAll(t *testing.T) {
 		t.Fatalf("paging saw %d dead letters, want 100", seen)
 	}
 	at := time.Date(2025, 11, 29, 19, 40, 0, 0, time.UTC)
-	row := func(action string) meta.AuditRow {
-		return meta.AuditRow{At: at, Principal: "ops", Action: action, Tenant: "acme", Outcome: "ok"}
+	// The rows and events admin hands dispatch (deliveries.go).
+	row := func(action, verb, subject, data string) meta.AuditRow {
+		return meta.AuditRow{At: at, Principal: "ops", Action: action, Tenant: "acme", Outcome: "ok",
+			Event: meta.Event{Type: meta.EventType("delivery", verb), Subject: subject, Data: json.RawMessage(data)}}
 	}
-	batches := func(action string) func(int) meta.AuditRow {
-		return func(k int) meta.AuditRow { r := row(action); r.Detail = fmt.Sprintf("%d", k); return r }
+	one := func(action, verb string, id envelope.ID, sink string) meta.AuditRow {
+		return row(action, verb, id.String(), fmt.Sprintf(`{"event_id":%q,"sink":%q}`, id, sink))
 	}
-	if err := d.Retry(ctx, "acme", hooks[0].ID, "nope", row("deliveries.retry")); !errors.Is(err, dispatch.ErrNoDelivery) {
+	batches := func(action, verb string) func(int) meta.AuditRow {
+		return func(k int) meta.AuditRow {
+			r := row(action, verb, "acme", fmt.Sprintf(`{"count":%d}`, k))
+			r.Detail = fmt.Sprintf("%d", k)
+			return r
+		}
+	}
+	if err := d.Retry(ctx, "acme", hooks[0].ID, "nope", one("deliveries.retry", "retried", hooks[0].ID, "nope")); !errors.Is(err, dispatch.ErrNoDelivery) {
 		t.Fatalf("retry of an unknown sink: %v, want ErrNoDelivery", err)
 	}
-	if err := d.Retry(ctx, "other", hooks[0].ID, "a", row("deliveries.retry")); !errors.Is(err, dispatch.ErrNoDelivery) {
+	if err := d.Retry(ctx, "other", hooks[0].ID, "a", one("deliveries.retry", "retried", hooks[0].ID, "a")); !errors.Is(err, dispatch.ErrNoDelivery) {
 		t.Fatalf("retry from another tenant: %v, want ErrNoDelivery", err)
 	}
 	broken.Store(false)
 	if err := d.Drop(ctx, "acme", hooks[1].ID, "a", meta.AuditRow{}); err == nil {
 		t.Fatal("a drop without its audit row was done")
 	}
-	if err := d.Drop(ctx, "acme", hooks[0].ID, "a", row("deliveries.drop")); err != nil {
+	noEvent := one("deliveries.drop", "dropped", hooks[1].ID, "a")
+	noEvent.Event = meta.Event{}
+	if err := d.Drop(ctx, "acme", hooks[1].ID, "a", noEvent); err == nil {
+		t.Fatal("a drop whose audit row has no event was done")
+	}
+	if err := d.Drop(ctx, "acme", hooks[0].ID, "a", one("deliveries.drop", "dropped", hooks[0].ID, "a")); err != nil {
 		t.Fatal(err)
 	}
-	retried, err := d.RetryAll(ctx, "acme", dispatch.Filter{}, batches("deliveries.retry_all"))
+	retried, err := d.RetryAll(ctx, "acme", dispatch.Filter{}, batches("deliveries.retry_all", "bulk_retried"))
 	if err != nil || retried != 99 {
 		t.Fatalf("retry-all: %d, %v; want 99 (one dropped)", retried, err)
 	}
@@ -125,6 +142,14 @@ func TestRetriesThenDeadLettersThenRetryAll(t *testing.T) {
 	audit, err := n.meta.Audit(time.Time{}, 10)
 	if err != nil || len(audit) != 2 || audit[0].Action != "deliveries.drop" || audit[1].Action != "deliveries.retry_all" || audit[1].Detail != "99" {
 		t.Fatalf("audit rows: %+v, %v", audit, err)
+	}
+	// And one event per change, as given; none of the refused drops.
+	wantEvents := []string{
+		fmt.Sprintf(`acme io.ankusa.delivery.dropped %s {"event_id":"%s","sink":"a"}`, hooks[0].ID, hooks[0].ID),
+		`acme io.ankusa.delivery.bulk_retried acme {"count":99}`,
+	}
+	if got := outboxEvents(t, n.meta); strings.Join(got, "\n") != strings.Join(wantEvents, "\n") {
+		t.Fatalf("events\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(wantEvents, "\n"))
 	}
 	waitFor(t, 10*time.Second, "the retried deliveries", func() bool { return fk.ok.Load() == 99 })
 	if got := fk.delivered("a", hooks[0].ID); got != 0 {

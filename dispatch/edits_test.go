@@ -2,8 +2,10 @@ package dispatch_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -254,8 +256,27 @@ func checkDead(t *testing.T, d *dispatch.Dispatcher, hooks []envelope.Envelope, 
 	}
 }
 
+// auditRow is the audit row an operator's change to source "src" of the
+// default tenant hands dispatch, with the event admin gives it
+// (source.dead_lettered; a source write replaces it with its own).
 func auditRow(action string) meta.AuditRow {
-	return meta.AuditRow{At: time.Now(), Principal: "ops", Action: action, Tenant: "default", Entity: "src"}
+	return meta.AuditRow{At: time.Now(), Principal: "ops", Action: action, Tenant: "default", Entity: "src",
+		Event: meta.Event{Type: meta.EventType("source", "dead_lettered"), Subject: "src", Data: json.RawMessage(`{"source":"src","action":"` + action + `"}`)}}
+}
+
+// outboxEvents is every durable lifecycle event of m's outbox, in order,
+// as "tenant type subject data".
+func outboxEvents(t *testing.T, m *meta.Store) []string {
+	t.Helper()
+	var out []string
+	err := m.Events(0, math.MaxUint64, func(ev *meta.EventRecord) (bool, error) {
+		out = append(out, fmt.Sprintf("%s %s %s %s", ev.Tenant, ev.Type, ev.Subject, ev.Data))
+		return false, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // SourceBacklog counts a shared source's undelivered rows across tenants
@@ -282,6 +303,17 @@ func TestSourceBacklogAndDeadLetterSource(t *testing.T) {
 	if _, err := d.DeadLetterSource("src", nil, meta.AuditRow{}); err == nil {
 		t.Fatal("DeadLetterSource without an audit row: no error")
 	}
+	// A row without its event fails the first chunk's commit: nothing
+	// moves, and the rows the call held are let go (the calls below
+	// would find them held, and wait for holders that never come).
+	noEvent := auditRow("source.update")
+	noEvent.Event = meta.Event{}
+	if moved, err := d.DeadLetterSource("src", []string{"b"}, noEvent); err == nil || moved != 0 {
+		t.Fatalf("DeadLetterSource with an audit row without its event = %d, %v; want refused", moved, err)
+	}
+	if got, _ := d.SourceBacklog("src", []string{"b"}); got != 2500 {
+		t.Fatalf("b's backlog after a refused dead-lettering = %d, want 2500", got)
+	}
 	moved, err := d.DeadLetterSource("src", []string{"b"}, auditRow("source.update"))
 	if err != nil || moved != 2500 {
 		t.Fatalf("DeadLetterSource(b) = %d, %v; want 2500", moved, err)
@@ -302,6 +334,14 @@ func TestSourceBacklogAndDeadLetterSource(t *testing.T) {
 	audits, err := n.meta.Audit(time.Time{}, 100)
 	if err != nil || len(audits) != 2 || audits[0].Action != "source.update" || audits[1].Action != "source.delete" {
 		t.Fatalf("audit rows = %+v, %v; want one per call that moved rows", audits, err)
+	}
+	// Each audit row's event, as given, in the order of the changes.
+	wantEvents := []string{
+		`default io.ankusa.source.dead_lettered src {"source":"src","action":"source.update"}`,
+		`default io.ankusa.source.dead_lettered src {"source":"src","action":"source.delete"}`,
+	}
+	if got := outboxEvents(t, n.meta); strings.Join(got, "\n") != strings.Join(wantEvents, "\n") {
+		t.Fatalf("events\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(wantEvents, "\n"))
 	}
 	calls := fk.calls.Load()
 	time.Sleep(100 * time.Millisecond)
@@ -337,9 +377,12 @@ func TestSourceBacklogAndDeadLetterSource(t *testing.T) {
 // Rows in flight when their source is dead-lettered: an attempt that then
 // fails does not reschedule its row (it is dead), one that succeeds
 // deletes it (delivered, not counted), and a queued one is never
-// attempted.
+// attempted. A call whose commit fails first (its audit row has no
+// event) lets go of the rows it held: the next call moves them.
 func TestDeadLetterSourceInFlight(t *testing.T) {
 	gate := make(chan struct{})
+	var openGate sync.Once
+	release := func() { openGate.Do(func() { close(gate) }) }
 	var started, succeeded atomic.Int64
 	fk := newFakeSinks(func(sink string, d *dispatch.Delivery) error {
 		started.Add(1)
@@ -353,9 +396,20 @@ func TestDeadLetterSourceInFlight(t *testing.T) {
 	sinks[0].Concurrency, sinks[0].TenantConcurrency = 4, 4
 	n := openNode(t, vfs.NewMem(), fk, nodeOptions{sinks: sinks})
 	defer n.close()
+	// Registered after n.close, so it runs first: a test that fails while
+	// the attempts wait at the gate must not leave close waiting on them.
+	defer release()
 	d := n.disp.Load()
 	n.commitMany(10, 1, func(int) string { return "acme" })
 	waitFor(t, 5*time.Second, "4 attempts in flight", func() bool { return started.Load() == 4 })
+	noEvent := auditRow("source.delete")
+	noEvent.Event = meta.Event{}
+	if moved, err := d.DeadLetterSource("src", nil, noEvent); err == nil || moved != 0 {
+		t.Fatalf("DeadLetterSource with an audit row without its event = %d, %v; want refused", moved, err)
+	}
+	if backlog, err := d.SourceBacklog("src", nil); err != nil || backlog != 10 {
+		t.Fatalf("SourceBacklog after a refused dead-lettering = %d, %v; want 10", backlog, err)
+	}
 	type result struct {
 		n   int64
 		err error
@@ -370,10 +424,19 @@ func TestDeadLetterSourceInFlight(t *testing.T) {
 		t.Fatalf("DeadLetterSource returned %d, %v while attempts were in flight", r.n, r.err)
 	case <-time.After(100 * time.Millisecond):
 	}
-	close(gate)
-	r := <-done
+	release()
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(45 * time.Second):
+		t.Fatal("DeadLetterSource did not return 45s after the attempts were let go")
+	}
 	if r.err != nil || r.n != 8 {
 		t.Fatalf("DeadLetterSource = %d, %v; want 8 (10 rows, 2 delivered in flight)", r.n, r.err)
+	}
+	want := `default io.ankusa.source.dead_lettered src {"source":"src","action":"source.delete"}`
+	if got := outboxEvents(t, n.meta); len(got) != 1 || got[0] != want {
+		t.Fatalf("events %q, want the one call that moved rows: %s", got, want)
 	}
 	time.Sleep(100 * time.Millisecond) // past several retry backoffs
 	if got := started.Load(); got != 4 {

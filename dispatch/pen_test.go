@@ -5,9 +5,11 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -56,10 +58,17 @@ func (n *node) commitQuarantined(tenant string, i int, secret string) envelope.E
 	return e
 }
 
-// opsAudit is the audit row a caller hands the pen with a change: the
-// pen writes it as given.
+// opsAudit is the audit row a caller hands the pen with a change, with
+// the change's lifecycle event: the pen writes both as given.
 func opsAudit(action, tenant string) meta.AuditRow {
-	return meta.AuditRow{At: time.Now().UTC(), Principal: "ops", Action: action, Tenant: tenant, Detail: "as given"}
+	return meta.AuditRow{At: time.Now().UTC(), Principal: "ops", Action: action, Tenant: tenant, Detail: "as given",
+		Event: meta.Event{Type: meta.EventType("quarantine", penEventVerbs[action]), Subject: tenant, Data: json.RawMessage(`{"as":"given"}`)}}
+}
+
+// penEventVerbs is the verb of the event of each pen action (admin's).
+var penEventVerbs = map[string]string{
+	"quarantine.release": "released", "quarantine.release_forced": "released",
+	"quarantine.drop": "dropped", "quarantine.drop_all": "bulk_dropped",
 }
 
 func penList(t *testing.T, d *dispatch.Dispatcher, tenant string) map[envelope.ID]dispatch.PenItem {
@@ -147,6 +156,15 @@ func TestPenHoldsUntilReleased(t *testing.T) {
 	if err := d.DropQuarantined(ctx, "acme", bad.ID, meta.AuditRow{Principal: "ops", Tenant: "acme"}); err == nil {
 		t.Error("a drop without its audit row went through")
 	}
+	noEvent := opsAudit("quarantine.release_forced", "acme")
+	noEvent.Event = meta.Event{}
+	if _, err := d.Release(ctx, "acme", bad.ID, dispatch.ReleaseForced, noEvent); err == nil {
+		t.Error("a release whose audit row has no event went through")
+	}
+	noEvent.Action = "quarantine.drop"
+	if err := d.DropQuarantined(ctx, "acme", bad.ID, noEvent); err == nil {
+		t.Error("a drop whose audit row has no event went through")
+	}
 	if _, err := d.Release(ctx, "acme", bad.ID, 0, opsAudit("quarantine.release", "acme")); err == nil {
 		t.Error("a release without a mode went through")
 	}
@@ -209,6 +227,17 @@ func TestPenHoldsUntilReleased(t *testing.T) {
 	}
 	if actions["quarantine.release"] != 1 || actions["quarantine.release_forced"] != 1 || actions["quarantine.drop"] != 1 || actions["quarantine.drop_all"] != 1 {
 		t.Errorf("audit actions %v", actions)
+	}
+	// Each change's event, as given, in the order of the changes; none
+	// of the refused ones.
+	want := []string{
+		`acme io.ankusa.quarantine.released acme {"as":"given"}`,
+		`acme io.ankusa.quarantine.released acme {"as":"given"}`,
+		`acme io.ankusa.quarantine.dropped acme {"as":"given"}`,
+		`globex io.ankusa.quarantine.bulk_dropped globex {"as":"given"}`,
+	}
+	if got := outboxEvents(t, n.meta); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("events\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
 

@@ -129,6 +129,7 @@ func (d *Dispatcher) DeadLetterSource(source string, sinks []string, audit meta.
 		err = j.doomBusy()
 	}
 	if err != nil {
+		j.letGo()
 		return j.moved, err
 	}
 	return j.wait()
@@ -190,6 +191,16 @@ func (j *deadLetterJob) flush() error {
 	}
 	j.mine = j.mine[:0]
 	return nil
+}
+
+// letGo lets go of the rows held for a batch that did not commit (its
+// audit row refused, or the commit failed): they stay pending, for
+// dispatch and for the next call, instead of held by no one for good.
+func (j *deadLetterJob) letGo() {
+	for _, id := range j.mine {
+		j.d.unhold(id)
+	}
+	j.mine = j.mine[:0]
 }
 
 func (j *deadLetterJob) commit() error {

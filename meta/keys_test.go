@@ -35,6 +35,10 @@ var pinnedKeys = []struct {
 	{"rate-limit", rateLimitKey("acme"), "6d3a726174656c696d69743a 61636d65"},
 	{"source", entityKey(prefixSource, "acme", "s1"), "7372632f 61636d65 00 7331"},
 	{"route", entityKey(prefixRoute, "acme", "r1"), "7274652f 61636d65 00 7231"},
+	{"event-order", eventSeqKey(0x0102030405060708), "65712f 0102030405060708"},
+	{"event-floor", []byte(keyEventLast), "6d3a6c6966656379636c653a6c617374"},
+	{"event-published", []byte(keyEventPublished), "6d3a6c6966656379636c653a7075626c6973686564"},
+	{"events", eventKey("acme", 0x0102030405060708), "65762f 61636d65 00 0102030405060708"},
 	{"dedupe", DedupeKey(nil, 20421, 7, "stripe", []byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}),
 		"64642f 00004fc5 00000007 737472697065 00 000102030405060708090a0b0c0d0e0f"},
 }
@@ -67,12 +71,13 @@ func TestKeysPinned(t *testing.T) {
 func TestKeysAppend(t *testing.T) {
 	dst := []byte("xy")
 	for name, k := range map[string][]byte{
-		"RowKey":     RowKey(dst, pinRow),
-		"DueKey":     DueKey(dst, pinRow, 5),
-		"DeadKey":    DeadKey(dst, pinRow),
-		"AttemptKey": AttemptKey(dst, pinRow, 1),
-		"PenKey":     PenKey(dst, 1, 2),
-		"DedupeKey":  DedupeKey(dst, 1, 2, "s", []byte("h")),
+		"RowKey":         RowKey(dst, pinRow),
+		"DueKey":         DueKey(dst, pinRow, 5),
+		"DeadKey":        DeadKey(dst, pinRow),
+		"AttemptKey":     AttemptKey(dst, pinRow, 1),
+		"PenKey":         PenKey(dst, 1, 2),
+		"DedupeKey":      DedupeKey(dst, 1, 2, "s", []byte("h")),
+		"appendEventKey": appendEventKey(dst, "acme", 1),
 	} {
 		if string(k[:2]) != "xy" {
 			t.Errorf("%s(dst) = %x", name, k)

@@ -130,13 +130,31 @@ var nodeFixtures = map[string]func(t *testing.T, s *Store){
 			t.Fatal(err)
 		}
 	},
-	"audit": func(t *testing.T, s *Store) {
-		commit(t, s, func(b *Batch) {
-			if err := b.AddAudit(AuditRow{At: time.Unix(1, 0), Principal: "ops", Action: "quarantine.drop", Tenant: tenantA.name}); err != nil {
-				t.Fatal(err)
-			}
-		})
+	"audit": func(t *testing.T, s *Store) { auditedNodeFixture(t, s) },
+	// An audit row's event is filed under the tenant's name, yet an erase
+	// replaces the tenant's events rather than deleting them with its
+	// ranges (ReplaceTenantEvents): its ranges must not hold them.
+	"events":      func(t *testing.T, s *Store) { auditedNodeFixture(t, s) },
+	"event-order": func(t *testing.T, s *Store) { auditedNodeFixture(t, s) },
+	"event-floor": func(t *testing.T, s *Store) { auditedNodeFixture(t, s) },
+	"event-published": func(t *testing.T, s *Store) {
+		if err := s.SetEventsPublished(s.EventsDurable()); err != nil {
+			t.Fatal(err)
+		}
 	},
+}
+
+// auditedNodeFixture commits an audit row naming the first tenant, with
+// its lifecycle event: an audit row, an event, its place in the outbox's
+// order and the outbox's floor.
+func auditedNodeFixture(t *testing.T, s *Store) {
+	commit(t, s, func(b *Batch) {
+		row := AuditRow{At: time.Unix(1, 0), Principal: "ops", Action: "quarantine.drop", Tenant: tenantA.name,
+			Event: Event{Type: EventType("quarantine", "dropped"), Subject: "evt_x"}}
+		if err := b.AddAudit(row); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
 // The two tenants: adjacent ordinals, and the first's name a prefix of
@@ -159,12 +177,12 @@ func commit(t *testing.T, s *Store, fn func(*Batch)) {
 	}
 }
 
-// allKeys is every key of the store, as strings.
-func allKeys(t *testing.T, s *Store) map[string]bool {
+// allKeys is every key of the store, as strings, with its value.
+func allKeys(t *testing.T, s *Store) map[string]string {
 	t.Helper()
-	out := map[string]bool{}
-	if err := s.scan("the store", nil, nil, func(k, _ []byte) (bool, error) {
-		out[string(k)] = true
+	out := map[string]string{}
+	if err := s.scan("the store", nil, nil, func(k, v []byte) (bool, error) {
+		out[string(k)] = string(v)
 		return false, nil
 	}); err != nil {
 		t.Fatal(err)
@@ -172,16 +190,17 @@ func allKeys(t *testing.T, s *Store) map[string]bool {
 	return out
 }
 
-// written runs fn and returns the keys it added, checking that it added
-// at least one of family.
+// written runs fn and returns the keys it added or changed, checking that
+// it wrote at least one of family (a family of one key, such as the
+// outbox's floor, is written once and changed after).
 func written(t *testing.T, s *Store, family string, fn func()) map[string]bool {
 	t.Helper()
 	before := allKeys(t, s)
 	fn()
 	added := map[string]bool{}
 	own := false
-	for k := range allKeys(t, s) {
-		if !before[k] {
+	for k, v := range allKeys(t, s) {
+		if old, ok := before[k]; !ok || old != v {
 			added[k] = true
 			if f := familyOf([]byte(k)); f != nil && f.Name == family {
 				own = true

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -103,7 +104,7 @@ func TestAuditPage(t *testing.T) {
 		if i%2 == 1 {
 			tenant = "globex"
 		}
-		addAudits(t, s, AuditRow{At: at.Add(time.Duration(i) * time.Second), Principal: "ops", Action: fmt.Sprint(i), Tenant: tenant})
+		addAudits(t, s, AuditRow{At: at.Add(time.Duration(i) * time.Second), Principal: "ops", Action: fmt.Sprint(i), Tenant: tenant, Event: testEvent(fmt.Sprint(i), "x")})
 	}
 	all := func(q AuditQuery) (string, int) {
 		t.Helper()
@@ -186,5 +187,41 @@ func TestRateLimitOverrideAudited(t *testing.T) {
 	}
 	if string(RateLimitJSON(rl)) != `{"rate":5,"burst":10,"max_queue":3,"max_queue_bytes":4096}` {
 		t.Errorf("RateLimitJSON = %s", RateLimitJSON(rl))
+	}
+	// Each change carries its event, in the change's batch: created for a
+	// tenant without an override, deleted with the override it removed;
+	// the refused changes wrote none.
+	var events []string
+	err = s.Events(0, math.MaxUint64, func(ev *EventRecord) (bool, error) {
+		events = append(events, fmt.Sprintf("%s %s %s %s", ev.Tenant, ev.Type, ev.Subject, ev.Data))
+		return false, nil
+	})
+	want := []string{
+		`acme io.ankusa.rate_limit.created acme {"rate":5,"burst":10,"max_queue":3,"max_queue_bytes":4096}`,
+		`free io.ankusa.rate_limit.created free {"rate":0,"burst":0,"max_queue":0,"max_queue_bytes":0,"unlimited":true}`,
+		`free io.ankusa.rate_limit.deleted free {"rate":0,"burst":0,"max_queue":0,"max_queue_bytes":0,"unlimited":true}`,
+	}
+	if err != nil || strings.Join(events, "\n") != strings.Join(want, "\n") {
+		t.Errorf("events\n%s\nwant\n%s (%v)", strings.Join(events, "\n"), strings.Join(want, "\n"), err)
+	}
+}
+
+// Changing an override that exists is an update event carrying the new
+// override.
+func TestRateLimitOverrideUpdatedEvent(t *testing.T) {
+	s := openMem(t, vfs.NewMem())
+	defer s.Close()
+	at := time.Date(2025, 11, 29, 19, 40, 0, 0, time.UTC)
+	for _, rate := range []float64{1, 2} {
+		if err := s.SetRateLimitOverride("acme", config.RateLimit{Rate: rate, Burst: 1}, AuditRow{At: at, Principal: "ops", Action: "tenant.rate_limit.set", Tenant: "acme"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var last EventRecord
+	if err := s.TenantEvents("acme", 1, func(ev *EventRecord) (bool, error) { last = *ev; return false, nil }); err != nil {
+		t.Fatal(err)
+	}
+	if last.Seq != 2 || last.Type != "io.ankusa.rate_limit.updated" || last.Subject != "acme" || string(last.Data) != string(RateLimitJSON(config.RateLimit{Rate: 2, Burst: 1})) {
+		t.Errorf("second set's event %+v", last)
 	}
 }

@@ -2,7 +2,9 @@ package source
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -146,6 +148,58 @@ func TestPersistentSources(t *testing.T) {
 	if err != nil || len(rows) != 4 || rows[0].SpecSHA256 == "" || rows[0].Entity != "source/acme-gh" || rows[0].Tenant != "acme" {
 		t.Fatalf("audit %v %+v", err, rows)
 	}
+	// Each change's event: its type, the source's name, the tenant, and
+	// the source as stored with every secret redacted.
+	evs := events(t, m)
+	want := []string{"acme io.ankusa.source.created acme-gh", "acme io.ankusa.source.updated acme-gh",
+		"acme io.ankusa.source.created " + minted.Name, "acme io.ankusa.source.deleted " + minted.Name}
+	if len(evs) != len(want) {
+		t.Fatalf("%d events, want %d: %+v", len(evs), len(want), evs)
+	}
+	for i, ev := range evs {
+		if got := ev.Tenant + " " + ev.Type + " " + ev.Subject; got != want[i] {
+			t.Errorf("event %d: %s, want %s", i, got, want[i])
+		}
+		if strings.Contains(string(ev.Data), "ghsecret") || strings.Contains(string(ev.Data), `"out"`) {
+			t.Errorf("event %d carries a secret: %s", i, ev.Data)
+		}
+	}
+	var created struct {
+		Name   string `json:"name"`
+		Verify struct {
+			Type   string `json:"type"`
+			Secret string `json:"secret"`
+		} `json:"verify"`
+		Sinks []struct {
+			ID, URL, Secret string
+		} `json:"sinks"`
+		CreatedAt time.Time `json:"created_at"`
+		UpdatedAt time.Time `json:"updated_at"`
+	}
+	if err := json.Unmarshal(evs[0].Data, &created); err != nil {
+		t.Fatalf("created event's data %s: %v", evs[0].Data, err)
+	}
+	if created.Name != "acme-gh" || created.Verify.Type != "github" || created.Verify.Secret != config.Redacted || len(created.Sinks) != 1 ||
+		created.Sinks[0].Secret != config.Redacted || created.Sinks[0].URL != "https://example.com/in" || created.Sinks[0].ID != src.Spec.Sinks[0].ID ||
+		!created.CreatedAt.Equal(src.Created) || !created.UpdatedAt.Equal(src.Updated) {
+		t.Errorf("created event's data %s", evs[0].Data)
+	}
+	if !strings.Contains(string(evs[1].Data), `"url":"https://example.com/new"`) || !strings.Contains(string(evs[1].Data), `"secret":"redacted"`) {
+		t.Errorf("updated event's data %s: want the new url and the kept secret, redacted", evs[1].Data)
+	}
+}
+
+// events is every durable lifecycle event of m's outbox, in order.
+func events(t *testing.T, m *meta.Store) []meta.EventRecord {
+	t.Helper()
+	var out []meta.EventRecord
+	if err := m.Events(0, math.MaxUint64, func(ev *meta.EventRecord) (bool, error) {
+		out = append(out, *ev)
+		return false, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // A stored source that fails today's rules keeps serving, named at boot.
@@ -154,7 +208,7 @@ func TestPersistentKeepsOldSources(t *testing.T) {
 	defer m.Close()
 	cfg := testConfig(t)
 	s := Build("legacy", config.Source{TenantID: "default", Verify: config.Verify{Type: "none"}, OnVerifyFailure: "reject"}, 1<<20, false)
-	if err := (MetaBackend{m}).Commit([]Op{{Kind: PutSource, Tenant: "default", Name: "legacy", Record: encodeSourceRecord(s)}}, meta.AuditRow{At: time.Now()}); err != nil {
+	if err := (MetaBackend{m}).Commit([]Op{{Kind: PutSource, Tenant: "default", Name: "legacy", Record: encodeSourceRecord(s)}}, legacyAudit("default", "legacy")); err != nil {
 		t.Fatal(err)
 	}
 	p, warn := openStore(t, m, cfg)
@@ -162,11 +216,38 @@ func TestPersistentKeepsOldSources(t *testing.T) {
 		t.Fatalf("%v", warn)
 	}
 	// A record that does not decode stops the store, naming it.
-	if err := (MetaBackend{m}).Commit([]Op{{Kind: PutSource, Tenant: "acme", Name: "bad", Record: []byte(`{"v":1,`)}}, meta.AuditRow{At: time.Now()}); err != nil {
+	if err := (MetaBackend{m}).Commit([]Op{{Kind: PutSource, Tenant: "acme", Name: "bad", Record: []byte(`{"v":1,`)}}, legacyAudit("acme", "bad")); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := OpenPersistent(PersistentOptions{Config: cfg, Backend: MetaBackend{m}}); err == nil || !strings.Contains(err.Error(), `"bad"`) {
 		t.Fatalf("%v", err)
+	}
+}
+
+// legacyAudit is the audit row, with its event, of a record written
+// straight through the backend (as an older node wrote it).
+func legacyAudit(tenant, name string) meta.AuditRow {
+	return meta.AuditRow{At: time.Now(), Principal: "ops", Action: "source.create", Tenant: tenant,
+		Event: meta.Event{Type: meta.EventType("source", "created"), Subject: name}}
+}
+
+// The backend refuses a change whose audit row has no event: nothing of
+// it is written.
+func TestMetaBackendRefusesChangeWithoutEvent(t *testing.T) {
+	m := openMeta(t, t.TempDir())
+	defer m.Close()
+	s := Build("x", config.Source{TenantID: "acme", Verify: config.Verify{Type: "none"}, TrustURLTenant: true}, 1<<20, false)
+	row := legacyAudit("acme", "x")
+	row.Event = meta.Event{}
+	if err := (MetaBackend{m}).Commit([]Op{{Kind: PutSource, Tenant: "acme", Name: "x", Record: encodeSourceRecord(s)}}, row); err == nil {
+		t.Fatal("a source written with an audit row without its event")
+	}
+	p, _ := openStore(t, m, testConfig(t))
+	if p.Snapshot().Lookup([]byte("x")) != nil {
+		t.Fatal("the refused source is stored")
+	}
+	if rows, err := m.Audit(time.Time{}, 10); err != nil || len(rows) != 0 {
+		t.Fatalf("audit rows %+v, %v; want none", rows, err)
 	}
 }
 
@@ -217,6 +298,35 @@ func TestPersistentRoutes(t *testing.T) {
 	}
 	if p.Snapshot().RouteByToken([]byte(tokens2[0])) != nil || p.Snapshot().Route("acme", r.ID) != nil {
 		t.Fatal("deleted route still served")
+	}
+	// Each change's event carries the route as RouteJSON: token ids,
+	// never a token; the deletion carries the route it removed.
+	evs := events(t, m)
+	want := []string{"created", "updated", "updated", "deleted"}
+	if len(evs) != len(want) {
+		t.Fatalf("%d events, want %d: %+v", len(evs), len(want), evs)
+	}
+	for i, ev := range evs {
+		if ev.Tenant != "acme" || ev.Type != "io.ankusa.route."+want[i] || ev.Subject != r.ID {
+			t.Errorf("event %d: %s %s %s, want acme io.ankusa.route.%s %s", i, ev.Tenant, ev.Type, ev.Subject, want[i], r.ID)
+		}
+		for _, tok := range append(tokens, tokens2...) {
+			if strings.Contains(string(ev.Data), tok) {
+				t.Errorf("event %d carries a token: %s", i, ev.Data)
+			}
+		}
+	}
+	if string(evs[0].Data) != string(RouteJSON(r)) || string(evs[1].Data) != string(RouteJSON(r2)) {
+		t.Errorf("events' data\n%s\n%s\nwant\n%s\n%s", evs[0].Data, evs[1].Data, RouteJSON(r), RouteJSON(r2))
+	}
+	var last struct {
+		ID     string `json:"id"`
+		Tokens []struct {
+			ID string `json:"id"`
+		} `json:"tokens"`
+	}
+	if err := json.Unmarshal(evs[3].Data, &last); err != nil || last.ID != r.ID || len(last.Tokens) != 1 || last.Tokens[0].ID != r2.Tokens[1].ID {
+		t.Errorf("deleted event's data %s (%v): want the route with its one kept token", evs[3].Data, err)
 	}
 }
 

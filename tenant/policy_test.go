@@ -3,6 +3,7 @@ package tenant
 import (
 	"errors"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -95,6 +96,18 @@ func TestOverridesSurviveRestart(t *testing.T) {
 	}
 	if _, ok := p2.Override("gone"); ok {
 		t.Fatal("a cleared override came back")
+	}
+	// Every change the policy made durable left its lifecycle event.
+	var evs []string
+	if err := s.Events(0, math.MaxUint64, func(ev *meta.EventRecord) (bool, error) {
+		evs = append(evs, ev.Tenant+" "+ev.Type+" "+ev.Subject)
+		return false, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := "acme io.ankusa.rate_limit.created acme,free io.ankusa.rate_limit.created free,gone io.ankusa.rate_limit.created gone,gone io.ankusa.rate_limit.deleted gone"
+	if got := strings.Join(evs, ","); got != want {
+		t.Fatalf("events %s, want %s", got, want)
 	}
 	diskFull := func() error { return errors.New("disk full") }
 	if err := p2.ClearOverride("acme", diskFull); err == nil {
