@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -201,3 +202,14 @@ func (s *Server) SetReady(ready bool) { s.ready.Store(ready) }
 
 // Close stops the listener and closes every connection.
 func (s *Server) Close() error { return s.srv.Close() }
+
+// Shutdown stops accepting and waits, until ctx is done, for the requests
+// in flight to be answered (a write commits before the stores close);
+// then it closes what is left.
+func (s *Server) Shutdown(ctx context.Context) error {
+	err := s.srv.Shutdown(ctx)
+	if err != nil {
+		_ = s.srv.Close()
+	}
+	return err
+}

@@ -53,6 +53,7 @@ func validateOptions() config.ValidateOptions {
 			}
 			return nil // config names an unknown type itself
 		},
+		RefusedTarget:    httpsink.RefusedHost,
 		CheckAdminTokens: admin.ValidateTokens,
 	}
 }

@@ -222,7 +222,10 @@ func (n *node) stop() int {
 		n.log.Error("public listener did not drain in time", zap.Error(err))
 		code = 1
 	}
-	_ = n.admin.Close()
+	if err := n.admin.Shutdown(ctx); err != nil {
+		n.log.Error("admin listener did not drain in time", zap.Error(err))
+		code = 1
+	}
 	if !n.closeStorage() {
 		code = 1
 	}

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"net"
 	"net/url"
 	"slices"
 	"time"
@@ -52,13 +51,14 @@ var lifecycleSinkKeys = []struct {
 	{"concurrency", "the publisher sends one event at a time, in order", func(s *Sink) bool { return s.Concurrency != 0 }},
 	{"tenant_concurrency", "the publisher sends one event at a time, in order", func(s *Sink) bool { return s.TenantConcurrency != 0 }},
 	{"claim", "an event is small and sent whole", func(s *Sink) bool { return s.Claim != nil }},
+	{"channels", "the publisher sends one event at a time, in order, on one channel", func(s *Sink) bool { return s.Channels != 0 && s.Type == "rabbitmq" }},
 }
 
 // validateLifecycle checks lifecycle.retain and the lifecycle sink by the
 // rules of a source's sink (the same messages, under lifecycle.sink),
 // refusing the keys the publisher would leave without effect; check is
 // ValidateOptions.CheckSink (the sink's own parser), nil to skip it.
-func validateLifecycle(p *Problems, l *Lifecycle, check func(Sink) error) {
+func validateLifecycle(p *Problems, l *Lifecycle, opts ValidateOptions) {
 	if l.Retain < Duration(time.Minute) {
 		p.add("lifecycle.retain: %s must be at least 1m (how long the outbox keeps an event; default %s)", time.Duration(l.Retain), DefaultLifecycleRetain)
 	}
@@ -77,41 +77,12 @@ func validateLifecycle(p *Problems, l *Lifecycle, check func(Sink) error) {
 	if sk.Format != "raw" && slices.Contains(SinkFormats, sk.Format) {
 		p.add("lifecycle.sink.format: %q; the publisher sends each event as a CloudEvents JSON document (raw), leave format out", sk.Format)
 	}
-	if sk.Type == "http" && !sk.AllowPrivate && len(*p) == known {
-		if reason := guardedHost(sk.URL); reason != "" {
-			p.add("lifecycle.sink.url: %q is %s, which the http sink refuses (its SSRF guard); set lifecycle.sink.allow_private: true to send events there", sk.URL, reason)
+	if u, err := url.Parse(sk.URL); err == nil && sk.Type == "http" && !sk.AllowPrivate && opts.RefusedTarget != nil {
+		if reason := opts.RefusedTarget(u.Hostname()); reason != "" {
+			p.add("lifecycle.sink.url: %q: its host is %s, which the http sink refuses (its SSRF guard); set lifecycle.sink.allow_private: true to send events there", sk.URL, reason)
 		}
 	}
-	if check != nil && len(*p) == known && !(sk.Secret.IsSet() && sk.Secret.Value == "") {
-		p.stage("lifecycle.sink", check(*sk))
+	if opts.CheckSink != nil && len(*p) == known && !(sk.Secret.IsSet() && sk.Secret.Value == "") {
+		p.stage("lifecycle.sink", opts.CheckSink(*sk))
 	}
-}
-
-// guardedHost says why the http sink's SSRF guard would refuse the host
-// of u as it is written (localhost, or a loopback, private, link-local or
-// unspecified address), "" when it would not or cannot tell before a DNS
-// lookup.
-func guardedHost(u string) string {
-	p, err := url.Parse(u)
-	if err != nil {
-		return ""
-	}
-	host := p.Hostname()
-	if host == "localhost" {
-		return "a loopback name"
-	}
-	ip := net.ParseIP(host)
-	switch {
-	case ip == nil:
-		return ""
-	case ip.IsLoopback():
-		return "a loopback address"
-	case ip.IsPrivate():
-		return "a private address"
-	case ip.IsLinkLocalUnicast():
-		return "a link-local address"
-	case ip.IsUnspecified():
-		return "the unspecified address"
-	}
-	return ""
 }

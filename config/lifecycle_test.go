@@ -55,6 +55,8 @@ func TestLifecycleRefused(t *testing.T) {
 			[]string{"lifecycle.sink.id: not a key of the lifecycle sink: the lifecycle sink is one sink, it needs no id"}},
 		{"claim", "lifecycle: {sink: {" + good + ", claim: {store: a}}}",
 			[]string{"lifecycle.sink.claim: claim stores are not available in this build yet", "lifecycle.sink.claim: not a key of the lifecycle sink: an event is small and sent whole"}},
+		{"channels of a rabbitmq sink", "lifecycle: {sink: {type: rabbitmq, url: 'amqp://guest:guest@127.0.0.1:5672/', channels: 2}}",
+			[]string{"lifecycle.sink.channels: not a key of the lifecycle sink: the publisher sends one event at a time, in order, on one channel"}},
 		{"retain below a minute", "lifecycle: {sink: {" + good + "}, retain: 59s}",
 			[]string{"lifecycle.retain: 59s must be at least 1m (how long the outbox keeps an event; default 720h0m0s)"}},
 		{"retain below a minute without a sink", "lifecycle: {retain: 1s}",

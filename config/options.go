@@ -44,6 +44,11 @@ type ValidateOptions struct {
 	// from the sink: "headers.X-Foo: ...". It is called only for a sink
 	// whose secret is resolved.
 	CheckSink func(s Sink) error
+	// RefusedTarget is the http sink's SSRF guard on a url's host as
+	// written: why it refuses host before any lookup, or "". The lifecycle
+	// sink's url is held to it (its publisher would retry a refused event
+	// for ever); nil: not checked.
+	RefusedTarget func(host string) string
 	// CheckAdminTokens checks the admin tokens (names, scopes, duplicates).
 	// Keys from the top: "admin.tokens[1] (ci): ...".
 	CheckAdminTokens func(tokens []AdminToken) error

@@ -27,7 +27,7 @@ func Validate(c *Config, opts ValidateOptions) Problems {
 	validateQuarantinePen(&p, c.Limits)
 	validateLog(&p, c.Log)
 	validateNotYetBuilt(&p, c)
-	validateLifecycle(&p, &c.Lifecycle, opts.CheckSink)
+	validateLifecycle(&p, &c.Lifecycle, opts)
 	for _, name := range c.SourceNames() {
 		src := c.Sources[name]
 		p = append(p, ValidateSource(name, &src, SourceContext{

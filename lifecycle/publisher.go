@@ -290,7 +290,8 @@ var ErrNotPublished = errors.New("lifecycle: the tenant's events are not all pub
 // ReplaceTenant replaces every event of tenant with final (the tenant's
 // last event, with its audit row), once the publisher has passed them:
 // it waits for that (until ctx is done: ErrNotPublished). An erase calls
-// it; afterwards a replay of the tenant yields final and nothing else.
+// it once the tenant is closed (no change of it is written any more);
+// afterwards a replay of the tenant yields final and nothing else.
 func (l *Lifecycle) ReplaceTenant(ctx context.Context, tenant string, final meta.AuditRow) (meta.EventRecord, error) {
 	upTo, err := l.o.Store.LastTenantEvent(tenant)
 	if err != nil {

@@ -261,6 +261,7 @@ func (s *Store) commitGroup(group []*outboxWaiter) {
 type pendingEvent struct {
 	tenant string
 	ev     Event
+	seq    uint64 // set by the committer
 }
 
 // addEvent queues the event of a change of tenant; it is written when the
@@ -288,6 +289,7 @@ func (b *Batch) writeEvent(p *pendingEvent, seq uint64, at time.Time, node uint1
 	if err != nil {
 		return fmt.Errorf("cannot encode lifecycle event %s of tenant %s: %w", p.ev.Type, p.tenant, err)
 	}
+	p.seq = seq
 	b.set(eventKey(p.tenant, seq), v)
 	b.set(eventSeqKey(seq), eventSeqValue(at, p.tenant))
 	return nil
@@ -440,7 +442,8 @@ func (s *Store) SweepEvents(before time.Time, upTo uint64, limit int) (int, erro
 // records and their places in the outbox's order) and writes final, with
 // its audit row, in the same synced batch: what an erase keeps of the
 // tenant's events, once the publisher has passed upTo. It returns
-// final's record.
+// final's record. An event of the tenant committed after upTo stays: the
+// caller closes the tenant first (an erase does), so that there is none.
 func (s *Store) ReplaceTenantEvents(tenant string, upTo uint64, final AuditRow) (EventRecord, error) {
 	b := s.NewBatch()
 	defer b.Close()
@@ -462,13 +465,15 @@ func (s *Store) ReplaceTenantEvents(tenant string, upTo uint64, final AuditRow) 
 	if err := b.Commit(Sync); err != nil {
 		return EventRecord{}, fmt.Errorf("cannot replace the lifecycle events of tenant %s: %w", tenant, err)
 	}
+	seq := b.events[0].seq
 	var rec EventRecord
-	err = s.TenantEvents(tenant, upTo, func(ev *EventRecord) (bool, error) {
-		if ev.Type == final.Event.Type {
-			rec = *ev
-		}
-		return false, nil
+	found, err := s.getKey("a lifecycle event", func(dst []byte) []byte { return appendEventKey(dst, tenant, seq) }, func(v []byte) (err error) {
+		rec, err = decodeEvent(seq, v)
+		return err
 	})
+	if err == nil && !found {
+		err = fmt.Errorf("the final lifecycle event %d of tenant %s is not in the outbox after its commit", seq, tenant)
+	}
 	return rec, err
 }
 

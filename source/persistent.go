@@ -58,8 +58,9 @@ func (m MetaBackend) Routes(fn func(tenant, id string, record []byte) error) err
 	return m.Store.Routes(fn)
 }
 
-// Commit writes ops and the audit row in one synced batch. pebble groups
-// concurrent synced commits into one log sync.
+// Commit writes ops and the audit row, with its lifecycle event, in one
+// synced batch; the meta store's outbox committer groups concurrent ones
+// into one log sync.
 func (m MetaBackend) Commit(ops []Op, audit meta.AuditRow) error {
 	b := m.Store.NewBatch()
 	defer b.Close()

@@ -153,3 +153,22 @@ func checkIPs(host string, ips []net.IP, literal bool) error {
 	}
 	return nil
 }
+
+// RefusedHost says why the guard refuses a url's host as it is written
+// (a blocked name, or an address literal in a blocked range), "" when it
+// does not or can tell only after a DNS lookup. check-config holds the
+// lifecycle sink's url to it (config.ValidateOptions.RefusedTarget): the
+// publisher would retry such an event for ever.
+func RefusedHost(host string) string {
+	if r := blockedName(host); r != "" {
+		return r
+	}
+	a, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]"))
+	if err != nil {
+		return ""
+	}
+	if r := blockedReason(a); r != "" {
+		return "a " + r + " address"
+	}
+	return ""
+}
