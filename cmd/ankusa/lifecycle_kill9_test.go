@@ -17,8 +17,12 @@ import (
 // lcKills is how many times the test kills the node.
 const lcKills = 20
 
+// TestLifecycleKill9's two runs are two nodes with their own data, ports
+// and receivers: they run side by side, which halves the test's time in
+// make test and loads the node as a busy machine would.
 func TestLifecycleKill9(t *testing.T) {
 	t.Run("http", func(t *testing.T) {
+		t.Parallel()
 		const name = "lc-kill-http"
 		r := newLCReceiver(t, name)
 		// One delivery in 25 is answered 503: the publisher sends it
@@ -30,6 +34,7 @@ func TestLifecycleKill9(t *testing.T) {
 		}
 	})
 	t.Run("rabbitmq", func(t *testing.T) {
+		t.Parallel()
 		const name = "lc-kill-amqp"
 		r := newLCRabbit(t, name)
 		testLifecycleKill9(t, name, r.sinkSpec(), r.eventLog)
