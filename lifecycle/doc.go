@@ -33,6 +33,9 @@
 // Consumers dedupe by id. A failed attempt is retried for ever, with the
 // sink's retry_base and retry_max and full jitter (dispatch's backoff),
 // and a Retry-After the target sends; the admin API never waits for it.
+// A stored event that does not decode cannot be sent: the publisher
+// names it in the log, counts it (ankusa_lifecycle_events_damaged_total)
+// and steps over it, rather than hold every later event for good.
 //
 // Besides config, envelope and meta, lifecycle imports dispatch (the Sink
 // it delivers through) and internal/backoff; it never imports admin or

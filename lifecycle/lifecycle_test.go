@@ -2,6 +2,7 @@ package lifecycle_test
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/ankusa/ankusa/config"
 	"github.com/ankusa/ankusa/dispatch"
@@ -413,5 +416,51 @@ func TestReplay(t *testing.T) {
 		if _, err := l.Replay(lifecycle.Query{After: bad, Limit: 1}, func([]byte) error { return nil }); !errors.Is(err, lifecycle.ErrBadCursor) {
 			t.Fatalf("after=%s: %v", bad, err)
 		}
+	}
+}
+
+// A stored event that does not decode cannot be sent; the publisher
+// sends the events before it, steps over it (counted, logged) and goes
+// on with the ones after it, rather than hold every later event for good.
+func TestPublisherStepsOverADamagedEvent(t *testing.T) {
+	dir := t.TempDir()
+	s, err := meta.Open(meta.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		write(t, s, "acme", float64(i+1))
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := pebble.Open(dir, &pebble.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := binary.BigEndian.AppendUint64([]byte("ev/acme\x00"), 2)
+	if err := db.Set(key, []byte(`{"id":`), pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = meta.Open(meta.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	sk := &sink{}
+	l := start(t, lifecycle.Options{Store: s, Sink: sk})
+	waitFor(t, "the outbox passed", func() bool { return l.Published() == 4 })
+	var rates []string
+	for _, d := range sk.received() {
+		rates = append(rates, string(decode(t, d.body).Data))
+	}
+	if want := `[{"rate":1,"burst":1,"max_queue":0,"max_queue_bytes":0} {"rate":3,"burst":1,"max_queue":0,"max_queue_bytes":0} {"rate":4,"burst":1,"max_queue":0,"max_queue_bytes":0}]`; fmt.Sprint(rates) != want {
+		t.Fatalf("sent %v, want events 1, 3 and 4:\n%s", rates, want)
+	}
+	if l.LagEvents() != 0 {
+		t.Fatalf("lag %d after stepping over the damaged event", l.LagEvents())
 	}
 }

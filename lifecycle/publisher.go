@@ -61,6 +61,7 @@ type Lifecycle struct {
 var (
 	publishedTotal  = metrics.NewCounter(`ankusa_lifecycle_events_published_total`)
 	publishFailures = metrics.NewCounter(`ankusa_lifecycle_publish_failures_total`)
+	damagedTotal    = metrics.NewCounter(`ankusa_lifecycle_events_damaged_total`)
 	current         atomic.Pointer[Lifecycle]
 	_               = metrics.NewGauge(`ankusa_lifecycle_lag_events`, func() float64 {
 		if l := current.Load(); l != nil {
@@ -176,10 +177,17 @@ func (l *Lifecycle) publishSome(ctx context.Context) (int, error) {
 		batch = append(batch, *ev)
 		return false, nil
 	})
-	if err != nil {
+	var bad *meta.BadEventError
+	if errors.As(err, &bad) {
+		// A record that does not decode cannot be sent; holding the
+		// outbox behind it would stop every later event for good. The
+		// events before it go first, then the publisher steps over it,
+		// counted and named in the log.
+		upTo = bad.Seq
+	} else if err != nil {
 		return 0, err
 	}
-	if len(batch) == 0 && upTo > cp {
+	if len(batch) == 0 && upTo > cp && bad == nil {
 		// A swept or replaced stretch: nothing in it to send.
 		return 1, l.advance(upTo)
 	}
@@ -193,6 +201,12 @@ func (l *Lifecycle) publishSome(ctx context.Context) (int, error) {
 		if err := l.advance(ev.Seq); err != nil {
 			return i + 1, err
 		}
+	}
+	if bad != nil {
+		damagedTotal.Inc()
+		l.o.Log.Error("a lifecycle event in the outbox does not decode; the publisher steps over it (it cannot be sent)",
+			zap.Uint64("seq", bad.Seq), zap.Error(bad.Err))
+		return len(batch) + 1, l.advance(bad.Seq)
 	}
 	return len(batch), nil
 }

@@ -295,15 +295,25 @@ func (b *Batch) writeEvent(p *pendingEvent, seq uint64, at time.Time, node uint1
 	return nil
 }
 
+// BadEventError is a stored event that does not decode (ErrBadRecord),
+// with its seq, so that a reader can step over it.
+type BadEventError struct {
+	Seq uint64
+	Err error
+}
+
+func (e *BadEventError) Error() string { return e.Err.Error() }
+func (e *BadEventError) Unwrap() error { return e.Err }
+
 // decodeEvent reads an event's stored value.
 func decodeEvent(seq uint64, v []byte) (EventRecord, error) {
 	var ev eventValue
 	if err := json.Unmarshal(v, &ev); err != nil {
-		return EventRecord{}, fmt.Errorf("%w: lifecycle event %d: %v", ErrBadRecord, seq, err)
+		return EventRecord{}, &BadEventError{Seq: seq, Err: fmt.Errorf("%w: lifecycle event %d: %v", ErrBadRecord, seq, err)}
 	}
 	id, err := envelope.ParseID([]byte(ev.ID))
 	if got, ok := EventSeqOf(id); err != nil || !ok || got != seq {
-		return EventRecord{}, fmt.Errorf("%w: lifecycle event %d: id %q is not its own", ErrBadRecord, seq, ev.ID)
+		return EventRecord{}, &BadEventError{Seq: seq, Err: fmt.Errorf("%w: lifecycle event %d: id %q is not its own", ErrBadRecord, seq, ev.ID)}
 	}
 	ev.EventRecord.Seq, ev.EventRecord.ID = seq, id
 	return ev.EventRecord, nil
