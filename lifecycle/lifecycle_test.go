@@ -463,4 +463,25 @@ func TestPublisherStepsOverADamagedEvent(t *testing.T) {
 	if l.LagEvents() != 0 {
 		t.Fatalf("lag %d after stepping over the damaged event", l.LagEvents())
 	}
+	// A replay steps over it too: whole, by tenant, and page by page.
+	for _, tenant := range []string{"", "acme"} {
+		var got []string
+		after := ""
+		for range 10 {
+			next, err := l.Replay(lifecycle.Query{Tenant: tenant, After: after, Limit: 1}, func(b []byte) error {
+				got = append(got, string(decode(t, b).Data))
+				return nil
+			})
+			if err != nil {
+				t.Fatalf("replay of %q after %q: %v", tenant, after, err)
+			}
+			if next == "" {
+				break
+			}
+			after = next
+		}
+		if fmt.Sprint(got) != fmt.Sprint(rates) {
+			t.Fatalf("replay of %q page by page gave %v, want %v", tenant, got, rates)
+		}
+	}
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/ankusa/ankusa/envelope"
 	"github.com/ankusa/ankusa/meta"
 )
@@ -82,10 +84,24 @@ func (l *Lifecycle) Replay(q Query, fn func(event []byte) error) (next string, e
 		}
 		return n >= q.Limit || seen >= scanBudget, nil
 	}
-	if q.Tenant != "" {
-		err = l.o.Store.TenantEvents(q.Tenant, after, visit)
-	} else {
-		err = l.o.Store.Events(after, l.o.Store.EventsDurable(), visit)
+	for {
+		if q.Tenant != "" {
+			err = l.o.Store.TenantEvents(q.Tenant, after, visit)
+		} else {
+			err = l.o.Store.Events(after, l.o.Store.EventsDurable(), visit)
+		}
+		// A stored event that does not decode is stepped over, as the
+		// publisher does, so that a replay can pass it.
+		var bad *meta.BadEventError
+		if !errors.As(err, &bad) {
+			break
+		}
+		l.o.Log.Error("a lifecycle event in the outbox does not decode; the replay steps over it", zap.Uint64("seq", bad.Seq), zap.Error(bad.Err))
+		seen++
+		after, last, err = bad.Seq, meta.EventID(time.Time{}, 0, bad.Seq), nil
+		if n >= q.Limit || seen >= scanBudget {
+			break
+		}
 	}
 	if err != nil {
 		return "", err
