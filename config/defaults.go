@@ -156,6 +156,15 @@ func (c *Config) applyStorageDefaults() {
 func (c *Config) applySharedDefaults() {
 	setString(&c.SourceStore.Type, "static")
 	setString(&c.Redis.Namespace, "ankusa:")
+	if c.SourceStore.Type == "redis" {
+		// The redis source store shares the fleet's Redis unless it names
+		// its own.
+		setString(&c.SourceStore.URL, c.Redis.URL)
+		setString(&c.SourceStore.Namespace, c.Redis.Namespace)
+		if c.SourceStore.TickMs == 0 {
+			c.SourceStore.TickMs = DefaultSourceStoreTickMs
+		}
+	}
 	setString(&c.Dedupe.Scope, "node")
 	setDur(&c.Dedupe.TTL, 72*time.Hour)
 }

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/netip"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -216,7 +217,7 @@ func validateSourceStore(p *Problems, s SourceStore) {
 	case "static":
 	case "persistent":
 	case "redis":
-		p.add("source_store.type: redis is not available in this build; use static or persistent")
+		validateRedisStore(p, s)
 	default:
 		p.add("source_store.type: %q must be static, persistent or redis", s.Type)
 	}
@@ -229,6 +230,27 @@ func validateSourceStore(p *Problems, s SourceStore) {
 				p.add("source_store.%s: only the redis store takes it (source_store.type is %q)", k.key, s.Type)
 			}
 		}
+	}
+}
+
+// DefaultSourceStoreTickMs is how often a node of a redis source store
+// checks the store's version when no pub/sub message came.
+const DefaultSourceStoreTickMs = 1000
+
+// validateRedisStore checks source_store: {type: redis}; defaults have
+// filled url and namespace from redis: when they were left out.
+func validateRedisStore(p *Problems, s SourceStore) {
+	switch {
+	case s.URL == "":
+		p.add("source_store.url: required with source_store.type: redis (or set redis.url); want redis://host:port/db")
+	case !strings.HasPrefix(s.URL, "redis://") && !strings.HasPrefix(s.URL, "rediss://") && !strings.HasPrefix(s.URL, "unix://"):
+		p.add("source_store.url: %q is not a redis://, rediss:// or unix:// URL", RedactURL(s.URL))
+	}
+	if s.Namespace == "" || len(s.Namespace) > 128 || strings.ContainsAny(s.Namespace, " \t\r\n*?[]\\") {
+		p.add("source_store.namespace: %q must be 1 to 128 characters without spaces or any of *?[]\\", s.Namespace)
+	}
+	if s.TickMs < 10 || s.TickMs > 60000 {
+		p.add("source_store.tick_ms: %d must be between 10 and 60000", s.TickMs)
 	}
 }
 
@@ -276,8 +298,5 @@ func validateNotYetBuilt(p *Problems, c *Config) {
 			p.add("node.roles: %v leaves out %q, but this build runs the edge, dispatch and the admin listener on every node (only archive may be left out); list %v", c.Node.Roles, r, allRoles)
 			break
 		}
-	}
-	if c.Secrets.KEK.IsSet() || c.Secrets.KEKPrevious.IsSet() {
-		p.add("secrets.kek: sealing stored secrets is not available in this build yet; leave the secrets section out")
 	}
 }

@@ -66,6 +66,11 @@ var families = []Family{
 	{Name: "route", Prefix: prefixRoute, Scope: ByNameEntity},
 
 	{Name: "dedupe", Prefix: prefixDedupe, Scope: ByDayOrdinal},
+
+	{Name: "mirror-source", Prefix: prefixMirrorSource, Scope: ByNameEntity},
+	{Name: "mirror-route", Prefix: prefixMirrorRoute, Scope: ByNameEntity},
+	{Name: "mirror-state", Prefix: keyMirrorState, Exact: true, Why: "the node's position in the shared source store, one for every tenant"},
+	{Name: "pending-change", Prefix: prefixPendingChange, Why: "a change on its way to the shared source store; it becomes an audit row (kept after an erase) or nothing"},
 }
 
 // familyOf is the family key belongs to, or nil.

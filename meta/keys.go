@@ -81,6 +81,18 @@ import (
 //	                        → DedupeValue: node-scope dedupe keys (DESIGN.md §6
 //	                        item 5), written with the rows
 //
+// The redis source store's local copies (mirror.go):
+//
+//	xs/                     "xs/" | tenant | 0x00 | source name → version u64 | record:
+//	                        the local mirror of a source of the shared store
+//	xr/                     "xr/" | tenant | 0x00 | route id    → version u64 | record
+//	m:ss:mirror             "m:ss:mirror"                 → MirrorState, JSON: the
+//	                        namespace, epoch and version the mirror is at, in the
+//	                        batch of its entities
+//	m:ss:pending:           "m:ss:pending:" | change id   → PendingChange, JSON: a
+//	                        change sent to the shared store whose audit row is not
+//	                        written yet (synced before it is sent)
+//
 // A new family gets its constant here, named key* (one key) or prefix*
 // (a prefix), and an entry in families.go: TestFamiliesRegistered fails
 // until it has both. Later stages add theirs here (m:erase:, m:erased:).
@@ -113,6 +125,11 @@ const (
 	prefixEvent  = "ev/"
 
 	prefixDedupe = "dd/"
+
+	prefixMirrorSource  = "xs/"
+	prefixMirrorRoute   = "xr/"
+	keyMirrorState      = "m:ss:mirror"
+	prefixPendingChange = "m:ss:pending:"
 )
 
 // The key builders append to dst and return the extended slice. They are

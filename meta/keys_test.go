@@ -39,6 +39,10 @@ var pinnedKeys = []struct {
 	{"event-floor", []byte(keyEventLast), "6d3a6c6966656379636c653a6c617374"},
 	{"event-published", []byte(keyEventPublished), "6d3a6c6966656379636c653a7075626c6973686564"},
 	{"events", eventKey("acme", 0x0102030405060708), "65762f 61636d65 00 0102030405060708"},
+	{"mirror-source", entityKey(prefixMirrorSource, "acme", "s1"), "78732f 61636d65 00 7331"},
+	{"mirror-route", entityKey(prefixMirrorRoute, "acme", "r1"), "78722f 61636d65 00 7231"},
+	{"mirror-state", []byte(keyMirrorState), "6d3a73733a6d6972726f72"},
+	{"pending-change", append([]byte(prefixPendingChange), "c1"...), "6d3a73733a70656e64696e673a 6331"},
 	{"dedupe", DedupeKey(nil, 20421, 7, "stripe", []byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}),
 		"64642f 00004fc5 00000007 737472697065 00 000102030405060708090a0b0c0d0e0f"},
 }

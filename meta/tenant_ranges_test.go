@@ -69,6 +69,22 @@ var tenantFixtures = map[string]tenantFixture{
 	"route": func(t *testing.T, s *Store, _ uint32, name string) {
 		commit(t, s, func(b *Batch) { b.PutRoute(name, "r1", []byte(`{}`)) })
 	},
+	"mirror-source": func(t *testing.T, s *Store, _ uint32, name string) {
+		commit(t, s, func(b *Batch) { b.PutMirrored(MirrorSource, name, "src-of-"+name, 7, []byte(`{}`)) })
+		n := 0
+		if err := s.Mirrored(MirrorSource, func(tenant, _ string, v uint64, rec []byte) error {
+			if tenant == name && (v != 7 || string(rec) != `{}`) {
+				t.Errorf("mirrored source of %s read back as version %d, %q", name, v, rec)
+			}
+			n++
+			return nil
+		}); err != nil || n == 0 {
+			t.Fatal(n, err)
+		}
+	},
+	"mirror-route": func(t *testing.T, s *Store, _ uint32, name string) {
+		commit(t, s, func(b *Batch) { b.PutMirrored(MirrorRoute, name, "r1", 8, []byte(`{}`)) })
+	},
 	"dedupe": func(t *testing.T, s *Store, ord uint32, _ string) {
 		day := int64(24 * time.Hour)
 		// The first tenant's days are 0 and 1 after fixtureDay, the
@@ -91,6 +107,24 @@ var nodeFixtures = map[string]func(t *testing.T, s *Store){
 		}
 		if tok, found, err := s.BootstrapToken(); err != nil || !found || tok.Name != "local-admin" {
 			t.Fatal(tok, found, err)
+		}
+	},
+	"mirror-state": func(t *testing.T, s *Store) {
+		commit(t, s, func(b *Batch) { b.SetMirrorState(MirrorState{Namespace: "ns:", Epoch: "e1", Version: 9}) })
+		if st, found, err := s.Mirror(); err != nil || !found || st.Version != 9 || st.Epoch != "e1" {
+			t.Fatal(st, found, err)
+		}
+	},
+	"pending-change": func(t *testing.T, s *Store) {
+		row := AuditRow{At: time.Unix(1, 0), Principal: "ops", Action: "source.create", Tenant: "t1",
+			Event: Event{Type: EventType("source", "created"), Subject: "s1", Data: []byte(`{"name":"s1"}`)}}
+		commit(t, s, func(b *Batch) { b.PutPendingChange(NewPendingChange("c1", row)) })
+		var got []PendingChange
+		if err := s.PendingChanges(func(pc PendingChange) error { got = append(got, pc); return nil }); err != nil || len(got) != 1 {
+			t.Fatal(got, err)
+		}
+		if r := got[0].Row(); r.Event.Type != row.Event.Type || string(r.Event.Data) != `{"name":"s1"}` || r.Tenant != "t1" {
+			t.Errorf("pending change read back as %+v", r)
 		}
 	},
 	"node": func(t *testing.T, s *Store) {

@@ -9,19 +9,26 @@ import (
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
+	iradix "github.com/hashicorp/go-immutable-radix/v2"
 
 	"github.com/ankusa/ankusa/config"
 	"github.com/ankusa/ankusa/meta"
+	"github.com/ankusa/ankusa/secrets"
 )
 
 // Backend keeps a writable store's records: the node's meta store
-// (MetaBackend), or a shared one. Commit makes ops durable together with
-// the audit row, in one synced write; concurrent commits may be grouped
-// by the backend, and the store calls Commit from many goroutines at once.
+// (MetaBackend), or the fleet's Redis (the redis store, fleet.go). Commit
+// makes ops durable together with the audit row; concurrent commits may
+// be grouped by the backend, and the store calls Commit from many
+// goroutines at once. A shared backend checks each op's Expect against
+// the entity's version in the shared store and refuses the whole commit
+// (*Error, CodeConflict, CodeExists, CodeNotFound or CodeTokenExists)
+// when another node changed it first; it returns the version the commit
+// gave its entities (0 for a node-local backend, which has none).
 type Backend interface {
 	Sources(fn func(tenant, name string, record []byte) error) error
 	Routes(fn func(tenant, id string, record []byte) error) error
-	Commit(ops []Op, audit meta.AuditRow) error
+	Commit(ops []Op, audit meta.AuditRow) (version uint64, err error)
 }
 
 // OpKind says what an Op writes.
@@ -33,15 +40,24 @@ const (
 	DeleteSource
 	PutRoute
 	DeleteRoute
+	// ClaimToken takes a route token's digest (Name, hex) for the route
+	// Tenant/Record names, refused when another route holds it;
+	// FreeToken gives it back. A node-local backend ignores both: the
+	// node's snapshot is the whole truth there.
+	ClaimToken
+	FreeToken
 )
 
 // Op is one record write of a Commit: a source's (Name) or a route's
 // (Name is its id) record of Tenant; Record is empty for a removal.
+// Expect is the entity's version the write was checked against (0: the
+// entity did not exist), for a shared backend.
 type Op struct {
 	Kind   OpKind
 	Tenant string
 	Name   string
 	Record []byte
+	Expect uint64
 }
 
 // MetaBackend keeps the records in the node's meta store (source_store:
@@ -61,7 +77,7 @@ func (m MetaBackend) Routes(fn func(tenant, id string, record []byte) error) err
 // Commit writes ops and the audit row, with its lifecycle event, in one
 // synced batch; the meta store's outbox committer groups concurrent ones
 // into one log sync.
-func (m MetaBackend) Commit(ops []Op, audit meta.AuditRow) error {
+func (m MetaBackend) Commit(ops []Op, audit meta.AuditRow) (uint64, error) {
 	b := m.Store.NewBatch()
 	defer b.Close()
 	for _, op := range ops {
@@ -77,9 +93,9 @@ func (m MetaBackend) Commit(ops []Op, audit meta.AuditRow) error {
 		}
 	}
 	if err := b.AddAudit(audit); err != nil {
-		return err
+		return 0, err
 	}
-	return b.Commit(meta.Sync)
+	return 0, b.Commit(meta.Sync)
 }
 
 // PersistentOptions configure a writable store.
@@ -93,6 +109,14 @@ type PersistentOptions struct {
 	Backend Backend
 	// Now stamps records and audit rows; nil: time.Now.
 	Now func() time.Time
+	// BeforeWrite, when not nil, runs at the start of every write, before
+	// it is checked against the snapshot: the redis store catches up with
+	// the shared store there, and refuses the write (its error, as it is)
+	// when Redis does not answer.
+	BeforeWrite func() error
+	// Keyring seals the secrets of the records the store writes and opens
+	// them when it reads (nil or not enabled: they rest in clear).
+	Keyring *secrets.Keyring
 }
 
 // Persistent is a writable store (source_store: persistent, and the
@@ -108,6 +132,10 @@ type Persistent struct {
 	busy    map[string]chan struct{} // entities with a write in flight
 	subs    []func(*Snapshot)
 	retired []retiredSource // oldest first
+	// remote is the shared store's version the snapshot holds every
+	// change up to (the redis store; 0 otherwise): a write of this node
+	// at or below it is in the snapshot already, or something newer is.
+	remote uint64
 }
 
 // RetiredFor is how long a removed source stays in LookupForDelivery: far
@@ -125,60 +153,129 @@ type retiredSource struct {
 // again needs the fix), as is a stored source that a seed of the same name
 // hides.
 func OpenPersistent(o PersistentOptions) (p *Persistent, warnings []string, err error) {
+	l := newLoader(&o)
+	if err := o.Backend.Sources(func(tenant, name string, v []byte) error { return l.source(tenant, name, 0, v) }); err != nil {
+		return nil, nil, fmt.Errorf("cannot load the stored sources: %w", err)
+	}
+	l.sourcesDone()
+	if err := o.Backend.Routes(func(tenant, id string, v []byte) error { return l.route(tenant, id, 0, v) }); err != nil {
+		return nil, nil, fmt.Errorf("cannot load the stored routes: %w", err)
+	}
+	snap, warnings := l.finish()
+	return newPersistent(o, snap), warnings, nil
+}
+
+// newPersistent is a store of o publishing snap.
+func newPersistent(o PersistentOptions, snap *Snapshot) *Persistent {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	cfg := o.Config
-	p = &Persistent{o: o, busy: map[string]chan struct{}{}}
-	snap := NewSnapshot(cfg.Sources, cfg.Routes.Table, int64(cfg.Limits.MaxBodyBytes))
-	st, ot := snap.sources.Txn(), snap.owned.Txn()
-	err = o.Backend.Sources(func(tenant, name string, v []byte) error {
-		rec, spec, err := decodeSourceRecord(tenant, name, v, cfg.Dedupe.TTL)
-		if err != nil {
-			return err
-		}
-		if _, seeded := cfg.Sources[name]; seeded {
-			warnings = append(warnings, fmt.Sprintf("stored source %q of tenant %q is hidden by the config's source of the same name", name, tenant))
-			return nil
-		}
-		if probs := config.ValidateSource(name, &spec, o.Context); len(probs) > 0 {
-			warnings = append(warnings, fmt.Sprintf("stored source %q of tenant %q fails today's rules and keeps serving as it is; saving it again needs the fix: %v", name, tenant, probs))
-		}
-		src := Build(name, spec, int64(cfg.Limits.MaxBodyBytes), false)
-		src.Created, src.Updated = rec.Created, rec.Updated
-		st.Insert([]byte(name), src)
-		ot.Insert(ownedKey(tenant, name), src)
-		if src.Dedupe != nil {
-			snap.dedupe++
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, nil, fmt.Errorf("cannot load the stored sources: %w", err)
-	}
-	snap.sources, snap.owned = st.Commit(), ot.Commit()
-	err = o.Backend.Routes(func(tenant, id string, v []byte) error {
-		r, err := decodeRouteRecord(tenant, id, v)
-		if err != nil {
-			return err
-		}
-		if snap.Route(tenant, id) != nil {
-			warnings = append(warnings, fmt.Sprintf("stored route %q of tenant %q is hidden by the config's route of the same id", id, tenant))
-			return nil
-		}
-		snap = snap.withRoute(r)
-		return nil
-	})
-	if err != nil {
-		return nil, nil, fmt.Errorf("cannot load the stored routes: %w", err)
-	}
+	p := &Persistent{o: o, busy: map[string]chan struct{}{}}
 	p.snap.Store(snap)
 	lastPublished.Store(snap)
-	return p, warnings, nil
+	return p
+}
+
+// loader builds a writable store's first snapshot: the config's seeds,
+// then every stored source, then every stored route.
+type loader struct {
+	o        *PersistentOptions
+	snap     *Snapshot
+	st, ot   *iradix.Txn[*Source]
+	warnings []string
+	// clear counts the stored sources holding secrets in clear while a
+	// KEK is set, and their secrets.
+	clearSources, clearSecrets int
+}
+
+func newLoader(o *PersistentOptions) *loader {
+	cfg := o.Config
+	snap := NewSnapshot(cfg.Sources, cfg.Routes.Table, int64(cfg.Limits.MaxBodyBytes))
+	return &loader{o: o, snap: snap, st: snap.sources.Txn(), ot: snap.owned.Txn()}
+}
+
+// source adds a stored source record at the shared store's version (0 for
+// a node-local store). A record that does not decode, or whose sealed
+// secrets no configured key opens, is an error naming it.
+func (l *loader) source(tenant, name string, version uint64, v []byte) error {
+	cfg := l.o.Config
+	rec, spec, st, err := decodeSourceRecord(tenant, name, v, cfg.Dedupe.TTL, l.o.Keyring)
+	if err != nil {
+		return err
+	}
+	if st.Clear > 0 && l.o.Keyring.Enabled() {
+		l.clearSources++
+		l.clearSecrets += st.Clear
+	}
+	if _, seeded := cfg.Sources[name]; seeded {
+		l.warnings = append(l.warnings, fmt.Sprintf("stored source %q of tenant %q is hidden by the config's source of the same name", name, tenant))
+		return nil
+	}
+	if probs := config.ValidateSource(name, &spec, l.o.Context); len(probs) > 0 {
+		l.warnings = append(l.warnings, fmt.Sprintf("stored source %q of tenant %q fails today's rules and keeps serving as it is; saving it again needs the fix: %v", name, tenant, probs))
+	}
+	src := Build(name, spec, int64(cfg.Limits.MaxBodyBytes), false)
+	src.Created, src.Updated, src.Version = rec.Created, rec.Updated, version
+	l.st.Insert([]byte(name), src)
+	l.ot.Insert(ownedKey(tenant, name), src)
+	if src.Dedupe != nil {
+		l.snap.dedupe++
+	}
+	return nil
+}
+
+// sourcesDone ends the sources: routes follow.
+func (l *loader) sourcesDone() {
+	l.snap.sources, l.snap.owned = l.st.Commit(), l.ot.Commit()
+}
+
+// route adds a stored route record at the shared store's version.
+func (l *loader) route(tenant, id string, version uint64, v []byte) error {
+	r, err := decodeRouteRecord(tenant, id, v)
+	if err != nil {
+		return err
+	}
+	if l.snap.Route(tenant, id) != nil {
+		l.warnings = append(l.warnings, fmt.Sprintf("stored route %q of tenant %q is hidden by the config's route of the same id", id, tenant))
+		return nil
+	}
+	r.Version = version
+	l.snap = l.snap.withRoute(r)
+	return nil
+}
+
+// finish returns the snapshot and the warnings: those of the records, and
+// how many secrets rest in clear while a KEK is set.
+func (l *loader) finish() (*Snapshot, []string) {
+	if l.clearSources > 0 {
+		l.warnings = append(l.warnings, fmt.Sprintf("%d stored sources hold %d secrets in clear although secrets.kek is set; each is sealed at its next write, and `ankusa rewrap` seals them all now", l.clearSources, l.clearSecrets))
+	}
+	return l.snap, l.warnings
 }
 
 // Snapshot returns the current snapshot.
 func (p *Persistent) Snapshot() *Snapshot { return p.snap.Load() }
+
+// beforeWrite runs the store's BeforeWrite hook.
+func (p *Persistent) beforeWrite() error {
+	if p.o.BeforeWrite == nil {
+		return nil
+	}
+	return p.o.BeforeWrite()
+}
+
+// ifNewer is change, unless the shared store's changes the snapshot
+// holds already reach version (the write is there, or a later one of the
+// same entity is); p.mu is held when it runs. A node-local store's
+// writes have version 0 and always apply.
+func (p *Persistent) ifNewer(version uint64, change func(*Snapshot) *Snapshot) func(*Snapshot) *Snapshot {
+	return func(s *Snapshot) *Snapshot {
+		if version != 0 && version <= p.remote {
+			return s
+		}
+		return change(s)
+	}
+}
 
 // OnPublish calls fn with every snapshot a write publishes, after it is
 // published (dispatch follows source edits this way). fn must not write
@@ -273,6 +370,7 @@ const (
 	CodeTokenExists  = "token_exists"
 	CodeInvalidRoute = "invalid_route"
 	CodeUnavailable  = "source_store_unavailable"
+	CodeConflict     = "conflict"
 )
 
 func refuse(code, format string, args ...any) error {

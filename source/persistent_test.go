@@ -208,7 +208,7 @@ func TestPersistentKeepsOldSources(t *testing.T) {
 	defer m.Close()
 	cfg := testConfig(t)
 	s := Build("legacy", config.Source{TenantID: "default", Verify: config.Verify{Type: "none"}, OnVerifyFailure: "reject"}, 1<<20, false)
-	if err := (MetaBackend{m}).Commit([]Op{{Kind: PutSource, Tenant: "default", Name: "legacy", Record: encodeSourceRecord(s)}}, legacyAudit("default", "legacy")); err != nil {
+	if _, err := (MetaBackend{m}).Commit([]Op{{Kind: PutSource, Tenant: "default", Name: "legacy", Record: encodeSourceRecord(s, nil)}}, legacyAudit("default", "legacy")); err != nil {
 		t.Fatal(err)
 	}
 	p, warn := openStore(t, m, cfg)
@@ -216,7 +216,7 @@ func TestPersistentKeepsOldSources(t *testing.T) {
 		t.Fatalf("%v", warn)
 	}
 	// A record that does not decode stops the store, naming it.
-	if err := (MetaBackend{m}).Commit([]Op{{Kind: PutSource, Tenant: "acme", Name: "bad", Record: []byte(`{"v":1,`)}}, legacyAudit("acme", "bad")); err != nil {
+	if _, err := (MetaBackend{m}).Commit([]Op{{Kind: PutSource, Tenant: "acme", Name: "bad", Record: []byte(`{"v":1,`)}}, legacyAudit("acme", "bad")); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := OpenPersistent(PersistentOptions{Config: cfg, Backend: MetaBackend{m}}); err == nil || !strings.Contains(err.Error(), `"bad"`) {
@@ -239,7 +239,7 @@ func TestMetaBackendRefusesChangeWithoutEvent(t *testing.T) {
 	s := Build("x", config.Source{TenantID: "acme", Verify: config.Verify{Type: "none"}, TrustURLTenant: true}, 1<<20, false)
 	row := legacyAudit("acme", "x")
 	row.Event = meta.Event{}
-	if err := (MetaBackend{m}).Commit([]Op{{Kind: PutSource, Tenant: "acme", Name: "x", Record: encodeSourceRecord(s)}}, row); err == nil {
+	if _, err := (MetaBackend{m}).Commit([]Op{{Kind: PutSource, Tenant: "acme", Name: "x", Record: encodeSourceRecord(s, nil)}}, row); err == nil {
 		t.Fatal("a source written with an audit row without its event")
 	}
 	p, _ := openStore(t, m, testConfig(t))

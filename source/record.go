@@ -4,28 +4,42 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base32"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/ankusa/ankusa/config"
+	"github.com/ankusa/ankusa/secrets"
 )
 
 // The records a writable store keeps, one per source and one per route
 // (meta keys src/ and rte/, or a Redis entry): JSON, versioned. A source's
 // spec is its source document (config.EncodeSource, secrets included); a
 // route keeps its tokens' digests only.
+//
+// With secrets.kek set, a source record keeps none of its secrets in its
+// spec: each verify secret, sink secret and sink URL password is sealed
+// (package secrets, bound to the tenant, the source and the field's path)
+// into "sealed", by path ("verify.secret", "verify.secrets[1]",
+// "sinks[0].secret", "sinks[0].url" for the URL's password, which the
+// spec's URL then goes without). The rest of the spec stays readable.
 
 const recordVersion = 1
 
 type sourceRecord struct {
-	V       int             `json:"v"`
-	Name    string          `json:"name"`
-	Tenant  string          `json:"tenant_id"`
-	Spec    json.RawMessage `json:"spec"`
-	Created time.Time       `json:"created_at"`
-	Updated time.Time       `json:"updated_at"`
+	V      int             `json:"v"`
+	Name   string          `json:"name"`
+	Tenant string          `json:"tenant_id"`
+	Spec   json.RawMessage `json:"spec"`
+	// Sealed holds the secrets of Spec sealed under a KEK, by path, each
+	// the standard base64 of a sealed blob.
+	Sealed  map[string]string `json:"sealed,omitempty"`
+	Created time.Time         `json:"created_at"`
+	Updated time.Time         `json:"updated_at"`
 }
 
 type routeRecord struct {
@@ -46,10 +60,31 @@ type tokenRecord struct {
 	Created time.Time `json:"created_at"`
 }
 
-func encodeSourceRecord(src *Source) []byte {
+// encodeSourceRecord is src's record, its secrets sealed under kr's
+// current key when kr is enabled (in clear otherwise).
+func encodeSourceRecord(src *Source, kr *secrets.Keyring) []byte {
+	spec := copySpec(&src.Spec)
+	var sealed map[string]string
+	if kr.Enabled() {
+		sealed = map[string]string{}
+		seal := func(path, plain string) {
+			ad := secrets.AD{Tenant: src.TenantID, Source: src.Name, Field: path}
+			sealed[path] = base64.StdEncoding.EncodeToString(kr.Seal([]byte(plain), ad))
+		}
+		config.WalkSecrets(&spec, func(path string, sec *config.Secret) {
+			seal(path, sec.Value)
+			*sec = config.Secret{}
+		})
+		for i := range spec.Sinks {
+			if bare, pw, ok := cutURLPassword(spec.Sinks[i].URL); ok {
+				seal(fmt.Sprintf("sinks[%d].url", i), pw)
+				spec.Sinks[i].URL = bare
+			}
+		}
+	}
 	b, err := json.Marshal(sourceRecord{
 		V: recordVersion, Name: src.Name, Tenant: src.TenantID,
-		Spec:    config.EncodeSource(&src.Spec, true),
+		Spec: config.EncodeSource(&spec, true), Sealed: sealed,
 		Created: src.Created, Updated: src.Updated,
 	})
 	if err != nil {
@@ -58,26 +93,166 @@ func encodeSourceRecord(src *Source) []byte {
 	return b
 }
 
+// copySpec is a copy of s whose secret-holding slices are its own, so
+// sealing can clear them.
+func copySpec(s *config.Source) config.Source {
+	c := *s
+	c.Verify.Secrets = append([]config.Secret(nil), s.Verify.Secrets...)
+	c.Sinks = append([]config.Sink(nil), s.Sinks...)
+	return c
+}
+
+// SecretsState counts a stored source's secrets by how they rest: sealed
+// under the current key, under the previous one, or in clear.
+type SecretsState struct {
+	Current, Previous, Clear int
+}
+
+// NeedsRewrap reports whether a rewrap would change the record: it holds
+// a secret in clear or under the previous key.
+func (s SecretsState) NeedsRewrap() bool { return s.Previous > 0 || s.Clear > 0 }
+
 // decodeSourceRecord reads a stored source record into its spec (secrets
-// resolved, defaults applied), without validating it: a source stored
-// before a rule existed keeps serving.
-func decodeSourceRecord(tenant, name string, v []byte, dedupeTTL config.Duration) (rec sourceRecord, spec config.Source, err error) {
+// opened with kr and resolved, defaults applied), without validating it:
+// a source stored before a rule existed keeps serving. A sealed secret
+// that kr does not open is an error naming the source and the field.
+func decodeSourceRecord(tenant, name string, v []byte, dedupeTTL config.Duration, kr *secrets.Keyring) (rec sourceRecord, spec config.Source, st SecretsState, err error) {
 	if err := json.Unmarshal(v, &rec); err != nil {
-		return rec, spec, fmt.Errorf("stored source %q of tenant %q does not decode: %v", name, tenant, err)
+		return rec, spec, st, fmt.Errorf("stored source %q of tenant %q does not decode: %v", name, tenant, err)
 	}
 	if rec.V != recordVersion || rec.Name != name || rec.Tenant != tenant {
-		return rec, spec, fmt.Errorf("stored source %q of tenant %q: record version %d names %q of tenant %q", name, tenant, rec.V, rec.Name, rec.Tenant)
+		return rec, spec, st, fmt.Errorf("stored source %q of tenant %q: record version %d names %q of tenant %q", name, tenant, rec.V, rec.Name, rec.Tenant)
 	}
 	spec, err = config.DecodeSource(rec.Spec)
 	if err != nil {
-		return rec, spec, fmt.Errorf("stored source %q of tenant %q: %v", name, tenant, err)
+		return rec, spec, st, fmt.Errorf("stored source %q of tenant %q: %v", name, tenant, err)
 	}
 	if probs := config.ResolveLiteralSecrets(&spec); len(probs) > 0 {
-		return rec, spec, fmt.Errorf("stored source %q of tenant %q: %v", name, tenant, probs)
+		return rec, spec, st, fmt.Errorf("stored source %q of tenant %q: %v", name, tenant, probs)
+	}
+	config.WalkSecrets(&spec, func(string, *config.Secret) { st.Clear++ })
+	for i := range spec.Sinks {
+		if _, _, ok := cutURLPassword(spec.Sinks[i].URL); ok {
+			st.Clear++
+		}
+	}
+	for _, path := range sortedKeys(rec.Sealed) {
+		fail := func(format string, args ...any) error {
+			return fmt.Errorf("stored source %q of tenant %q: field %s: %s", name, tenant, path, fmt.Sprintf(format, args...))
+		}
+		blob, err := base64.StdEncoding.DecodeString(rec.Sealed[path])
+		if err != nil {
+			return rec, spec, st, fail("the sealed value is not base64: %v", err)
+		}
+		if !kr.Enabled() {
+			return rec, spec, st, fail("the value is sealed, but secrets.kek is not set; set the key it was sealed under")
+		}
+		plain, current, err := kr.Open(blob, secrets.AD{Tenant: tenant, Source: name, Field: path})
+		if err != nil {
+			return rec, spec, st, fail("%v", err)
+		}
+		if current {
+			st.Current++
+		} else {
+			st.Previous++
+		}
+		if err := setSealedField(&spec, path, string(plain)); err != nil {
+			return rec, spec, st, fail("%v", err)
+		}
 	}
 	config.DefaultSource(&spec, dedupeTTL)
 	spec.TenantID = tenant
-	return rec, spec, nil
+	return rec, spec, st, nil
+}
+
+// setSealedField puts an opened secret back at its path of spec.
+func setSealedField(spec *config.Source, path, plain string) error {
+	var i int
+	switch {
+	case path == "verify.secret":
+		spec.Verify.Secret = config.Secret{Ref: plain, Value: plain}
+		return nil
+	case scanIndex(path, "verify.secrets[%d]", &i):
+		if i < len(spec.Verify.Secrets) {
+			spec.Verify.Secrets[i] = config.Secret{Ref: plain, Value: plain}
+			return nil
+		}
+	case scanIndex(path, "sinks[%d].secret", &i):
+		if i < len(spec.Sinks) {
+			spec.Sinks[i].Secret = config.Secret{Ref: plain, Value: plain}
+			return nil
+		}
+	case scanIndex(path, "sinks[%d].url", &i):
+		if i < len(spec.Sinks) {
+			u, ok := withURLPassword(spec.Sinks[i].URL, plain)
+			if !ok {
+				return fmt.Errorf("the spec's url %q has no user to give the sealed password to", spec.Sinks[i].URL)
+			}
+			spec.Sinks[i].URL = u
+			return nil
+		}
+	default:
+		return fmt.Errorf("no such secret field")
+	}
+	return fmt.Errorf("the spec has no such element")
+}
+
+// scanIndex reports whether path is format with one index, into i.
+func scanIndex(path, format string, i *int) bool {
+	n, err := fmt.Sscanf(path, format, i)
+	return err == nil && n == 1 && fmt.Sprintf(format, *i) == path
+}
+
+// cutURLPassword splits the password out of a URL's user info ("amqp://
+// user:pass@host/" → "amqp://user@host/", "pass"), reading the user info
+// as config.RedactURL does; ok is false when the URL has none.
+func cutURLPassword(u string) (bare, password string, ok bool) {
+	i := strings.Index(u, "://")
+	if i < 0 {
+		return u, "", false
+	}
+	auth := u[i+3:]
+	if j := strings.IndexAny(auth, "/?#"); j >= 0 {
+		auth = auth[:j]
+	}
+	at := strings.LastIndexByte(auth, '@')
+	if at < 0 {
+		return u, "", false
+	}
+	colon := strings.IndexByte(auth[:at], ':')
+	if colon < 0 {
+		return u, "", false
+	}
+	start := i + 3 + colon // the ':' before the password
+	end := i + 3 + at      // the '@'
+	return u[:start] + u[end:], u[start+1 : end], true
+}
+
+// withURLPassword gives a URL's user the password cutURLPassword took.
+func withURLPassword(u, password string) (string, bool) {
+	i := strings.Index(u, "://")
+	if i < 0 {
+		return u, false
+	}
+	auth := u[i+3:]
+	if j := strings.IndexAny(auth, "/?#"); j >= 0 {
+		auth = auth[:j]
+	}
+	at := strings.LastIndexByte(auth, '@')
+	if at < 0 || strings.IndexByte(auth[:at], ':') >= 0 {
+		return u, false
+	}
+	end := i + 3 + at
+	return u[:end] + ":" + password + u[end:], true
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 func encodeRouteRecord(r *Route) []byte {

@@ -23,8 +23,10 @@ type Route struct {
 	// FromConfig is true for a route of routes.table.
 	FromConfig       bool
 	Created, Updated time.Time
-	segs             []string
-	isParam          []bool
+	// Version is as Source.Version.
+	Version uint64
+	segs    []string
+	isParam []bool
 }
 
 // Token is one catch token of a route: its id (what the admin API shows

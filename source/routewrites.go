@@ -75,6 +75,9 @@ func (p *Persistent) putRoute(w RouteWrite) (*Route, []string, error) {
 		t := newToken(text, p.o.Now().UTC())
 		tok, minted = &t, []string{text}
 	}
+	if err := p.beforeWrite(); err != nil {
+		return nil, nil, err
+	}
 	keys := []string{"route:" + w.Tenant + "/" + w.ID}
 	if tok != nil {
 		keys = append(keys, "token:"+hex.EncodeToString(tok.Digest[:]))
@@ -85,7 +88,7 @@ func (p *Persistent) putRoute(w RouteWrite) (*Route, []string, error) {
 		release(nil, nil)
 		return nil, nil, err
 	}
-	release(func(s *Snapshot) *Snapshot { return s.withRoute(r) }, nil)
+	release(p.ifNewer(r.Version, func(s *Snapshot) *Snapshot { return s.withRoute(r) }), nil)
 	return r, minted, nil
 }
 
@@ -138,9 +141,16 @@ func (p *Persistent) putRouteReserved(w RouteWrite, tok *Token) (*Route, error) 
 	audit.At, audit.Tenant, audit.Entity, audit.Outcome = now, w.Tenant, "route/"+w.ID, "ok"
 	audit.SpecSHA256 = specDigest(RouteJSON(r))
 	audit.Event = meta.Event{Type: meta.EventType("route", verb(w.Create, "created", "updated")), Subject: w.ID, Data: RouteJSON(r)}
-	if err := p.o.Backend.Commit([]Op{{Kind: PutRoute, Tenant: w.Tenant, Name: w.ID, Record: encodeRouteRecord(r)}}, audit); err != nil {
+	ops := []Op{{Kind: PutRoute, Tenant: w.Tenant, Name: w.ID, Record: encodeRouteRecord(r)}}
+	if old != nil {
+		ops[0].Expect = old.Version
+	}
+	ops = append(ops, tokenOps(w.Tenant, w.ID, old, r)...)
+	version, err := p.o.Backend.Commit(ops, audit)
+	if err != nil {
 		return nil, unavailable(err)
 	}
+	r.Version = version
 	return r, nil
 }
 
@@ -192,8 +202,12 @@ func (p *Persistent) DeleteRoute(w RouteDelete) (*Route, error) {
 }
 
 func (p *Persistent) deleteRoute(w RouteDelete) (*Route, error) {
+	if err := p.beforeWrite(); err != nil {
+		return nil, err
+	}
 	release := p.reserve("route:" + w.Tenant + "/" + w.ID)
 	old := p.Snapshot().Route(w.Tenant, w.ID)
+	var version uint64
 	err := func() error {
 		switch {
 		case old == nil:
@@ -204,17 +218,54 @@ func (p *Persistent) deleteRoute(w RouteDelete) (*Route, error) {
 		audit := w.Audit
 		audit.At, audit.Tenant, audit.Entity, audit.Outcome = p.o.Now().UTC(), w.Tenant, "route/"+w.ID, "ok"
 		audit.Event = meta.Event{Type: meta.EventType("route", "deleted"), Subject: w.ID, Data: RouteJSON(old)}
-		if err := p.o.Backend.Commit([]Op{{Kind: DeleteRoute, Tenant: w.Tenant, Name: w.ID}}, audit); err != nil {
+		ops := append([]Op{{Kind: DeleteRoute, Tenant: w.Tenant, Name: w.ID, Expect: old.Version}}, tokenOps(w.Tenant, w.ID, old, nil)...)
+		v, err := p.o.Backend.Commit(ops, audit)
+		if err != nil {
 			return unavailable(err)
 		}
+		version = v
 		return nil
 	}()
 	if err != nil {
 		release(nil, nil)
 		return nil, err
 	}
-	release(func(s *Snapshot) *Snapshot { return s.withoutRoute(w.Tenant, w.ID) }, nil)
+	release(p.ifNewer(version, func(s *Snapshot) *Snapshot { return s.withoutRoute(w.Tenant, w.ID) }), nil)
 	return old, nil
+}
+
+// tokenOps are the token claims and releases of a route write: the tokens
+// next holds that old did not are claimed, those old held that next does
+// not are freed (next nil: a removal).
+func tokenOps(tenant, id string, old, next *Route) []Op {
+	held := func(r *Route, d [32]byte) bool {
+		if r == nil {
+			return false
+		}
+		for _, t := range r.Tokens {
+			if t.Digest == d {
+				return true
+			}
+		}
+		return false
+	}
+	owner := []byte(tenant + "/" + id)
+	var ops []Op
+	if next != nil {
+		for _, t := range next.Tokens {
+			if !held(old, t.Digest) {
+				ops = append(ops, Op{Kind: ClaimToken, Tenant: tenant, Name: hex.EncodeToString(t.Digest[:]), Record: owner})
+			}
+		}
+	}
+	if old != nil {
+		for _, t := range old.Tokens {
+			if !held(next, t.Digest) {
+				ops = append(ops, Op{Kind: FreeToken, Tenant: tenant, Name: hex.EncodeToString(t.Digest[:]), Record: owner})
+			}
+		}
+	}
+	return ops
 }
 
 // RouteJSON is a route's JSON form as the admin API shows it: its tokens

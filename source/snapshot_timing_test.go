@@ -108,7 +108,7 @@ type nopBackend struct{}
 
 func (nopBackend) Sources(func(string, string, []byte) error) error { return nil }
 func (nopBackend) Routes(func(string, string, []byte) error) error  { return nil }
-func (nopBackend) Commit([]Op, meta.AuditRow) error                 { return nil }
+func (nopBackend) Commit([]Op, meta.AuditRow) (uint64, error)       { return 0, nil }
 
 // BenchmarkPutSource is one more create into a snapshot of n sources
 // through Persistent over a backend that keeps nothing: each create goes

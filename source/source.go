@@ -42,6 +42,9 @@ type Source struct {
 	// Created and Updated are when the admin API wrote the source (zero
 	// for one of the config).
 	Created, Updated time.Time
+	// Version is the shared store's version of the source's last write
+	// (the redis store; 0 otherwise).
+	Version uint64
 }
 
 // Counters are a source's verification and dedupe metrics. The source

@@ -90,13 +90,16 @@ func (p *Persistent) putSource(w SourceWrite) (*Source, error) {
 	if !config.NameRE.MatchString(doc.Name) {
 		return nil, refuse(CodeInvalid, "sources.%s: source name must match %s", doc.Name, config.NameRE)
 	}
+	if err := p.beforeWrite(); err != nil {
+		return nil, err
+	}
 	release := p.reserve("source:" + doc.Name)
 	src, err := p.putSourceReserved(w, doc.Name, spec)
 	if err != nil {
 		release(nil, nil)
 		return nil, err
 	}
-	release(func(s *Snapshot) *Snapshot { return s.withSource(src) }, afterOf(w.After, src))
+	release(p.ifNewer(src.Version, func(s *Snapshot) *Snapshot { return s.withSource(src) }), afterOf(w.After, src))
 	return src, nil
 }
 
@@ -135,9 +138,16 @@ func (p *Persistent) putSourceReserved(w SourceWrite, name string, spec config.S
 	audit.At, audit.Tenant, audit.Entity, audit.Outcome = now, w.Tenant, "source/"+name, "ok"
 	audit.SpecSHA256 = specDigest(config.EncodeSource(&spec, false))
 	audit.Event = meta.Event{Type: meta.EventType("source", verb(w.Create, "created", "updated")), Subject: name, Data: SourceEventData(src)}
-	if err := p.o.Backend.Commit([]Op{{Kind: PutSource, Tenant: w.Tenant, Name: name, Record: encodeSourceRecord(src)}}, audit); err != nil {
+	var expect uint64
+	if old != nil {
+		expect = old.Version
+	}
+	rec := encodeSourceRecord(src, p.o.Keyring)
+	version, err := p.o.Backend.Commit([]Op{{Kind: PutSource, Tenant: w.Tenant, Name: name, Record: rec, Expect: expect}}, audit)
+	if err != nil {
 		return nil, unavailable(err)
 	}
+	src.Version = version
 	return src, nil
 }
 
@@ -148,8 +158,12 @@ func (p *Persistent) DeleteSource(w SourceDelete) (*Source, error) {
 }
 
 func (p *Persistent) deleteSource(w SourceDelete) (*Source, error) {
+	if err := p.beforeWrite(); err != nil {
+		return nil, err
+	}
 	release := p.reserve("source:" + w.Name)
 	old := p.Snapshot().Lookup([]byte(w.Name))
+	var version uint64
 	err := func() error {
 		switch {
 		case old == nil || old.TenantID != w.Tenant:
@@ -165,20 +179,28 @@ func (p *Persistent) deleteSource(w SourceDelete) (*Source, error) {
 		audit := w.Audit
 		audit.At, audit.Tenant, audit.Entity, audit.Outcome = p.o.Now().UTC(), w.Tenant, "source/"+w.Name, "ok"
 		audit.Event = meta.Event{Type: meta.EventType("source", "deleted"), Subject: w.Name, Data: SourceEventData(old)}
-		if err := p.o.Backend.Commit([]Op{{Kind: DeleteSource, Tenant: w.Tenant, Name: w.Name}}, audit); err != nil {
+		v, err := p.o.Backend.Commit([]Op{{Kind: DeleteSource, Tenant: w.Tenant, Name: w.Name, Expect: old.Version}}, audit)
+		if err != nil {
 			return unavailable(err)
 		}
+		version = v
 		return nil
 	}()
 	if err != nil {
 		release(nil, nil)
 		return nil, err
 	}
-	release(func(s *Snapshot) *Snapshot {
-		p.retired = append(p.retired, retiredSource{src: old, at: p.o.Now()}) // p.mu is held
-		return s.withoutSource(w.Name)
-	}, afterOf(w.After, old))
+	release(p.ifNewer(version, func(s *Snapshot) *Snapshot { return p.retire(s, w.Name) }), afterOf(w.After, old))
 	return old, nil
+}
+
+// retire is s less the source name, which is kept for LookupForDelivery
+// RetiredFor; p.mu is held.
+func (p *Persistent) retire(s *Snapshot, name string) *Snapshot {
+	if old := s.Lookup([]byte(name)); old != nil {
+		p.retired = append(p.retired, retiredSource{src: old, at: p.o.Now()})
+	}
+	return s.withoutSource(name)
 }
 
 // SourceEventData is a source as its lifecycle events carry it: its name,
