@@ -27,6 +27,7 @@ func Validate(c *Config, opts ValidateOptions) Problems {
 	validateQuarantinePen(&p, c.Limits)
 	validateLog(&p, c.Log)
 	validateNotYetBuilt(&p, c)
+	validateSecrets(&p, c.Secrets)
 	validateLifecycle(&p, &c.Lifecycle, opts)
 	for _, name := range c.SourceNames() {
 		src := c.Sources[name]
@@ -268,7 +269,7 @@ func validateLog(p *Problems, l Log) {
 // validateNotYetBuilt refuses the keys of parts of the design this build
 // does not run yet, so that none is accepted and silently ignored: the
 // node roles other than archive (every node runs the edge, dispatch and
-// the admin listener) and sealed secrets.
+// the admin listener).
 func validateNotYetBuilt(p *Problems, c *Config) {
 	known := !slices.ContainsFunc(c.Node.Roles, func(r string) bool { return !slices.Contains(allRoles, r) })
 	for _, r := range []string{"edge", "dispatch", "admin"} {
@@ -276,8 +277,5 @@ func validateNotYetBuilt(p *Problems, c *Config) {
 			p.add("node.roles: %v leaves out %q, but this build runs the edge, dispatch and the admin listener on every node (only archive may be left out); list %v", c.Node.Roles, r, allRoles)
 			break
 		}
-	}
-	if c.Secrets.KEK.IsSet() || c.Secrets.KEKPrevious.IsSet() {
-		p.add("secrets.kek: sealing stored secrets is not available in this build yet; leave the secrets section out")
 	}
 }
