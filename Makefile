@@ -47,7 +47,7 @@ services:
 	@scripts/ensure-redis.sh
 	@scripts/ensure-versitygw.sh
 
-# Each fuzz target for FUZZTIME: 17 targets, 102 s of fuzzing, about two
+# Each fuzz target for FUZZTIME: 18 targets, 108 s of fuzzing, about two
 # and a half minutes with their builds (the seed corpora in testdata/fuzz
 # also run with the unit tests). go test -fuzz takes one package and one
 # target at a time. A failing input is written to the package's
@@ -74,6 +74,7 @@ fuzz:
 	@scripts/fuzz-one.sh $(GO) $(FUZZTIME) FuzzExtractJSON ./dedupe
 	@scripts/fuzz-one.sh $(GO) $(FUZZTIME) FuzzSourceDoc ./config
 	@scripts/fuzz-one.sh $(GO) $(FUZZTIME) FuzzParseProxy ./edge
+	@scripts/fuzz-one.sh $(GO) $(FUZZTIME) FuzzOpen ./secrets
 
 lint: $(STATICCHECK)
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

@@ -339,6 +339,7 @@ func TestDesignExampleParses(t *testing.T) {
 	for _, k := range []string{"S3_KEY", "S3_SECRET", "ANKUSA_KEK", "STRIPE_WHSEC", "OUT_SECRET", "ACME_SECRET"} {
 		t.Setenv(k, "value-of-"+k)
 	}
+	t.Setenv("ANKUSA_KEK", strings.Repeat("5a", KEKSize)) // a KEK must decode to 32 bytes
 	got := problemsOf(t, string(data), ValidateOptions{})
 	want := []string{
 		"admin.tokens[0] (ops): sha256 must be 64 hex characters (the SHA-256 of the token)",

@@ -28,6 +28,7 @@ func Validate(c *Config, opts ValidateOptions) Problems {
 	validateQuarantinePen(&p, c.Limits)
 	validateLog(&p, c.Log)
 	validateNotYetBuilt(&p, c)
+	validateSecrets(&p, c.Secrets)
 	validateLifecycle(&p, &c.Lifecycle, opts)
 	for _, name := range c.SourceNames() {
 		src := c.Sources[name]
@@ -290,7 +291,7 @@ func validateLog(p *Problems, l Log) {
 // validateNotYetBuilt refuses the keys of parts of the design this build
 // does not run yet, so that none is accepted and silently ignored: the
 // node roles other than archive (every node runs the edge, dispatch and
-// the admin listener) and sealed secrets.
+// the admin listener).
 func validateNotYetBuilt(p *Problems, c *Config) {
 	known := !slices.ContainsFunc(c.Node.Roles, func(r string) bool { return !slices.Contains(allRoles, r) })
 	for _, r := range []string{"edge", "dispatch", "admin"} {

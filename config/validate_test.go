@@ -605,7 +605,6 @@ func TestNotYetBuiltRefused(t *testing.T) {
 	for yaml, want := range map[string]string{
 		"node: {roles: [edge, archive]}":   `node.roles: [edge archive] leaves out "dispatch"`,
 		"node: {roles: [dispatch, admin]}": `node.roles: [dispatch admin] leaves out "edge"`,
-		"secrets: {kek: abc}":              "secrets.kek: sealing stored secrets is not available",
 	} {
 		probs := problemsOf(t, yaml, ValidateOptions{})
 		if !slices.ContainsFunc(probs, func(p string) bool { return strings.HasPrefix(p, want) }) {

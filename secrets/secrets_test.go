@@ -433,3 +433,24 @@ func TestConcurrent(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// Two different keys sharing a key id (found by a birthday search, about
+// 2^16 keys) cannot be kek and kek_previous: Open could not tell them apart.
+func TestNewKeyringRefusesSharedID(t *testing.T) {
+	seen := make(map[uint32][]byte)
+	for i := uint64(0); ; i++ {
+		k := make([]byte, KeySize)
+		binary.BigEndian.PutUint64(k, i)
+		id := KeyID(k)
+		other, ok := seen[id]
+		if !ok {
+			seen[id] = k
+			continue
+		}
+		_, err := NewKeyring(k, other)
+		if err == nil || !strings.HasPrefix(err.Error(), "secrets.kek_previous: has the key id of secrets.kek") || !strings.Contains(err.Error(), fmt.Sprintf("0x%08x", id)) {
+			t.Fatalf("keys sharing id %08x: %v, want the shared id refused", id, err)
+		}
+		return
+	}
+}
