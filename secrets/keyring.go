@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -50,7 +51,7 @@ type Keyring struct {
 func NewKeyring(kek, previous []byte) (*Keyring, error) {
 	if len(kek) == 0 {
 		if len(previous) != 0 {
-			return nil, fmt.Errorf("secrets.kek_previous: set without secrets.kek; set secrets.kek to the key that seals from now on, or leave both out")
+			return nil, errors.New("secrets.kek_previous: set without secrets.kek; set secrets.kek to the key that seals from now on, or leave both out")
 		}
 		return &Keyring{}, nil
 	}
@@ -64,7 +65,7 @@ func NewKeyring(kek, previous []byte) (*Keyring, error) {
 		return k, nil
 	}
 	if bytes.Equal(kek, previous) {
-		return nil, fmt.Errorf("secrets.kek_previous is the same key as secrets.kek; after a rotation it holds the old key, else leave it out")
+		return nil, errors.New("secrets.kek_previous is the same key as secrets.kek; after a rotation it holds the old key, else leave it out")
 	}
 	if k.previous, err = newAEAD("secrets.kek_previous", previous); err != nil {
 		return nil, err
