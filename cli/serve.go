@@ -93,6 +93,9 @@ type node struct {
 	direct   *dispatch.Direct     // wal.type: none
 	fleet    *dedupe.Fleet        // dedupe.scope: fleet
 	rdb      *redis.Client        // rate_limits.scope: fleet
+	// sourceFleet and sourceRDB are the redis source store's.
+	sourceFleet *source.Fleet
+	sourceRDB   *redis.Client
 
 	lifecycle     *lifecycle.Lifecycle // the outbox's publisher and sweep
 	lifecycleSink dispatch.Sink        // lifecycle.sink, nil without
@@ -260,6 +263,12 @@ func (n *node) closeStorage() bool {
 	}
 	if n.rdb != nil {
 		_ = n.rdb.Close()
+	}
+	if n.sourceFleet != nil {
+		n.sourceFleet.Close()
+	}
+	if n.sourceRDB != nil {
+		_ = n.sourceRDB.Close()
 	}
 	if n.wal != nil {
 		check("wal", n.wal.Close())

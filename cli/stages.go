@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
 	"github.com/ankusa/ankusa/admin"
@@ -16,8 +17,10 @@ import (
 	"github.com/ankusa/ankusa/config"
 	"github.com/ankusa/ankusa/dispatch"
 	"github.com/ankusa/ankusa/edge"
+	"github.com/ankusa/ankusa/internal/redisx"
 	"github.com/ankusa/ankusa/internal/vfsutil"
 	"github.com/ankusa/ankusa/meta"
+	"github.com/ankusa/ankusa/secrets"
 	"github.com/ankusa/ankusa/segment"
 	"github.com/ankusa/ankusa/source"
 	"github.com/ankusa/ankusa/tenant"
@@ -51,32 +54,87 @@ func (n *node) openMeta() error {
 }
 
 // openSources opens the source store: the config's sources (static), or
-// those and the ones written through the admin API (persistent). A stored
-// source that fails today's rules keeps serving and is named in the log.
+// those and the ones written through the admin API, kept in the node's
+// meta store (persistent) or in Redis (redis), their secrets sealed under
+// secrets.kek when it is set. A stored source that fails today's rules
+// keeps serving and is named in the log; one whose secrets no configured
+// key opens stops the boot, named.
 func (n *node) openSources() error {
-	if n.cfg.SourceStore.Type != "persistent" {
+	if n.cfg.SourceStore.Type == "static" {
 		n.sources = source.NewStatic(n.cfg)
 		return nil
 	}
-	p, warnings, err := source.OpenPersistent(source.PersistentOptions{
-		Config:  n.cfg,
-		Context: sourceContext(n.cfg),
-		Backend: source.MetaBackend{Store: n.meta},
-	})
+	kr, err := keyring(n.cfg)
 	if err != nil {
 		return err
+	}
+	po := source.PersistentOptions{Config: n.cfg, Context: sourceContext(n.cfg), Keyring: kr}
+	var warnings []string
+	switch n.cfg.SourceStore.Type {
+	case "redis":
+		redis.SetLogger(redisLogger{n.log.Named("redis")})
+		rdb, addr, err := redisx.NewClientOf("source_store.url", n.cfg.SourceStore.URL)
+		if err != nil {
+			return err
+		}
+		n.sourceRDB = rdb
+		f, w, err := source.OpenFleet(source.FleetOptions{
+			PersistentOptions: po, Redis: rdb, Addr: addr,
+			Namespace: n.cfg.SourceStore.Namespace,
+			Tick:      time.Duration(n.cfg.SourceStore.TickMs) * time.Millisecond,
+			Meta:      n.meta, Log: n.log.Named("source_store"),
+		})
+		if err != nil {
+			return err
+		}
+		f.Run(context.Background())
+		n.sourceFleet, n.sources, warnings = f, f, w
+	default:
+		po.Backend = source.MetaBackend{Store: n.meta}
+		p, w, err := source.OpenPersistent(po)
+		if err != nil {
+			return err
+		}
+		n.sources, warnings = p, w
 	}
 	for _, w := range warnings {
 		n.log.Warn(w)
 	}
-	n.sources = p
 	return nil
+}
+
+// keyring is the keyring of secrets.kek and secrets.kek_previous (one
+// that seals nothing when no kek is set).
+func keyring(cfg *config.Config) (*secrets.Keyring, error) {
+	parse := func(key string, s config.Secret) ([]byte, error) {
+		if s.Value == "" {
+			return nil, nil
+		}
+		b, err := config.ParseKEK(s.Value)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", key, err)
+		}
+		return b, nil
+	}
+	kek, err := parse("secrets.kek", cfg.Secrets.KEK)
+	if err != nil {
+		return nil, err
+	}
+	prev, err := parse("secrets.kek_previous", cfg.Secrets.KEKPrevious)
+	if err != nil {
+		return nil, err
+	}
+	kr, err := secrets.NewKeyring(kek, prev)
+	if err != nil {
+		return nil, fmt.Errorf("secrets: %w", err)
+	}
+	return kr, nil
 }
 
 // followSources has dispatch follow the store's writes: a changed sink is
 // rebuilt for its next attempt, a removed one closed once idle.
 func (n *node) followSources() {
-	p, ok := n.sources.(*source.Persistent)
+	p, ok := n.sources.(interface{ OnPublish(func(*source.Snapshot)) })
 	if !ok {
 		return
 	}

@@ -155,9 +155,21 @@ func RedactSource(s *Source) []byte {
 // "?" or "#") without parsing the rest, so that a url template, whose
 // fields net/url refuses in a host, is redacted too.
 func RedactURL(u string) string {
+	bare, _, ok := CutURLPassword(u)
+	if !ok {
+		return u
+	}
+	redacted, _ := WithURLPassword(bare, Redacted)
+	return redacted
+}
+
+// CutURLPassword splits the password out of a URL's user info ("amqp://
+// user:pass@host/" → "amqp://user@host/", "pass"), reading the user info
+// as RedactURL does; ok is false when the URL has none.
+func CutURLPassword(u string) (bare, password string, ok bool) {
 	i := strings.Index(u, "://")
 	if i < 0 {
-		return u
+		return u, "", false
 	}
 	auth := u[i+3:]
 	if j := strings.IndexAny(auth, "/?#"); j >= 0 {
@@ -165,13 +177,34 @@ func RedactURL(u string) string {
 	}
 	at := strings.LastIndexByte(auth, '@')
 	if at < 0 {
-		return u
+		return u, "", false
 	}
 	colon := strings.IndexByte(auth[:at], ':')
 	if colon < 0 {
-		return u
+		return u, "", false
 	}
-	return u[:i+3+colon+1] + Redacted + u[i+3+at:]
+	start := i + 3 + colon // the ':' before the password
+	end := i + 3 + at      // the '@'
+	return u[:start] + u[end:], u[start+1 : end], true
+}
+
+// WithURLPassword gives a URL's user the password CutURLPassword took;
+// false when the URL has no user, or one with a password already.
+func WithURLPassword(u, password string) (string, bool) {
+	i := strings.Index(u, "://")
+	if i < 0 {
+		return u, false
+	}
+	auth := u[i+3:]
+	if j := strings.IndexAny(auth, "/?#"); j >= 0 {
+		auth = auth[:j]
+	}
+	at := strings.LastIndexByte(auth, '@')
+	if at < 0 || strings.IndexByte(auth[:at], ':') >= 0 {
+		return u, false
+	}
+	end := i + 3 + at
+	return u[:end] + ":" + password + u[end:], true
 }
 
 // secretMode is how encodeValue writes secrets.
@@ -254,7 +287,7 @@ func encodeStruct(b *bytes.Buffer, v reflect.Value, m secretMode) {
 		writeJSONString(b, name)
 		b.WriteByte(':')
 		switch {
-		case m == redactSecrets && t == sinkType && name == "url":
+		case m != keepSecrets && t == sinkType && name == "url":
 			writeJSONString(b, RedactURL(f.String()))
 		case m == redactSecrets && t == sinkType && name == "headers":
 			redacted := map[string]string{}

@@ -137,9 +137,12 @@ func TestRedactSource(t *testing.T) {
 		stored = `{"tenant_id":"acme","verify":{"type":"hmac","secret":"hook-secret","secrets":["old-secret","older-secret"],"header":"X-Sig","tolerance":"5m0s"},` +
 			`"sinks":[{"id":"web","type":"http","url":"https://user:url-pass@example.com/in?x=1","headers":{"Authorization":"Bearer header-token","X-Env":"prod"},"secret":"sink-secret","format":"envelope","timeout":"5s"},` +
 			sinksTail
+		// An answer shows no URL password either (issue 18).
 		shown = `{"tenant_id":"acme","verify":{"type":"hmac","header":"X-Sig","tolerance":"5m0s"},` +
-			`"sinks":[{"id":"web","type":"http","url":"https://user:url-pass@example.com/in?x=1","headers":{"Authorization":"Bearer header-token","X-Env":"prod"},"format":"envelope","timeout":"5s"},` +
-			sinksTail
+			`"sinks":[{"id":"web","type":"http","url":"https://user:redacted@example.com/in?x=1","headers":{"Authorization":"Bearer header-token","X-Env":"prod"},"format":"envelope","timeout":"5s"},` +
+			`{"id":"mq","type":"rabbitmq","url":"amqp://guest:redacted@mq.example:5672/vh","exchange":"hooks","routing_key":"ankusa.{tenant_id}","channels":2},` +
+			`{"id":"tpl","type":"http","url":"https://u:redacted@{tenant_id}.example.com/{source_id}"},` +
+			`{"id":"plain","type":"http","url":"https://example.com/{source_id}"}],"dedupe":{"key":"json:id","ttl":"1h0m0s"},"max_body_bytes":4096}`
 		redacted = `{"tenant_id":"acme","verify":{"type":"hmac","secret":"redacted","secrets":["redacted","redacted"],"header":"X-Sig","tolerance":"5m0s"},` +
 			`"sinks":[{"id":"web","type":"http","url":"https://user:redacted@example.com/in?x=1","headers":{"Authorization":"redacted","X-Env":"redacted"},"secret":"redacted","format":"envelope","timeout":"5s"},` +
 			`{"id":"mq","type":"rabbitmq","url":"amqp://guest:redacted@mq.example:5672/vh","exchange":"hooks","routing_key":"ankusa.{tenant_id}","channels":2},` +

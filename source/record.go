@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/ankusa/ankusa/config"
@@ -76,7 +75,7 @@ func encodeSourceRecord(src *Source, kr *secrets.Keyring) []byte {
 			*sec = config.Secret{}
 		})
 		for i := range spec.Sinks {
-			if bare, pw, ok := cutURLPassword(spec.Sinks[i].URL); ok {
+			if bare, pw, ok := config.CutURLPassword(spec.Sinks[i].URL); ok {
 				seal(fmt.Sprintf("sinks[%d].url", i), pw)
 				spec.Sinks[i].URL = bare
 			}
@@ -132,7 +131,7 @@ func decodeSourceRecord(tenant, name string, v []byte, dedupeTTL config.Duration
 	}
 	config.WalkSecrets(&spec, func(string, *config.Secret) { st.Clear++ })
 	for i := range spec.Sinks {
-		if _, _, ok := cutURLPassword(spec.Sinks[i].URL); ok {
+		if _, _, ok := config.CutURLPassword(spec.Sinks[i].URL); ok {
 			st.Clear++
 		}
 	}
@@ -184,7 +183,7 @@ func setSealedField(spec *config.Source, path, plain string) error {
 		}
 	case scanIndex(path, "sinks[%d].url", &i):
 		if i < len(spec.Sinks) {
-			u, ok := withURLPassword(spec.Sinks[i].URL, plain)
+			u, ok := config.WithURLPassword(spec.Sinks[i].URL, plain)
 			if !ok {
 				return fmt.Errorf("the spec's url %q has no user to give the sealed password to", spec.Sinks[i].URL)
 			}
@@ -201,49 +200,6 @@ func setSealedField(spec *config.Source, path, plain string) error {
 func scanIndex(path, format string, i *int) bool {
 	n, err := fmt.Sscanf(path, format, i)
 	return err == nil && n == 1 && fmt.Sprintf(format, *i) == path
-}
-
-// cutURLPassword splits the password out of a URL's user info ("amqp://
-// user:pass@host/" → "amqp://user@host/", "pass"), reading the user info
-// as config.RedactURL does; ok is false when the URL has none.
-func cutURLPassword(u string) (bare, password string, ok bool) {
-	i := strings.Index(u, "://")
-	if i < 0 {
-		return u, "", false
-	}
-	auth := u[i+3:]
-	if j := strings.IndexAny(auth, "/?#"); j >= 0 {
-		auth = auth[:j]
-	}
-	at := strings.LastIndexByte(auth, '@')
-	if at < 0 {
-		return u, "", false
-	}
-	colon := strings.IndexByte(auth[:at], ':')
-	if colon < 0 {
-		return u, "", false
-	}
-	start := i + 3 + colon // the ':' before the password
-	end := i + 3 + at      // the '@'
-	return u[:start] + u[end:], u[start+1 : end], true
-}
-
-// withURLPassword gives a URL's user the password cutURLPassword took.
-func withURLPassword(u, password string) (string, bool) {
-	i := strings.Index(u, "://")
-	if i < 0 {
-		return u, false
-	}
-	auth := u[i+3:]
-	if j := strings.IndexAny(auth, "/?#"); j >= 0 {
-		auth = auth[:j]
-	}
-	at := strings.LastIndexByte(auth, '@')
-	if at < 0 || strings.IndexByte(auth[:at], ':') >= 0 {
-		return u, false
-	}
-	end := i + 3 + at
-	return u[:end] + ":" + password + u[end:], true
 }
 
 func sortedKeys(m map[string]string) []string {

@@ -251,21 +251,34 @@ func keepSecrets(next, old *config.Source) {
 	}
 	for i := range next.Sinks {
 		sk := &next.Sinks[i]
-		if sk.Secret.IsSet() {
-			continue
-		}
 		for _, o := range old.Sinks {
-			if o.ID == sk.ID {
+			if o.ID != sk.ID {
+				continue
+			}
+			if !sk.Secret.IsSet() {
 				sk.Secret = o.Secret
+			}
+			// A URL given back as an answer showed it (its password
+			// redacted) keeps the stored password.
+			if bare, pw, ok := config.CutURLPassword(sk.URL); ok && pw == config.Redacted {
+				if _, stored, ok := config.CutURLPassword(o.URL); ok {
+					sk.URL, _ = config.WithURLPassword(bare, stored)
+				}
 			}
 		}
 	}
 }
 
 // SecretsSet lists the paths of the secret fields of spec that hold a
-// value ("verify.secret", "sinks[0].secret"): what an answer shows of them.
+// value ("verify.secret", "sinks[0].secret", "sinks[0].url" for a URL's
+// password): what an answer shows of them.
 func SecretsSet(spec *config.Source) []string {
 	out := []string{}
 	config.WalkSecrets(spec, func(path string, _ *config.Secret) { out = append(out, path) })
+	for i := range spec.Sinks {
+		if _, _, ok := config.CutURLPassword(spec.Sinks[i].URL); ok {
+			out = append(out, fmt.Sprintf("sinks[%d].url", i))
+		}
+	}
 	return out
 }

@@ -24,8 +24,14 @@ const DefaultTimeout = 200 * time.Millisecond
 // and builds a client; it does not need Redis to be up. addr is the URL
 // with its password redacted, for logs.
 func NewClient(rawURL string) (c *redis.Client, addr string, err error) {
+	return NewClientOf("redis.url", rawURL)
+}
+
+// NewClientOf is NewClient for the URL of the config key key (errors
+// name it).
+func NewClientOf(key, rawURL string) (c *redis.Client, addr string, err error) {
 	if rawURL == "" {
-		return nil, "", errors.New("redis.url: empty; want redis://host:port/db")
+		return nil, "", fmt.Errorf("%s: empty; want redis://host:port/db", key)
 	}
 	u, err := url.Parse(rawURL)
 	if err != nil {
@@ -33,12 +39,12 @@ func NewClient(rawURL string) (c *redis.Client, addr string, err error) {
 		if errors.As(err, &ue) {
 			err = ue.Err // url.Error repeats the URL, password and all
 		}
-		return nil, "", fmt.Errorf("redis.url: not a URL (%v); want redis://host:port/db", err)
+		return nil, "", fmt.Errorf("%s: not a URL (%v); want redis://host:port/db", key, err)
 	}
 	addr = u.Redacted()
 	opt, err := redis.ParseURL(rawURL)
 	if err != nil {
-		return nil, addr, fmt.Errorf("redis.url %q: %v", addr, err)
+		return nil, addr, fmt.Errorf("%s %q: %v", key, addr, err)
 	}
 	// A connection broken while idle is found by the pool's health check
 	// before use, not by a failed command.
