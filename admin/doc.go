@@ -238,8 +238,10 @@ package admin
 // the same schema walk and validated by config.ValidateSource, so the
 // messages are check-config's) plus "name"; its tenant is the path's. A
 // secret is the value itself (env: and file: are the config file's), is
-// never shown ("secrets_set" names the secret fields that hold one), and
-// an update that omits it keeps the stored one; a sink given without an id
+// never shown ("secrets_set" names the secret fields that hold one; a sink
+// URL's password is shown as "redacted", and a URL given back with that
+// password keeps the stored one), and an update that omits it keeps the
+// stored one; a sink given without an id
 // keeps the id of the stored sink at its place when the types match (its
 // pending hooks stay its own). The answer adds the read-only "secrets_set",
 // "from_config", "created_at", "updated_at" and "url_path" (the catch URL
@@ -267,4 +269,7 @@ package admin
 //	{"error":"source_has_deliveries","count":n}  409, undelivered hooks of a removed
 //	                                    source or sink; ?deliveries=dead_letter moves them
 //	                                    to the dead letters first
-//	{"error":"source_store_unavailable"}  503
+//	{"error":"source_store_unavailable"}  503, the redis store's Redis does not answer
+//	{"error":"conflict"}                409, source_store: redis: another node changed the
+//	                                    source or route since this write was checked
+//	                                    against it (check-and-set); read it and retry
