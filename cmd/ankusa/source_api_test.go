@@ -521,14 +521,17 @@ func checkNothingStored(t *testing.T, n *apiNode, cases []badInput) {
 	}
 }
 
-// Acceptance 4: check-config accepts source_store: {type: persistent},
-// refuses type redis (not in this build) and an unknown key under
+// Acceptance 4: check-config accepts source_store: {type: persistent}
+// and {type: redis} with a url (its own or redis.url), refuses a redis
+// store without one or with a bad one, and an unknown key under
 // source_store, each naming the key.
 func TestCheckConfigSourceStore(t *testing.T) {
 	n := newAPINode(t, "persistent", "", "")
 	for _, c := range []struct{ store, names string }{
-		{"redis", "source_store.type"},
-		{"redis, url: \"redis://127.0.0.1:6379/0\"", "source_store.type"},
+		{"redis", "source_store.url"},
+		{"redis, url: \"http://127.0.0.1:6379/0\"", "source_store.url"},
+		{"redis, url: \"redis://127.0.0.1:6379/0\", tick_ms: 5", "source_store.tick_ms"},
+		{"redis, url: \"redis://127.0.0.1:6379/0\", namespace: \"a b\"", "source_store.namespace"},
 		{"bogus", "source_store.type"},
 		{"persistent, colour: red", "source_store.colour"},
 		{"static, namespace: x", "source_store.namespace"},
@@ -536,7 +539,7 @@ func TestCheckConfigSourceStore(t *testing.T) {
 		line := lineNaming(t, checkConfigLines(t, n.yaml(c.store, "", "")), c.names)
 		t.Logf("source_store {type: %s}: %s", c.store, line)
 	}
-	for _, store := range []string{"persistent", "static"} {
+	for _, store := range []string{"persistent", "static", "redis, url: \"redis://127.0.0.1:6379/0\", namespace: \"x:\", tick_ms: 250"} {
 		if err := writeFile(n.config, n.yaml(store, "", "")); err != nil {
 			t.Fatal(err)
 		}
