@@ -64,8 +64,12 @@ type Fleet struct {
 	tenants map[string]string // log member → tenant, of the mirrored sources
 	warned  map[string]bool   // seeds hiding a stored entity, logged once
 
-	kick      chan struct{}
-	inflight  sync.Map // pending change id → struct{}: writes under way
+	kick     chan struct{}
+	inflight sync.Map // pending change id → struct{}: writes under way
+	// earlier are the pending changes an earlier run of the node left:
+	// no write of theirs can still be on its way, so they are settled at
+	// once, without waiting settleAfter.
+	earlier   map[string]bool
 	reconcile atomic.Bool
 	down      atomic.Bool
 	cancel    context.CancelFunc
@@ -83,6 +87,8 @@ var (
 	fleetRestored    = metrics.NewCounter(`ankusa_source_store_entities_restored_total`)
 	fleetVersion     atomic.Uint64
 	fleetDown        atomic.Bool
+	fleetPending     atomic.Int64
+	_                = metrics.NewGauge(`ankusa_source_store_pending_changes`, func() float64 { return float64(fleetPending.Load()) })
 	_                = metrics.NewGauge(`ankusa_source_store_version`, func() float64 { return float64(fleetVersion.Load()) })
 	_                = metrics.NewGauge(`ankusa_source_store_redis_up`, func() float64 { return boolGauge(!fleetDown.Load()) })
 	fleetBatchLimit  = 500
@@ -131,6 +137,14 @@ func OpenFleet(o FleetOptions) (f *Fleet, warnings []string, err error) {
 	f.state = meta.MirrorState{Namespace: o.Namespace}
 	if local {
 		f.state = st
+	}
+	f.earlier = map[string]bool{}
+	if err := o.Meta.PendingChanges(func(pc meta.PendingChange) error {
+		f.earlier[pc.ID] = true
+		fleetPending.Add(1)
+		return nil
+	}); err != nil {
+		return nil, nil, err
 	}
 
 	// The mirror as this node last kept it, then what changed since.
@@ -596,6 +610,7 @@ func (f *Fleet) Commit(ops []Op, audit meta.AuditRow) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
+	fleetPending.Add(1)
 	f.mu.Lock()
 	epoch := f.state.Epoch
 	f.mu.Unlock()
@@ -688,8 +703,11 @@ func (f *Fleet) dropPending(id string) {
 	defer b.Close()
 	b.DeletePendingChange(id)
 	if err := b.Commit(meta.NoSync); err != nil {
+		f.reconcile.Store(true)
 		f.o.Log.Error("cannot remove a pending source store change; it is settled at the next check", zap.String("change", id), zap.Error(err))
+		return
 	}
+	fleetPending.Add(-1)
 }
 
 // settle turns a pending change into its audit row and event (happened)
@@ -706,7 +724,9 @@ func (f *Fleet) settle(pc meta.PendingChange, happened bool) {
 	if err := b.Commit(meta.Sync); err != nil {
 		f.reconcile.Store(true)
 		f.o.Log.Error("cannot write the audit row of a source store change; it stays pending and is written at the next check", zap.String("change", pc.ID), zap.Error(err))
+		return
 	}
+	fleetPending.Add(-1)
 }
 
 // settleAfter is how old a pending change must be before the node asks
@@ -715,7 +735,8 @@ func (f *Fleet) settle(pc meta.PendingChange, happened bool) {
 const settleAfter = 10 * time.Second
 
 // settlePending settles the pending changes no write is still waiting on:
-// each one's mark in Redis says whether it happened.
+// each one's mark in Redis says whether it happened. It runs on Run's
+// goroutine only (f.earlier is its own).
 func (f *Fleet) settlePending(ctx context.Context) {
 	f.reconcile.Store(false)
 	var pending []meta.PendingChange
@@ -731,7 +752,7 @@ func (f *Fleet) settlePending(ctx context.Context) {
 		return
 	}
 	for _, pc := range pending {
-		if time.Since(pc.Audit.At) < settleAfter {
+		if !f.earlier[pc.ID] && time.Since(pc.Audit.At) < settleAfter {
 			f.reconcile.Store(true)
 			continue
 		}
@@ -741,7 +762,7 @@ func (f *Fleet) settlePending(ctx context.Context) {
 			return
 		}
 		f.settle(pc, n > 0)
-		f.o.Log.Info("settled a source store change whose answer was lost", zap.String("change", pc.ID), zap.String("entity", pc.Audit.Entity), zap.Bool("happened", n > 0))
+		f.o.Log.Warn("settled a source store change whose answer was lost", zap.String("change", pc.ID), zap.String("entity", pc.Audit.Entity), zap.Bool("happened", n > 0))
 	}
 }
 
