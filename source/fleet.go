@@ -240,7 +240,11 @@ func (f *Fleet) Run(ctx context.Context) {
 			select {
 			case <-ctx.Done():
 				return
-			case m := <-msgs:
+			case m, ok := <-msgs:
+				if !ok {
+					msgs = nil // the subscription is closed: the tick goes on
+					continue
+				}
 				if v, err := strconv.ParseUint(m.Payload, 10, 64); err == nil && v <= f.version() {
 					continue // this node's own write, or one it has read already
 				}
