@@ -34,9 +34,9 @@ type FleetOptions struct {
 	// Meta keeps the local mirror and the pending changes.
 	Meta *meta.Store
 	Log  *zap.Logger
-	// Timeout bounds one exchange with Redis (default 2s); BootTimeout the
-	// first contact at boot (default 5s).
-	Timeout, BootTimeout time.Duration
+	// Timeout bounds one exchange with Redis (default 2s): a catch-up of
+	// many batches takes as many.
+	Timeout time.Duration
 }
 
 // Fleet is the redis store: the admin API's sources and routes live in
@@ -112,9 +112,6 @@ func OpenFleet(o FleetOptions) (f *Fleet, warnings []string, err error) {
 	if o.Timeout == 0 {
 		o.Timeout = 2 * time.Second
 	}
-	if o.BootTimeout == 0 {
-		o.BootTimeout = 5 * time.Second
-	}
 	if o.Log == nil {
 		o.Log = zap.NewNop()
 	}
@@ -165,8 +162,7 @@ func OpenFleet(o FleetOptions) (f *Fleet, warnings []string, err error) {
 			return nil, nil, err
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), o.BootTimeout)
-	err = f.sync(ctx, func(cs []change, rebuild bool) {
+	err = f.sync(context.Background(), func(cs []change, rebuild bool) {
 		if rebuild {
 			clear(raw)
 		}
@@ -178,7 +174,6 @@ func OpenFleet(o FleetOptions) (f *Fleet, warnings []string, err error) {
 			}
 		}
 	})
-	cancel()
 	if err != nil {
 		if !local {
 			return nil, nil, fmt.Errorf("source_store.url %s: cannot reach Redis on this node's first boot with source_store.namespace %q (there is no local mirror to serve from): %v", o.Addr, o.Namespace, err)
@@ -283,8 +278,6 @@ func (f *Fleet) kickLoop() {
 // catchUp brings the snapshot to the store's version, and settles the
 // pending changes once Redis answers.
 func (f *Fleet) catchUp(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(ctx, f.o.Timeout)
-	defer cancel()
 	err := f.sync(ctx, f.apply)
 	f.noteRedis(err)
 	if err == nil && f.reconcile.Load() {
@@ -315,9 +308,7 @@ func (f *Fleet) noteRedis(err error) {
 // write is checked against what the fleet wrote last (fewer conflicts),
 // and refuses it when Redis does not answer.
 func (f *Fleet) beforeWrite() error {
-	ctx, cancel := context.WithTimeout(context.Background(), f.o.Timeout)
-	defer cancel()
-	err := f.sync(ctx, f.apply)
+	err := f.sync(context.Background(), f.apply)
 	f.noteRedis(err)
 	if err != nil {
 		return &Error{Code: CodeUnavailable, Message: fmt.Sprintf("source_store.url %s: Redis does not answer (%v); the node serves its mirror, and source and route writes wait until Redis is back", f.o.Addr, err)}
@@ -331,10 +322,12 @@ func (f *Fleet) beforeWrite() error {
 // mirror's version in batches, hands each batch to apply (rebuild: the
 // epoch changed, so the batch starts a whole new mirror) and keeps it in
 // the meta store.
-func (f *Fleet) sync(ctx context.Context, apply func(cs []change, rebuild bool)) error {
+func (f *Fleet) sync(parent context.Context, apply func(cs []change, rebuild bool)) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	rdb := f.o.Redis
+	ctx, cancel := context.WithTimeout(parent, f.o.Timeout)
+	defer cancel()
 	epoch, err := rdb.Get(ctx, f.k.epoch).Result()
 	if errors.Is(err, redis.Nil) {
 		// A new namespace, or one Redis lost: it gets this node's epoch
@@ -357,11 +350,13 @@ func (f *Fleet) sync(ctx context.Context, apply func(cs []change, rebuild bool))
 			f.o.Log.Warn("the redis source store's namespace has a new epoch: the mirror is rebuilt from it", zap.String("namespace", f.o.Namespace), zap.String("was", f.state.Epoch), zap.String("now", epoch))
 		}
 		f.state = meta.MirrorState{Namespace: f.o.Namespace, Epoch: epoch}
-	} else if err := f.restoreIfLost(ctx); err != nil {
+	} else if err := f.restoreIfLost(parent); err != nil {
 		return err
 	}
 	for {
+		ctx, cancel := context.WithTimeout(parent, f.o.Timeout)
 		b, err := f.k.fetchChanges(ctx, rdb, f.state.Version, fleetBatchLimit)
+		cancel()
 		if err != nil {
 			return err
 		}
@@ -393,7 +388,9 @@ func (f *Fleet) sync(ctx context.Context, apply func(cs []change, rebuild bool))
 // writes (a restart without persistence, a failover, a flush). Writes made
 // since by other nodes win: an entity is restored only where Redis holds
 // an older version of it. f.mu is held.
-func (f *Fleet) restoreIfLost(ctx context.Context) error {
+func (f *Fleet) restoreIfLost(parent context.Context) error {
+	ctx, cancel := context.WithTimeout(parent, f.o.Timeout)
+	defer cancel()
 	cur, err := f.o.Redis.Get(ctx, f.k.ver).Uint64()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return err
@@ -407,6 +404,8 @@ func (f *Fleet) restoreIfLost(ctx context.Context) error {
 		if len(args) == 0 {
 			return nil
 		}
+		ctx, cancel := context.WithTimeout(parent, f.o.Timeout)
+		defer cancel()
 		n, err := restoreScript.Run(ctx, f.o.Redis, []string{f.k.epoch, f.k.ver, f.k.log},
 			append([]any{f.state.Epoch, f.state.Version, f.k.prefix}, args...)...).Int()
 		if err != nil {
@@ -760,7 +759,9 @@ func (f *Fleet) settlePending(ctx context.Context) {
 			f.reconcile.Store(true)
 			continue
 		}
-		n, err := f.o.Redis.Exists(ctx, f.k.prefix+"w/"+pc.ID).Result()
+		cctx, cancel := context.WithTimeout(ctx, f.o.Timeout)
+		n, err := f.o.Redis.Exists(cctx, f.k.prefix+"w/"+pc.ID).Result()
+		cancel()
 		if err != nil {
 			f.reconcile.Store(true)
 			return
