@@ -1,6 +1,7 @@
 package meta
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -83,7 +84,7 @@ func Open(o Options) (*Store, error) {
 	cache := pebble.NewCache(o.CacheBytes)
 	defer cache.Unref()
 	l := newLogger(&o)
-	po := &pebble.Options{FS: o.FS, Logger: l, Cache: cache, EventListener: l.events()}
+	po := &pebble.Options{FS: o.FS, Logger: l, Cache: cache, EventListener: l.events(), Cleaner: removeCleaner{}}
 	db, err := pebble.Open(o.Dir, po)
 	if err != nil {
 		return nil, fmt.Errorf("cannot open meta store %q: %w", o.Dir, err)
@@ -103,6 +104,35 @@ func Open(o Options) (*Store, error) {
 
 // Close closes the store.
 func (s *Store) Close() error { return s.db.Close() }
+
+// removeCleaner removes pebble's obsolete files, as its default cleaner
+// does (Clean and String are DeleteCleaner's, the shallower embedding),
+// but also tells pebble not to recycle its log files (the marker method
+// of ArchiveCleaner, which only the deeper embedding has): a recycled log
+// keeps the bytes of old writes past where it is written again, and a
+// secret stored in clear before secrets.kek was set must leave the files
+// once a rewrap has sealed it (CompactSourceRecords).
+type removeCleaner struct {
+	pebble.DeleteCleaner
+	noRecycle
+}
+
+type noRecycle struct{ pebble.ArchiveCleaner }
+
+// CompactSourceRecords rewrites the stored and mirrored source records
+// (src/, xs/) through a compaction, after flushing what is in memory: the
+// older values of a rewritten record (secrets in clear, or sealed under
+// a key since retired) leave the store's files, which a key that is still
+// only shadowed does not.
+func (s *Store) CompactSourceRecords() error {
+	for _, p := range []string{prefixSource, prefixMirrorSource} {
+		lo, hi := prefixRange(p)
+		if err := s.db.Compact(context.Background(), lo, hi, false); err != nil {
+			return fmt.Errorf("cannot compact the stored sources: %w", err)
+		}
+	}
+	return nil
+}
 
 // keyBuf is a pooled key buffer for reads: pebble keeps the key of a Get
 // until its closer is closed, so a buffer on the stack would escape.

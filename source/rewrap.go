@@ -135,22 +135,37 @@ func Rewrap(ctx context.Context, o RewrapOptions) ([]RewrapPart, error) {
 		}
 		parts = append(parts, p)
 	}
+	// The older values of what was rewritten (in clear, or under the
+	// previous key) leave the meta store's files.
+	if err := o.Meta.CompactSourceRecords(); err != nil {
+		return parts, err
+	}
 	if o.Redis == nil {
 		return parts, nil
 	}
 
 	// The redis namespace: each record rewritten on its own, checked
 	// against the version it was read at, so a node's write in between
-	// wins (and the next run looks at it again).
+	// wins (and the next run looks at it again). It reads the store as far
+	// as its version when the rewrap began: a rewritten record moves past
+	// that, and is not read twice.
 	k := newFleetKeys(o.Namespace)
 	p := RewrapPart{Part: fmt.Sprintf("redis namespace %q", o.Namespace)}
-	var after uint64
-	for {
+	var after, upTo uint64
+	for first := true; ; first = false {
 		batch, err := k.fetchChanges(ctx, o.Redis, after, fleetBatchLimit)
 		if err != nil {
 			return parts, fmt.Errorf("source_store.url %s: %w", o.Addr, err)
 		}
+		if first {
+			upTo = batch.version
+		}
+		done := len(batch.changes) < fleetBatchLimit
 		for _, c := range batch.changes {
+			if c.version > upTo {
+				done = true
+				break
+			}
 			after = max(after, c.version)
 			if c.route || c.record == nil {
 				continue
@@ -174,7 +189,7 @@ func Rewrap(ctx context.Context, o RewrapOptions) ([]RewrapPart, error) {
 			}
 			progress(&p)
 		}
-		if len(batch.changes) < fleetBatchLimit {
+		if done {
 			break
 		}
 	}
