@@ -68,7 +68,7 @@ func rewrap(args []string) int {
 	parts, err := source.Rewrap(ctx, o)
 	total, sources := 0, 0
 	for _, p := range parts {
-		fmt.Printf("rewrap: %s: %d sources read, %d rewrapped (%d secrets), %d already under secrets.kek", p.Part, p.Read, p.Rewrapped, p.Secrets, p.Read-p.Rewrapped-p.Skipped)
+		fmt.Printf("rewrap: %s: %d sources read, %d rewrapped (%d secrets), %d already under secrets.kek or holding none", p.Part, p.Read, p.Rewrapped, p.Secrets, p.Read-p.Rewrapped-p.Skipped)
 		if p.Skipped > 0 {
 			fmt.Printf(", %d changed by a node meanwhile (run rewrap again)", p.Skipped)
 		}
