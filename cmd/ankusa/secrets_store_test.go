@@ -16,6 +16,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -171,5 +172,115 @@ func TestSecretsScanFindsEveryForm(t *testing.T) {
 	}
 	if found := secSearch("another", []byte(secRandom("form")), labeled); len(found) > 0 {
 		t.Errorf("another secret of the same shape matches: %s", secFindingsText(found))
+	}
+}
+
+// secRefusal matches the boot's refusal of a stored source whose sealed
+// verify secret no configured key opens.
+var secRefusal = regexp.MustCompile(`stored source \\?"sw-[ab]\\?" of tenant \\?"acme\\?": field verify\.secret: secrets: `)
+
+// TestSecretsSwappedAndWrongKey (acceptance 4, first half): two sources'
+// sealed verify secrets swapped directly in the store, or the node's kek
+// replaced by another key, stop the boot with a message naming the source
+// and the field; with the records put back and the right key the same
+// node boots and verifies (so the refusals were the swap's and the key's).
+func TestSecretsSwappedAndWrongKey(t *testing.T) {
+	t.Run("persistent", func(t *testing.T) {
+		store := secStoreOf(t, "persistent")
+		k1 := secKEKRef(t, t.TempDir(), "k1", secKey("swap-1"))
+		k2 := secKEKRef(t, t.TempDir(), "k2", secKey("swap-2"))
+		n := secNode(t, store, k1, "")
+		keys := secCreatePair(t, n)
+		orig := secMetaRecords(t, n.testNode)
+		secPutMetaRecords(t, n.testNode, secSwapped(t, orig["acme/sw-a"], orig["acme/sw-b"]))
+		secWantRefusal(t, "the boot after the swap", secServeRefuses(t, n.testNode, "the boot after the swap"))
+
+		secPutMetaRecords(t, n.testNode, map[string][]byte{"acme/sw-a": orig["acme/sw-a"], "acme/sw-b": orig["acme/sw-b"]})
+		secReconfigure(t, n, store, k2, "")
+		secWantRefusal(t, "the boot under another kek", secServeRefuses(t, n.testNode, "the boot under another kek"))
+
+		secReconfigure(t, n, store, k1, "")
+		secPairVerifies(t, n, keys)
+	})
+	t.Run("redis", func(t *testing.T) {
+		store := secStoreOf(t, "redis")
+		c := redistest.Client(t, store.url)
+		k1 := secKEKRef(t, t.TempDir(), "k1", secKey("swap-1"))
+		k2 := secKEKRef(t, t.TempDir(), "k2", secKey("swap-2"))
+		n := secNode(t, store, k1, "")
+		keys := secCreatePair(t, n)
+		orig := map[string][]byte{"acme/sw-a": secRedisRecord(t, c, store.ns, "sw-a"), "acme/sw-b": secRedisRecord(t, c, store.ns, "sw-b")}
+		for k, rec := range secSwapped(t, orig["acme/sw-a"], orig["acme/sw-b"]) {
+			secSetRedisRecord(t, c, store.ns, strings.TrimPrefix(k, "acme/"), rec)
+		}
+		// A node whose mirror is at the version of these records does not
+		// read them again: a fresh node (first boot on the namespace) does.
+		fresh := secNode(t, store, k1, "")
+		secWantRefusal(t, "a fresh node's boot after the swap", secServeRefuses(t, fresh.testNode, "a fresh node's boot after the swap"))
+
+		for k, rec := range orig {
+			secSetRedisRecord(t, c, store.ns, strings.TrimPrefix(k, "acme/"), rec)
+		}
+		other := secNode(t, store, k2, "")
+		secWantRefusal(t, "a fresh node's boot under another kek", secServeRefuses(t, other.testNode, "a fresh node's boot under another kek"))
+		secReconfigure(t, n, store, k2, "")
+		secWantRefusal(t, "the boot of the node with a mirror, under another kek", secServeRefuses(t, n.testNode, "the boot of the node with a mirror, under another kek"))
+
+		secReconfigure(t, other, store, k1, "")
+		secPairVerifies(t, other, keys)
+		secReconfigure(t, n, store, k1, "")
+		secPairVerifies(t, n, keys)
+	})
+}
+
+// secCreatePair creates acme's sources sw-a and sw-b, each with a verify
+// secret of its own, checks they verify, stops the node, and returns the
+// secrets by source.
+func secCreatePair(t *testing.T, n *apiNode) map[string]string {
+	t.Helper()
+	keys := map[string]string{"sw-a": secRandom("swa"), "sw-b": secRandom("swb")}
+	p := n.serve(t)
+	for name, key := range keys {
+		body := fmt.Sprintf(`{"name":%q,"verify":%s}`, name, secHMACSpec(fmt.Sprintf(`"secret":%q`, key)))
+		wantStatus(t, "POST "+name, n.do("POST", sourcesOf("acme"), opsToken, body), http.StatusCreated)
+		secSigned(t, n, name, key, http.StatusCreated)
+	}
+	p.stop()
+	return keys
+}
+
+// secPairVerifies boots n and requires each source to verify hooks
+// signed with its own secret and refuse those signed with the other's.
+func secPairVerifies(t *testing.T, n *apiNode, keys map[string]string) {
+	t.Helper()
+	p := n.serve(t)
+	secSigned(t, n, "sw-a", keys["sw-a"], http.StatusCreated)
+	secSigned(t, n, "sw-b", keys["sw-b"], http.StatusCreated)
+	secSigned(t, n, "sw-a", keys["sw-b"], http.StatusUnauthorized)
+	secSigned(t, n, "sw-b", keys["sw-a"], http.StatusUnauthorized)
+	p.stop()
+}
+
+// secSwapped is the records of sw-a and sw-b with their sealed verify
+// secrets swapped, the rest of each record as it was.
+func secSwapped(t *testing.T, a, b []byte) map[string][]byte {
+	t.Helper()
+	ra, rb := secDecodeRecord(t, "sw-a", a), secDecodeRecord(t, "sw-b", b)
+	sa, sb := ra.sealed(t), rb.sealed(t)
+	if sa["verify.secret"] == "" || sb["verify.secret"] == "" {
+		t.Fatalf("the records hold no sealed verify.secret to swap:\n%s\n%s", a, b)
+	}
+	sa["verify.secret"], sb["verify.secret"] = sb["verify.secret"], sa["verify.secret"]
+	ra.setSealed(t, sa)
+	rb.setSealed(t, sb)
+	return map[string][]byte{"acme/sw-a": ra.encode(t), "acme/sw-b": rb.encode(t)}
+}
+
+// secWantRefusal requires the output of a refused boot to name sw-a or
+// sw-b and the field verify.secret.
+func secWantRefusal(t *testing.T, what, out string) {
+	t.Helper()
+	if !secRefusal.MatchString(out) {
+		t.Fatalf("%s: the refusal does not name the source and the field verify.secret:\n%s", what, out)
 	}
 }
