@@ -18,10 +18,14 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/ankusa/ankusa/internal/redistest"
+	"github.com/ankusa/ankusa/secrets"
 )
 
 // TestSecretsAtRestScan (acceptance 3): on both writable stores, sources
@@ -283,4 +287,307 @@ func secWantRefusal(t *testing.T, what, out string) {
 	if !secRefusal.MatchString(out) {
 		t.Fatalf("%s: the refusal does not name the source and the field verify.secret:\n%s", what, out)
 	}
+}
+
+// secRotationSources is how many sources the rotation test seals: enough
+// that a rewrap at -rate 200 takes seconds, so a kill lands midway.
+const secRotationSources = 600
+
+// TestSecretsRotation (acceptance 4, second half), on the redis store
+// with two nodes: 600 sources sealed under key 1; both nodes move to kek
+// key 2 with kek_previous key 1; `ankusa rewrap -rate 200` (node A
+// stopped, node B running) is killed midway with part of Redis under each
+// key, and a fresh node without kek_previous refuses to boot then; a rerun
+// rewraps exactly the rest, a third run nothing; both nodes then boot
+// without kek_previous and every sampled source verifies its secret.
+func TestSecretsRotation(t *testing.T) {
+	store := secStoreOf(t, "redis")
+	c := redistest.Client(t, store.url)
+	dir := t.TempDir()
+	key1, key2 := secKey("rotation-1"), secKey("rotation-2")
+	k1, k2 := secKEKRef(t, dir, "k1", key1), secKEKRef(t, dir, "k2", key2)
+	id1, id2 := secrets.KeyID(key1), secrets.KeyID(key2)
+	a, b := secNode(t, store, k1, ""), secNode(t, store, k1, "")
+	pa, pb := a.serve(t), b.serve(t)
+
+	keys := secCreateMany(t, a, secRotationSources)
+	sample := make([]string, 0, 50)
+	for i := 0; i < secRotationSources; i += secRotationSources / 50 {
+		sample = append(sample, secRotName(i))
+	}
+	for _, name := range sample {
+		ok := waitFor(10*time.Second, func() bool {
+			body := `{"probe":1}`
+			r, err := b.tryHookAt("/webhooks/acme/"+name, body, "X-Signature", hmacHex(keys[name], body))
+			return err == nil && r.status == http.StatusCreated
+		})
+		if !ok {
+			t.Fatalf("node B does not serve %s, created on node A, within 10 s", name)
+		}
+	}
+	pa.stop()
+	pb.stop()
+	if got := secRedisKeyIDs(t, c, store.ns, keys); got[id1] != secRotationSources {
+		t.Fatalf("before the rotation, records by key id: %v, want all %d under key 1 (%#08x)", got, secRotationSources, id1)
+	}
+
+	secReconfigure(t, a, store, k2, k1)
+	secReconfigure(t, b, store, k2, k1)
+	pb = b.serve(t) // B runs through the rewrap, reloading what it rewrites
+
+	start := time.Now()
+	rw := startProc(t, a.dir, "rewrap", "-config", a.config, "-rate", "200")
+	part := fmt.Sprintf("rewrap: redis namespace %q: 100 sources read", store.ns)
+	if !waitFor(20*time.Second, func() bool { return strings.Contains(rw.stderr.String(), part) || rw.exited() }) {
+		t.Fatalf("rewrap printed no progress of the redis namespace in 20 s:\n%s", rw.stderr)
+	}
+	rw.kill9()
+	t.Logf("rewrap killed %s after its start:\n%s", time.Since(start).Round(time.Millisecond), rw.stderr)
+	mid := secRedisKeyIDs(t, c, store.ns, keys)
+	if mid[id2] == 0 || mid[id1] == 0 || mid[id1]+mid[id2] != secRotationSources {
+		t.Fatalf("after the kill, records by key id: %v, want some under key 1 (%#08x) and some under key 2 (%#08x), %d in all", mid, id1, id2, secRotationSources)
+	}
+	t.Logf("after the kill: %d records under key 2, %d under key 1", mid[id2], mid[id1])
+
+	fresh := secNode(t, store, k2, "")
+	out := secServeRefuses(t, fresh.testNode, "a fresh node without kek_previous before the rewrap is done")
+	if !regexp.MustCompile(`stored source \\?"rot-\d+\\?" of tenant \\?"acme\\?": field verify\.secret: secrets: `).MatchString(out) {
+		t.Fatalf("a fresh node without kek_previous before the rewrap is done: the refusal does not name a source and its field:\n%s", out)
+	}
+
+	start = time.Now()
+	code, stdout, stderr := runBin(t, a.dir, "rewrap", "-config", a.config)
+	took := time.Since(start)
+	if code != 0 {
+		t.Fatalf("the rerun of rewrap: exit %d\n%s%s", code, stdout, stderr)
+	}
+	t.Logf("the rerun took %s:\n%s", took.Round(time.Millisecond), stdout)
+	wantLine := fmt.Sprintf("rewrap: redis namespace %q: %d sources read, %d rewrapped (%d secrets), %d already under secrets.kek\n",
+		store.ns, secRotationSources, mid[id1], mid[id1], mid[id2])
+	if !strings.HasSuffix(stdout, fmt.Sprintf("rewrapped %d secrets in %d source records\n", mid[id1], mid[id1])) {
+		t.Fatalf("the rerun of rewrap printed:\n%s\nwant last the total of %d, the records still under key 1", stdout, mid[id1])
+	}
+	if !strings.Contains(stdout, wantLine) {
+		// Not fatal: what follows does not depend on the count.
+		t.Errorf("the rerun of rewrap printed:\n%s\nwant the line %q: the namespace holds %d sources", stdout, wantLine, secRotationSources)
+	}
+	if got := secRedisKeyIDs(t, c, store.ns, keys); got[id2] != secRotationSources {
+		t.Fatalf("after the rerun, records by key id: %v, want all %d under key 2 (%#08x)", got, secRotationSources, id2)
+	}
+	code, stdout, stderr = runBin(t, a.dir, "rewrap", "-config", a.config)
+	if code != 0 || !strings.HasSuffix(stdout, "rewrapped 0 secrets in 0 source records\n") {
+		t.Fatalf("a third run of rewrap: exit %d, want 0 and nothing rewrapped:\n%s%s", code, stdout, stderr)
+	}
+	pb.stop()
+
+	secReconfigure(t, a, store, k2, "")
+	secReconfigure(t, b, store, k2, "")
+	for _, n := range []*apiNode{a, b} {
+		p := n.serve(t)
+		for _, name := range sample {
+			secSigned(t, n, name, keys[name], http.StatusCreated)
+		}
+		secSigned(t, n, sample[0], keys[sample[1]], http.StatusUnauthorized)
+		secSigned(t, n, sample[1], "not-the-secret", http.StatusUnauthorized)
+		p.stop()
+	}
+}
+
+func secRotName(i int) string { return fmt.Sprintf("rot-%03d", i) }
+
+// secCreateMany creates count hmac sources of acme on n, 16 at a time,
+// each with a secret of its own, and returns the secrets by name.
+func secCreateMany(t *testing.T, n *apiNode, count int) map[string]string {
+	t.Helper()
+	keys := make(map[string]string, count)
+	for i := range count {
+		keys[secRotName(i)] = secRandom("rot")
+	}
+	start := time.Now()
+	names := make(chan string)
+	errs := make(chan error, count)
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for name := range names {
+				body := fmt.Sprintf(`{"name":%q,"verify":%s}`, name, secHMACSpec(fmt.Sprintf(`"secret":%q`, keys[name])))
+				a, err := n.tryDo("POST", sourcesOf("acme"), opsToken, body)
+				if err == nil && a.status != http.StatusCreated {
+					err = fmt.Errorf("POST %s: %d %s", name, a.status, a.body)
+				}
+				if err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	for name := range keys {
+		names <- name
+	}
+	close(names)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	t.Logf("created %d sources in %s", count, time.Since(start).Round(time.Millisecond))
+	return keys
+}
+
+// secRedisKeyIDs counts the sealed values of the named sources' records
+// in the namespace by the id of the key that sealed them.
+func secRedisKeyIDs(t *testing.T, c *redis.Client, ns string, names map[string]string) map[uint32]int {
+	t.Helper()
+	out := map[uint32]int{}
+	for name := range names {
+		for id, k := range secDecodeRecord(t, name, secRedisRecord(t, c, ns, name)).keyIDs(t) {
+			out[id] += k
+		}
+	}
+	return out
+}
+
+// TestSecretsClearSealedOnWrite: sources stored in clear before a kek was
+// set keep verifying once it is; the boot counts them (a WARN line with
+// the numbers), a write of one seals its secrets, and `ankusa rewrap`
+// seals the rest, after which no file of data_dir holds one in clear.
+func TestSecretsClearSealedOnWrite(t *testing.T) {
+	for _, kind := range []string{"persistent", "redis"} {
+		t.Run(kind, func(t *testing.T) { secClearSealedOnWrite(t, kind) })
+	}
+}
+
+func secClearSealedOnWrite(t *testing.T, kind string) {
+	store := secStoreOf(t, kind)
+	kek := secKEKRef(t, t.TempDir(), "k1", secKey("clear"))
+	recv := newSinkRecorder(t)
+	s := map[string]string{
+		"c1 verify.secret":     secRandom("c1v"),
+		"c2 verify.secret":     secRandom("c2v"),
+		"c2 verify.secrets[0]": secRandom("c2old"),
+		"c3 sinks[0].secret":   secRandom("c3web"),
+		"c3 sinks[1].url":      secRandom("c3mq"),
+	}
+	n := secNode(t, store, "", "")
+	p := n.serve(t)
+	for _, body := range []string{
+		fmt.Sprintf(`{"name":"c1","verify":%s}`, secHMACSpec(fmt.Sprintf(`"secret":%q`, s["c1 verify.secret"]))),
+		fmt.Sprintf(`{"name":"c2","verify":%s}`, secHMACSpec(fmt.Sprintf(`"secret":%q,"secrets":[%q]`, s["c2 verify.secret"], s["c2 verify.secrets[0]"]))),
+		fmt.Sprintf(`{"name":"c3","verify":{"type":"none"},"sinks":[{"id":"web","type":"http","url":%q,"allow_private":true,"secret":%q},`+
+			`{"id":"mq","type":"rabbitmq","url":"amqp://guest:%s@127.0.0.1:5672/","exchange":"sec-hooks"}]}`,
+			recv.url+"/good/c3", s["c3 sinks[0].secret"], s["c3 sinks[1].url"]),
+		`{"name":"c4","verify":{"type":"none"}}`,
+	} {
+		wantStatus(t, "POST "+body[:20], n.do("POST", sourcesOf("acme"), opsToken, body), http.StatusCreated)
+	}
+	p.stop()
+	if found, _, _ := secScanDir(t, n.dataDir, s); len(secLabelsOf(found)) != len(s) {
+		t.Fatalf("without a kek, the scan finds %d of the %d secrets in clear:\n%s", len(secLabelsOf(found)), len(s), secFindingsText(found))
+	}
+
+	secReconfigure(t, n, store, kek, "")
+	p = n.serve(t)
+	verifies := func(when string) {
+		t.Helper()
+		secSigned(t, n, "c1", s["c1 verify.secret"], http.StatusCreated)
+		secSigned(t, n, "c2", s["c2 verify.secret"], http.StatusCreated)
+		secSigned(t, n, "c2", s["c2 verify.secrets[0]"], http.StatusCreated)
+		secSigned(t, n, "c2", s["c1 verify.secret"], http.StatusUnauthorized)
+	}
+	verifies("with the kek set")
+	a := n.do("PUT", sourceAt("acme", "c1"), opsToken, `{"verify":`+secHMACSpec("")+`,"max_body_bytes":8192}`)
+	wantStatus(t, "PUT c1 without its secret", a, http.StatusOK)
+	secSigned(t, n, "c1", s["c1 verify.secret"], http.StatusCreated)
+	p.stop()
+	secWantClearWarning(t, "the first boot with a kek", p.stderr.String(), 3, 5)
+
+	// The write sealed c1, and c1 only.
+	recs := secRecordsOf(t, n, store)
+	for name, want := range map[string]int{"c1": 0, "c2": 2, "c3": 2, "c4": 0} {
+		found := secLabelsOf(secSearch(name, recs["acme/"+name], s))
+		if len(found) != want {
+			t.Errorf("after c1's update, the record of %s holds %d secrets in clear (%v), want %d", name, len(found), found, want)
+		}
+	}
+	if sealed := secDecodeRecord(t, "c1", recs["acme/c1"]).sealed(t); len(sealed) != 1 || sealed["verify.secret"] == "" {
+		t.Errorf("after its update, c1's record seals %v, want verify.secret", sealed)
+	}
+	p = n.serve(t)
+	p.stop()
+	secWantClearWarning(t, "the boot after c1's update", p.stderr.String(), 2, 4)
+
+	code, stdout, stderr := runBin(t, n.dir, "rewrap", "-config", n.config)
+	t.Logf("rewrap:\n%s", stdout)
+	// The persistent store rewraps its records; the redis store its
+	// namespace and the node's mirror of it: 4 secrets of 2 sources in
+	// each.
+	wantLines := []string{"rewrap: meta store: 4 sources read, 2 rewrapped (4 secrets), 2 already under secrets.kek\n", "rewrapped 4 secrets in 2 source records\n"}
+	if kind == "redis" {
+		wantLines = []string{"rewrap: local mirror: 4 sources read, 2 rewrapped (4 secrets), 2 already under secrets.kek\n", "rewrapped 8 secrets in 4 source records\n"}
+	}
+	if code != 0 || !strings.Contains(stdout, wantLines[0]) || !strings.HasSuffix(stdout, wantLines[1]) {
+		t.Fatalf("rewrap: exit %d, want 0 and the lines %q:\n%s%s", code, wantLines, stdout, stderr)
+	}
+	if line := fmt.Sprintf("rewrap: redis namespace %q: 4 sources read, 2 rewrapped (4 secrets), 2 already under secrets.kek\n", store.ns); kind == "redis" && !strings.Contains(stdout, line) {
+		t.Errorf("rewrap does not print the line %q (the namespace holds 4 sources):\n%s", line, stdout)
+	}
+	for k, rec := range secRecordsOf(t, n, store) {
+		if found := secSearch(k, rec, s); len(found) > 0 {
+			t.Errorf("after rewrap, a stored record holds secrets in clear:\n%s", secFindingsText(found))
+		}
+	}
+	if kind == "redis" {
+		if found, _ := secScanRedis(t, redistest.Client(t, store.url), store.ns, s); len(found) > 0 {
+			t.Errorf("after rewrap, the namespace holds secrets in clear:\n%s", secFindingsText(found))
+		}
+	}
+	p = n.serve(t)
+	verifies("after rewrap")
+	p.stop()
+	if strings.Contains(p.stderr.String(), "in clear although secrets.kek is set") {
+		t.Errorf("the boot after rewrap still warns of secrets in clear:\n%s", p.stderr)
+	}
+	if found, files, _ := secScanDir(t, n.dataDir, s); len(found) > 0 {
+		t.Errorf("after rewrap, the scan of %d files under data_dir finds secrets stored in clear before it (superseded values the meta store keeps):\n%s", files, secFindingsText(found))
+	}
+}
+
+// secWantClearWarning requires the boot log to warn that sources stored
+// sources hold secrets in clear.
+func secWantClearWarning(t *testing.T, what, log string, sources, secrets int) {
+	t.Helper()
+	want := fmt.Sprintf("%d stored sources hold %d secrets in clear although secrets.kek is set", sources, secrets)
+	if !strings.Contains(log, want) {
+		t.Fatalf("%s: the log does not say %q:\n%s", what, want, log)
+	}
+}
+
+// secLabelsOf is the labels of the secrets found, each once.
+func secLabelsOf(found []secFinding) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, f := range found {
+		if !seen[f.secret] {
+			seen[f.secret] = true
+			out = append(out, f.secret)
+		}
+	}
+	return out
+}
+
+// secRecordsOf is the stored records of the sources c1..c4 of acme by
+// name: the stopped node's meta store's (persistent), or Redis's.
+func secRecordsOf(t *testing.T, n *apiNode, store secStore) map[string][]byte {
+	t.Helper()
+	if store.kind != "redis" {
+		return secMetaRecords(t, n.testNode)
+	}
+	c := redistest.Client(t, store.url)
+	out := map[string][]byte{}
+	for _, name := range []string{"c1", "c2", "c3", "c4"} {
+		out["acme/"+name] = secRedisRecord(t, c, store.ns, name)
+	}
+	return out
 }
