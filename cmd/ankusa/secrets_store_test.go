@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -68,7 +69,7 @@ func secAtRestScan(t *testing.T, kind string, sealed bool) {
 	mqURL := "amqp://guest:%s@127.0.0.1:5672/"
 	gh1 := func(verifySecret, webSecret, mqPassword string) string {
 		web := fmt.Sprintf(`{"id":"web","type":"http","url":%q,"allow_private":true%s}`, recv.url+"/good/gh1", webSecret)
-		mq := fmt.Sprintf(`{"id":"mq","type":"rabbitmq","url":%q,"exchange":"sec-hooks"}`, fmt.Sprintf(mqURL, mqPassword))
+		mq := fmt.Sprintf(`{"id":"mq","type":"rabbitmq","url":%q,"exchange":"sec-hooks","connect_timeout":"300ms","timeout":"500ms"}`, fmt.Sprintf(mqURL, mqPassword))
 		return fmt.Sprintf(`{"verify":%s,"sinks":[%s,%s]}`, secHMACSpec(verifySecret), web, mq)
 	}
 	create := gh1(fmt.Sprintf(`"secret":%q`, s["gh1 verify.secret"]), fmt.Sprintf(`,"secret":%q`, s["gh1 sinks[0].secret"]), s["gh1 sinks[1].url"])
@@ -133,6 +134,7 @@ func secAtRestScan(t *testing.T, kind string, sealed bool) {
 		if len(found) > 0 {
 			t.Fatalf("secrets rest in clear although secrets.kek is set:\n%s", secFindingsText(found))
 		}
+		secSealedAndServed(t, n, store, kek, s)
 		return
 	}
 	// Without a kek every secret rests in clear: the scan must see each.
@@ -144,6 +146,42 @@ func secAtRestScan(t *testing.T, kind string, sealed bool) {
 		if !seen[label] {
 			t.Errorf("without secrets.kek the scan did not find %s (%s) in clear: the scan is blind to it", label, s[label])
 		}
+	}
+}
+
+// secSealedAndServed proves the clean scan is not of secrets lost: the
+// stored records seal each secret at its path, and a node booted on them
+// (the same node; with the redis store a fresh one too, from Redis
+// alone) verifies hooks signed with each verify secret.
+func secSealedAndServed(t *testing.T, n *apiNode, store secStore, kek string, s map[string]string) {
+	t.Helper()
+	recs := secRecordsOf(t, n, store, "gh1", "rot1")
+	for name, want := range map[string]string{
+		"gh1":  "sinks[0].secret sinks[1].url verify.secret",
+		"rot1": "verify.secret verify.secrets[0] verify.secrets[1]",
+	} {
+		sealed := secDecodeRecord(t, name, recs["acme/"+name]).sealed(t)
+		got := make([]string, 0, len(sealed))
+		for path := range sealed {
+			got = append(got, path)
+		}
+		sort.Strings(got)
+		if strings.Join(got, " ") != want {
+			t.Errorf("the stored record of %s seals %q, want %q", name, got, want)
+		}
+	}
+	nodes := []*apiNode{n}
+	if store.kind == "redis" {
+		nodes = append(nodes, secNode(t, store, kek, ""))
+	}
+	for _, node := range nodes {
+		p := node.serve(t)
+		secSigned(t, node, "gh1", s["gh1 verify.secret"], http.StatusCreated)
+		for _, key := range []string{"rot1 verify.secret", "rot1 verify.secrets[0]", "rot1 verify.secrets[1]"} {
+			secSigned(t, node, "rot1", s[key], http.StatusCreated)
+		}
+		secSigned(t, node, "rot1", s["gh1 verify.secret"], http.StatusUnauthorized)
+		p.stop()
 	}
 }
 
@@ -504,7 +542,7 @@ func secClearSealedOnWrite(t *testing.T, kind string) {
 	secWantClearWarning(t, "the first boot with a kek", p.stderr.String(), 3, 5)
 
 	// The write sealed c1, and c1 only.
-	recs := secRecordsOf(t, n, store)
+	recs := secRecordsOf(t, n, store, "c1", "c2", "c3", "c4")
 	for name, want := range map[string]int{"c1": 0, "c2": 2, "c3": 2, "c4": 0} {
 		found := secLabelsOf(secSearch(name, recs["acme/"+name], s))
 		if len(found) != want {
@@ -533,7 +571,7 @@ func secClearSealedOnWrite(t *testing.T, kind string) {
 	if line := fmt.Sprintf("rewrap: redis namespace %q: 4 sources read, 2 rewrapped (4 secrets), 2 already under secrets.kek\n", store.ns); kind == "redis" && !strings.Contains(stdout, line) {
 		t.Errorf("rewrap does not print the line %q (the namespace holds 4 sources):\n%s", line, stdout)
 	}
-	for k, rec := range secRecordsOf(t, n, store) {
+	for k, rec := range secRecordsOf(t, n, store, "c1", "c2", "c3", "c4") {
 		if found := secSearch(k, rec, s); len(found) > 0 {
 			t.Errorf("after rewrap, a stored record holds secrets in clear:\n%s", secFindingsText(found))
 		}
@@ -577,16 +615,17 @@ func secLabelsOf(found []secFinding) []string {
 	return out
 }
 
-// secRecordsOf is the stored records of the sources c1..c4 of acme by
-// name: the stopped node's meta store's (persistent), or Redis's.
-func secRecordsOf(t *testing.T, n *apiNode, store secStore) map[string][]byte {
+// secRecordsOf is the stored records of acme's sources by "tenant/name":
+// every one of the stopped node's meta store (persistent), or those named
+// of Redis.
+func secRecordsOf(t *testing.T, n *apiNode, store secStore, names ...string) map[string][]byte {
 	t.Helper()
 	if store.kind != "redis" {
 		return secMetaRecords(t, n.testNode)
 	}
 	c := redistest.Client(t, store.url)
 	out := map[string][]byte{}
-	for _, name := range []string{"c1", "c2", "c3", "c4"} {
+	for _, name := range names {
 		out["acme/"+name] = secRedisRecord(t, c, store.ns, name)
 	}
 	return out
