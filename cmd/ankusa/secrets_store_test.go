@@ -82,9 +82,7 @@ func secAtRestScan(t *testing.T, kind string, sealed bool) {
 	// back redacted, keeps them all.
 	a := n.do("PUT", sourceAt("acme", "gh1"), opsToken, gh1("", "", secRedacted))
 	wantStatus(t, "PUT gh1 without its secrets", a, http.StatusOK)
-	for _, key := range []string{"gh1 verify.secret"} {
-		secSigned(t, n, "gh1", s[key], http.StatusCreated)
-	}
+	secSigned(t, n, "gh1", s["gh1 verify.secret"], http.StatusCreated)
 	for _, key := range []string{"rot1 verify.secret", "rot1 verify.secrets[0]", "rot1 verify.secrets[1]"} {
 		secSigned(t, n, "rot1", s[key], http.StatusCreated)
 	}
@@ -134,7 +132,7 @@ func secAtRestScan(t *testing.T, kind string, sealed bool) {
 		if len(found) > 0 {
 			t.Fatalf("secrets rest in clear although secrets.kek is set:\n%s", secFindingsText(found))
 		}
-		secSealedAndServed(t, n, store, kek, s)
+		secSealedAndServed(t, n, store, kek, secKey("scan-"+kind), s)
 		return
 	}
 	// Without a kek every secret rests in clear: the scan must see each.
@@ -150,11 +148,17 @@ func secAtRestScan(t *testing.T, kind string, sealed bool) {
 }
 
 // secSealedAndServed proves the clean scan is not of secrets lost: the
-// stored records seal each secret at its path, and a node booted on them
-// (the same node; with the redis store a fresh one too, from Redis
-// alone) verifies hooks signed with each verify secret.
-func secSealedAndServed(t *testing.T, n *apiNode, store secStore, kek string, s map[string]string) {
+// stored records seal each secret at its path, opening under key (bound to
+// acme, the source and the path) to the very value given (the ones gh1's
+// update omitted or sent back redacted too), and a node booted on them
+// (the same node; with the redis store a fresh one too, from Redis alone)
+// verifies hooks signed with each verify secret.
+func secSealedAndServed(t *testing.T, n *apiNode, store secStore, kek string, key []byte, s map[string]string) {
 	t.Helper()
+	kr, err := secrets.NewKeyring(key, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	recs := secRecordsOf(t, n, store, "gh1", "rot1")
 	for name, want := range map[string]string{
 		"gh1":  "sinks[0].secret sinks[1].url verify.secret",
@@ -162,8 +166,16 @@ func secSealedAndServed(t *testing.T, n *apiNode, store secStore, kek string, s 
 	} {
 		sealed := secDecodeRecord(t, name, recs["acme/"+name]).sealed(t)
 		got := make([]string, 0, len(sealed))
-		for path := range sealed {
+		for path, v := range sealed {
 			got = append(got, path)
+			blob, err := base64.StdEncoding.DecodeString(v)
+			if err != nil {
+				t.Fatalf("%s's sealed %s is not base64: %v", name, path, err)
+			}
+			plain, _, err := kr.Open(blob, secrets.AD{Tenant: "acme", Source: name, Field: path})
+			if err != nil || string(plain) != s[name+" "+path] {
+				t.Errorf("%s's sealed %s opens to %q (%v), want the secret given, %q", name, path, plain, err, s[name+" "+path])
+			}
 		}
 		sort.Strings(got)
 		if strings.Join(got, " ") != want {
@@ -527,14 +539,14 @@ func secClearSealedOnWrite(t *testing.T, kind string) {
 
 	secReconfigure(t, n, store, kek, "")
 	p = n.serve(t)
-	verifies := func(when string) {
+	verifies := func() {
 		t.Helper()
 		secSigned(t, n, "c1", s["c1 verify.secret"], http.StatusCreated)
 		secSigned(t, n, "c2", s["c2 verify.secret"], http.StatusCreated)
 		secSigned(t, n, "c2", s["c2 verify.secrets[0]"], http.StatusCreated)
 		secSigned(t, n, "c2", s["c1 verify.secret"], http.StatusUnauthorized)
 	}
-	verifies("with the kek set")
+	verifies()
 	a := n.do("PUT", sourceAt("acme", "c1"), opsToken, `{"verify":`+secHMACSpec("")+`,"max_body_bytes":8192}`)
 	wantStatus(t, "PUT c1 without its secret", a, http.StatusOK)
 	secSigned(t, n, "c1", s["c1 verify.secret"], http.StatusCreated)
@@ -582,7 +594,7 @@ func secClearSealedOnWrite(t *testing.T, kind string) {
 		}
 	}
 	p = n.serve(t)
-	verifies("after rewrap")
+	verifies()
 	p.stop()
 	if strings.Contains(p.stderr.String(), "in clear although secrets.kek is set") {
 		t.Errorf("the boot after rewrap still warns of secrets in clear:\n%s", p.stderr)
