@@ -412,7 +412,7 @@ func TestSecretsRotation(t *testing.T) {
 		t.Fatalf("the rerun of rewrap: exit %d\n%s%s", code, stdout, stderr)
 	}
 	t.Logf("the rerun took %s:\n%s", took.Round(time.Millisecond), stdout)
-	wantLine := fmt.Sprintf("rewrap: redis namespace %q: %d sources read, %d rewrapped (%d secrets), %d already under secrets.kek\n",
+	wantLine := fmt.Sprintf("rewrap: redis namespace %q: %d sources read, %d rewrapped (%d secrets), %d already under secrets.kek or holding none\n",
 		store.ns, secRotationSources, mid[id1], mid[id1], mid[id2])
 	if !strings.HasSuffix(stdout, fmt.Sprintf("rewrapped %d secrets in %d source records\n", mid[id1], mid[id1])) {
 		t.Fatalf("the rerun of rewrap printed:\n%s\nwant last the total of %d, the records still under key 1", stdout, mid[id1])
@@ -573,14 +573,14 @@ func secClearSealedOnWrite(t *testing.T, kind string) {
 	// The persistent store rewraps its records; the redis store its
 	// namespace and the node's mirror of it: 4 secrets of 2 sources in
 	// each.
-	wantLines := []string{"rewrap: meta store: 4 sources read, 2 rewrapped (4 secrets), 2 already under secrets.kek\n", "rewrapped 4 secrets in 2 source records\n"}
+	wantLines := []string{"rewrap: meta store: 4 sources read, 2 rewrapped (4 secrets), 2 already under secrets.kek or holding none\n", "rewrapped 4 secrets in 2 source records\n"}
 	if kind == "redis" {
-		wantLines = []string{"rewrap: local mirror: 4 sources read, 2 rewrapped (4 secrets), 2 already under secrets.kek\n", "rewrapped 8 secrets in 4 source records\n"}
+		wantLines = []string{"rewrap: local mirror: 4 sources read, 2 rewrapped (4 secrets), 2 already under secrets.kek or holding none\n", "rewrapped 8 secrets in 4 source records\n"}
 	}
 	if code != 0 || !strings.Contains(stdout, wantLines[0]) || !strings.HasSuffix(stdout, wantLines[1]) {
 		t.Fatalf("rewrap: exit %d, want 0 and the lines %q:\n%s%s", code, wantLines, stdout, stderr)
 	}
-	if line := fmt.Sprintf("rewrap: redis namespace %q: 4 sources read, 2 rewrapped (4 secrets), 2 already under secrets.kek\n", store.ns); kind == "redis" && !strings.Contains(stdout, line) {
+	if line := fmt.Sprintf("rewrap: redis namespace %q: 4 sources read, 2 rewrapped (4 secrets), 2 already under secrets.kek or holding none\n", store.ns); kind == "redis" && !strings.Contains(stdout, line) {
 		t.Errorf("rewrap does not print the line %q (the namespace holds 4 sources):\n%s", line, stdout)
 	}
 	for k, rec := range secRecordsOf(t, n, store, "c1", "c2", "c3", "c4") {
