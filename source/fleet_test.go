@@ -1,0 +1,693 @@
+package source
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ankusa/ankusa/config"
+	"github.com/ankusa/ankusa/internal/redistest"
+	"github.com/ankusa/ankusa/meta"
+	"github.com/ankusa/ankusa/secrets"
+)
+
+// fleetNode is one node of a redis store under test: its meta store and
+// its Fleet, following the store (Run) until the test ends.
+type fleetNode struct {
+	*Fleet
+	m        *meta.Store
+	warnings []string
+}
+
+// fleetOpts are the options of a node on the namespace ns of the server
+// at u, keeping its mirror in m.
+func fleetOpts(t *testing.T, m *meta.Store, u, ns string, kr *secrets.Keyring) FleetOptions {
+	t.Helper()
+	cfg := testConfig(t)
+	opt, err := redis.ParseURL(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(opt)
+	t.Cleanup(func() { _ = rdb.Close() })
+	return FleetOptions{
+		PersistentOptions: PersistentOptions{
+			Config:  cfg,
+			Context: config.SourceContext{Resolver: cfg.RouteResolver.Type, WALType: cfg.WAL.Type, DedupeScope: cfg.Dedupe.Scope},
+			Keyring: kr,
+		},
+		Redis: rdb, Addr: u, Namespace: ns, Tick: 50 * time.Millisecond, Meta: m,
+		Timeout: time.Second, BootTimeout: 2 * time.Second,
+	}
+}
+
+// startNode opens a node over a meta store of its own (dir, or a new one
+// when "") and runs it until the test ends.
+func startNode(t *testing.T, dir, u, ns string, kr *secrets.Keyring) *fleetNode {
+	t.Helper()
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	m := openMeta(t, dir)
+	f, warnings, err := OpenFleet(fleetOpts(t, m, u, ns, kr))
+	if err != nil {
+		m.Close()
+		t.Fatal(err)
+	}
+	f.Run(context.Background())
+	n := &fleetNode{Fleet: f, m: m, warnings: warnings}
+	t.Cleanup(n.stop)
+	return n
+}
+
+// stop stops the node and closes its meta store; a second call does
+// nothing.
+func (n *fleetNode) stop() {
+	if n.m == nil {
+		return
+	}
+	n.Close()
+	n.m.Close()
+	n.m = nil
+}
+
+// waitFor polls cond every 10 ms for up to d.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: %s", d, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func ghDoc(t *testing.T, name, sinkURL string) SourceWrite {
+	return SourceWrite{Tenant: "acme", Create: true, Audit: meta.AuditRow{Principal: "ops", Action: "source.create"},
+		Doc: doc(t, fmt.Sprintf(`{"name": %q, "verify": {"type": "github", "secret": "ghsecret"}, "sinks": [{"id": "h", "type": "http", "url": %q, "secret": "out"}]}`, name, sinkURL))}
+}
+
+func update(w SourceWrite) SourceWrite {
+	w.Create = false
+	w.Audit.Action = "source.update"
+	return w
+}
+
+// A write on one node reaches the other with the same version: creates,
+// updates, removals and routes with their tokens.
+func TestFleetPropagation(t *testing.T) {
+	u := redistest.URL(t)
+	ns := redistest.Namespace(t, u)
+	a := startNode(t, "", u, ns, nil)
+	b := startNode(t, "", u, ns, nil)
+
+	src, err := a.PutSource(ghDoc(t, "gh1", "https://example.com/in"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if src.Version == 0 {
+		t.Fatal("a write to the redis store has version 0")
+	}
+	waitFor(t, 2*time.Second, "B does not see A's create", func() bool {
+		got := b.Snapshot().Lookup([]byte("gh1"))
+		return got != nil && got.Version == src.Version
+	})
+	got := b.Snapshot().Lookup([]byte("gh1"))
+	if got.TenantID != "acme" || got.Spec.Verify.Secret.Value != "ghsecret" || got.Spec.Sinks[0].URL != "https://example.com/in" || got.FromConfig {
+		t.Fatalf("B holds %+v", got.Spec)
+	}
+
+	upd, err := b.PutSource(update(ghDoc(t, "gh1", "https://example.com/v2")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if upd.Version <= src.Version {
+		t.Fatalf("update version %d, create was %d", upd.Version, src.Version)
+	}
+	waitFor(t, 2*time.Second, "A does not see B's update", func() bool {
+		got := a.Snapshot().Lookup([]byte("gh1"))
+		return got != nil && got.Version == upd.Version && got.Spec.Sinks[0].URL == "https://example.com/v2"
+	})
+
+	r, minted, err := a.PutRoute(RouteWrite{Tenant: "acme", Create: true, ID: "rt1", SourceID: "gh1", Token: TokenAuto, Audit: meta.AuditRow{Principal: "ops", Action: "route.create"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 2*time.Second, "B does not find A's route by its token", func() bool {
+		got := b.Snapshot().RouteByToken([]byte(minted[0]))
+		return got != nil && got.ID == "rt1" && got.Version == r.Version
+	})
+	if b.Snapshot().RouteByToken([]byte(minted[0]+"x")) != nil {
+		t.Fatal("B finds a route by a token no route holds")
+	}
+	if _, err := a.DeleteRoute(RouteDelete{Tenant: "acme", ID: "rt1", Audit: meta.AuditRow{Principal: "ops", Action: "route.delete"}}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 2*time.Second, "B still finds the removed route's token", func() bool {
+		return b.Snapshot().RouteByToken([]byte(minted[0])) == nil && b.Snapshot().Route("acme", "rt1") == nil
+	})
+
+	if _, err := a.DeleteSource(SourceDelete{Tenant: "acme", Name: "gh1", Audit: meta.AuditRow{Principal: "ops", Action: "source.delete"}}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 2*time.Second, "B still serves the removed source", func() bool { return b.Snapshot().Lookup([]byte("gh1")) == nil })
+	if d := b.Snapshot().LookupForDelivery([]byte("gh1")); d == nil || d.Version != upd.Version {
+		t.Fatalf("B's LookupForDelivery of the removed source: %+v", d)
+	}
+	// The name is free again, on both nodes.
+	if _, err := b.PutSource(ghDoc(t, "gh1", "https://example.com/again")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A write checked against a version the entity has moved past is refused
+// with the code that says why; never a silent lost update.
+func TestFleetCommitStale(t *testing.T) {
+	u := redistest.URL(t)
+	ns := redistest.Namespace(t, u)
+	a := startNode(t, "", u, ns, nil)
+	b := startNode(t, "", u, ns, nil)
+	v1, err := a.PutSource(ghDoc(t, "gh1", "https://example.com/1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v2, err := a.PutSource(update(ghDoc(t, "gh1", "https://example.com/2")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := encodeSourceRecord(v1, nil)
+	audit := meta.AuditRow{Principal: "ops", Action: "source.update", Tenant: "acme", Entity: "source/gh1", Outcome: "ok",
+		At: time.Now(), Event: meta.Event{Type: meta.EventType("source", "updated"), Subject: "gh1"}}
+	for _, c := range []struct {
+		name string
+		op   Op
+		want string
+	}{
+		{"stale update", Op{Kind: PutSource, Tenant: "acme", Name: "gh1", Record: rec, Expect: v1.Version}, CodeConflict},
+		{"create of an existing name", Op{Kind: PutSource, Tenant: "acme", Name: "gh1", Record: rec}, CodeExists},
+		{"update of a missing source", Op{Kind: PutSource, Tenant: "acme", Name: "nope", Record: rec, Expect: v1.Version}, CodeNotFound},
+		{"stale delete", Op{Kind: DeleteSource, Tenant: "acme", Name: "gh1", Expect: v1.Version}, CodeConflict},
+	} {
+		_, err := b.Commit([]Op{c.op}, audit)
+		if code(err) != c.want {
+			t.Errorf("%s: %v, want %s", c.name, err, c.want)
+		}
+	}
+	// None of them changed anything, nor left a pending change or an
+	// audit row on B.
+	got := a.Snapshot().Lookup([]byte("gh1"))
+	if got.Version != v2.Version || got.Spec.Sinks[0].URL != "https://example.com/2" {
+		t.Fatalf("after refused writes: version %d %s, want %d", got.Version, got.Spec.Sinks[0].URL, v2.Version)
+	}
+	if n := countPending(t, b.m); n != 0 {
+		t.Errorf("B holds %d pending changes after refused writes", n)
+	}
+	if rows := auditRows(t, b.m, "source/gh1"); len(rows) != 0 {
+		t.Errorf("B wrote audit rows for refused writes: %+v", rows)
+	}
+	// Checked against the current version, it goes through.
+	if _, err := b.Commit([]Op{{Kind: PutSource, Tenant: "acme", Name: "gh1", Record: rec, Expect: v2.Version}}, audit); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Many rounds of updates of one source on two nodes at once: each answer
+// is a success or a conflict, no two successes share a version, and both
+// nodes end on the last success.
+func TestFleetConcurrentUpdates(t *testing.T) {
+	u := redistest.URL(t)
+	ns := redistest.Namespace(t, u)
+	nodes := []*fleetNode{startNode(t, "", u, ns, nil), startNode(t, "", u, ns, nil)}
+	if _, err := nodes[0].PutSource(ghDoc(t, "gh1", "https://example.com/0")); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		url     string
+		version uint64
+	}
+	versions := map[uint64]string{}
+	var last result
+	conflicts := 0
+	for round := 0; round < 50; round++ {
+		var wg sync.WaitGroup
+		res := make([]result, 2)
+		errs := make([]error, 2)
+		for i, n := range nodes {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				url := fmt.Sprintf("https://example.com/r%d/n%d", round, i)
+				src, err := n.PutSource(update(ghDoc(t, "gh1", url)))
+				errs[i] = err
+				if err == nil {
+					res[i] = result{url, src.Version}
+				}
+			}()
+		}
+		wg.Wait()
+		ok := 0
+		for i := range nodes {
+			switch {
+			case errs[i] == nil:
+				ok++
+				if prev, dup := versions[res[i].version]; dup {
+					t.Fatalf("round %d: two successes at version %d (%s and %s)", round, res[i].version, prev, res[i].url)
+				}
+				versions[res[i].version] = res[i].url
+				if res[i].version > last.version {
+					last = res[i]
+				}
+			case code(errs[i]) == CodeConflict:
+				conflicts++
+			default:
+				t.Fatalf("round %d, node %d: %v, want a success or a conflict", round, i, errs[i])
+			}
+		}
+		if ok == 0 {
+			t.Fatalf("round %d: both writes refused: %v", round, errs)
+		}
+	}
+	t.Logf("50 rounds: %d successes, %d conflicts", len(versions), conflicts)
+	for i, n := range nodes {
+		waitFor(t, 2*time.Second, fmt.Sprintf("node %d does not end on the last success %+v", i, last), func() bool {
+			got := n.Snapshot().Lookup([]byte("gh1"))
+			return got.Version == last.version && got.Spec.Sinks[0].URL == last.url
+		})
+	}
+	// Every success has its audit row on the node that made it, and no
+	// conflict left one (or a pending change).
+	rows := len(auditRows(t, nodes[0].m, "source/gh1")) + len(auditRows(t, nodes[1].m, "source/gh1"))
+	if rows != len(versions)+1 {
+		t.Errorf("%d audit rows on the two nodes, want %d (the successes and the create)", rows, len(versions)+1)
+	}
+	for i, n := range nodes {
+		if p := countPending(t, n.m); p != 0 {
+			t.Errorf("node %d holds %d pending changes", i, p)
+		}
+	}
+}
+
+// Two nodes creating one name at once: one wins, the other is told the
+// name exists.
+func TestFleetCreateRace(t *testing.T) {
+	u := redistest.URL(t)
+	ns := redistest.Namespace(t, u)
+	nodes := []*fleetNode{startNode(t, "", u, ns, nil), startNode(t, "", u, ns, nil)}
+	for round := 0; round < 20; round++ {
+		name := fmt.Sprintf("c%d", round)
+		errs := make([]error, 2)
+		var wg sync.WaitGroup
+		for i, n := range nodes {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, errs[i] = n.PutSource(ghDoc(t, name, fmt.Sprintf("https://example.com/n%d", i)))
+			}()
+		}
+		wg.Wait()
+		okN, exists := 0, 0
+		for _, err := range errs {
+			switch {
+			case err == nil:
+				okN++
+			case code(err) == CodeExists:
+				exists++
+			}
+		}
+		if okN != 1 || exists != 1 {
+			t.Fatalf("round %d: %v, want one success and one %s", round, errs, CodeExists)
+		}
+	}
+}
+
+// Two routes given one token on two nodes at once: one gets it, the
+// other is told it is taken.
+func TestFleetTokenUnique(t *testing.T) {
+	u := redistest.URL(t)
+	ns := redistest.Namespace(t, u)
+	nodes := []*fleetNode{startNode(t, "", u, ns, nil), startNode(t, "", u, ns, nil)}
+	if _, err := nodes[0].PutSource(ghDoc(t, "gh1", "https://example.com/in")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 2*time.Second, "B does not see the source", func() bool { return nodes[1].Snapshot().Lookup([]byte("gh1")) != nil })
+	for round := 0; round < 10; round++ {
+		token := fmt.Sprintf("shared-token-%d-0123456789abcdef", round)
+		errs := make([]error, 2)
+		var wg sync.WaitGroup
+		for i, n := range nodes {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, _, errs[i] = n.PutRoute(RouteWrite{Tenant: "acme", Create: true, ID: fmt.Sprintf("rt%d-%d", round, i), SourceID: "gh1", Token: token,
+					Audit: meta.AuditRow{Principal: "ops", Action: "route.create"}})
+			}()
+		}
+		wg.Wait()
+		okN, taken := 0, 0
+		for _, err := range errs {
+			switch {
+			case err == nil:
+				okN++
+			case code(err) == CodeTokenExists:
+				taken++
+			}
+		}
+		if okN != 1 || taken != 1 {
+			t.Fatalf("round %d: %v, want one success and one %s", round, errs, CodeTokenExists)
+		}
+		for i, n := range nodes {
+			waitFor(t, 2*time.Second, fmt.Sprintf("round %d: node %d does not find the token's route", round, i), func() bool {
+				return n.Snapshot().RouteByToken([]byte(token)) != nil
+			})
+		}
+	}
+}
+
+func countPending(t *testing.T, m *meta.Store) int {
+	t.Helper()
+	n := 0
+	if err := m.PendingChanges(func(meta.PendingChange) error { n++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func auditRows(t *testing.T, m *meta.Store, entity string) []meta.AuditRow {
+	t.Helper()
+	rows, err := m.Audit(time.Time{}, 10000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []meta.AuditRow
+	for _, r := range rows {
+		if r.Entity == entity {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func eventsOf(t *testing.T, m *meta.Store, subject string) []meta.EventRecord {
+	t.Helper()
+	var out []meta.EventRecord
+	err := m.Events(0, m.EventsDurable(), func(ev *meta.EventRecord) (bool, error) {
+		if ev.Subject == subject {
+			out = append(out, *ev)
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// A write leaves its audit row and event and no pending change; a
+// pending change whose answer was lost is settled by its mark: an audit
+// row when the write happened, nothing when it did not, and not before
+// settleAfter.
+func TestFleetPendingChanges(t *testing.T) {
+	u := redistest.URL(t)
+	ns := redistest.Namespace(t, u)
+	a := startNode(t, "", u, ns, nil)
+	if _, err := a.PutSource(ghDoc(t, "gh1", "https://example.com/in")); err != nil {
+		t.Fatal(err)
+	}
+	if n := countPending(t, a.m); n != 0 {
+		t.Fatalf("%d pending changes after a write", n)
+	}
+	if rows := auditRows(t, a.m, "source/gh1"); len(rows) != 1 || rows[0].Action != "source.create" || rows[0].Outcome != "ok" {
+		t.Fatalf("audit rows %+v, want one source.create", rows)
+	}
+	if evs := eventsOf(t, a.m, "gh1"); len(evs) != 1 || evs[0].Type != meta.EventType("source", "created") {
+		t.Fatalf("events %+v, want one source created", evs)
+	}
+
+	// Three pending changes, as a node that lost Redis's answers leaves
+	// them: two old (one whose mark Redis has), one too young to ask.
+	a.Close() // no catch-up settles them behind the test's back
+	plant := func(id, subject string, at time.Time) {
+		row := meta.AuditRow{At: at, Principal: "ops", Action: "source.create", Tenant: "acme", Entity: "source/" + subject, Outcome: "ok",
+			Event: meta.Event{Type: meta.EventType("source", "created"), Subject: subject, Data: json.RawMessage(`{"name":"` + subject + `"}`)}}
+		b := a.m.NewBatch()
+		b.PutPendingChange(meta.NewPendingChange(id, row))
+		if err := b.Commit(meta.Sync); err != nil {
+			t.Fatal(err)
+		}
+		b.Close()
+	}
+	old := time.Now().Add(-2 * settleAfter)
+	plant("happened", "p-happened", old)
+	plant("lost", "p-lost", old)
+	plant("young", "p-young", time.Now())
+	rdb := redistest.Client(t, u)
+	ctx := context.Background()
+	if err := rdb.Set(ctx, ns+"ss:w/happened", "1", time.Hour).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Set(ctx, ns+"ss:w/young", "1", time.Hour).Err(); err != nil {
+		t.Fatal(err)
+	}
+	a.settlePending(ctx)
+
+	var left []string
+	if err := a.m.PendingChanges(func(pc meta.PendingChange) error { left = append(left, pc.ID); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 1 || left[0] != "young" {
+		t.Errorf("pending after settling: %v, want [young]", left)
+	}
+	if rows := auditRows(t, a.m, "source/p-happened"); len(rows) != 1 || !rows[0].At.Equal(old) {
+		t.Errorf("audit rows of the change that happened: %+v, want one at %v", rows, old)
+	}
+	if evs := eventsOf(t, a.m, "p-happened"); len(evs) != 1 {
+		t.Errorf("events of the change that happened: %+v, want one", evs)
+	}
+	for _, s := range []string{"p-lost", "p-young"} {
+		if rows := auditRows(t, a.m, "source/"+s); len(rows) != 0 {
+			t.Errorf("audit rows of %s: %+v, want none", s, rows)
+		}
+		if evs := eventsOf(t, a.m, s); len(evs) != 0 {
+			t.Errorf("events of %s: %+v, want none", s, evs)
+		}
+	}
+	if !a.reconcile.Load() {
+		t.Error("a pending change too young to settle did not keep the node reconciling")
+	}
+}
+
+// A node that never reached Redis refuses to start, naming
+// source_store.url; one that has a mirror serves it, and refuses writes.
+func TestFleetBootRedisDown(t *testing.T) {
+	u := redistest.URL(t)
+	ns := redistest.Namespace(t, u)
+	down := "redis://127.0.0.1:1/0"
+	openDown := func(dir string) (*Fleet, []string, error, *meta.Store) {
+		m := openMeta(t, dir)
+		o := fleetOpts(t, m, down, ns, nil)
+		o.BootTimeout = 500 * time.Millisecond
+		o.Timeout = 300 * time.Millisecond
+		f, w, err := OpenFleet(o)
+		return f, w, err, m
+	}
+
+	dir := t.TempDir()
+	_, _, err, m := openDown(dir)
+	m.Close()
+	if err == nil || !strings.Contains(err.Error(), "source_store.url "+down) || !strings.Contains(err.Error(), "first boot") {
+		t.Fatalf("first boot with Redis down: %v, want an error naming source_store.url %s", err, down)
+	}
+
+	a := startNode(t, dir, u, ns, nil)
+	src, err := a.PutSource(ghDoc(t, "gh1", "https://example.com/in"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The node's own write reaches its mirror at its next catch-up (the
+	// pub/sub message of the write).
+	waitFor(t, 2*time.Second, "A's mirror does not reach its own write", func() bool { return a.version() >= src.Version })
+	a.stop()
+
+	f, warnings, err, m := openDown(dir)
+	if err != nil {
+		t.Fatalf("a boot with a mirror and Redis down: %v", err)
+	}
+	defer m.Close()
+	if len(warnings) != 1 || !strings.Contains(warnings[0], "serving the local mirror") || !strings.Contains(warnings[0], down) {
+		t.Errorf("warnings %q, want one saying the mirror is served", warnings)
+	}
+	if got := f.Snapshot().Lookup([]byte("gh1")); got == nil || got.Version != src.Version || got.Spec.Verify.Secret.Value != "ghsecret" {
+		t.Fatalf("the mirror serves %+v, want gh1 at version %d", got, src.Version)
+	}
+	if _, err := f.PutSource(update(ghDoc(t, "gh1", "https://example.com/v2"))); code(err) != CodeUnavailable {
+		t.Fatalf("a write with Redis down: %v, want %s", err, CodeUnavailable)
+	}
+	if n := countPending(t, m); n != 0 {
+		t.Errorf("a write refused for Redis being down left %d pending changes", n)
+	}
+}
+
+// A Redis that comes back empty gets the node's mirror back, and a new
+// node sees what the first one had written.
+func TestFleetRestore(t *testing.T) {
+	srv := redistest.StartServer(t)
+	ns := "restore:"
+	a := startNode(t, "", srv.URL(), ns, nil)
+	want := map[string]uint64{}
+	for i := 0; i < 3; i++ {
+		name := fmt.Sprintf("gh%d", i)
+		src, err := a.PutSource(ghDoc(t, name, "https://example.com/in"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[name] = src.Version
+	}
+	restored := fleetRestored.Get()
+	srv.Stop()
+	srv.Start()
+	rdb := redistest.Client(t, srv.URL())
+	waitFor(t, 5*time.Second, "Redis did not get the mirror's entities back", func() bool {
+		n, err := rdb.Exists(context.Background(), ns+"ss:s/gh0", ns+"ss:s/gh1", ns+"ss:s/gh2").Result()
+		return err == nil && n == 3
+	})
+	if got := fleetRestored.Get() - restored; got != 3 {
+		t.Errorf("entities restored counter rose by %d, want 3", got)
+	}
+	if v, err := rdb.Get(context.Background(), ns+"ss:ver").Uint64(); err != nil || v < want["gh2"] {
+		t.Errorf("the store's version after the restore: %d (%v), want at least %d", v, err, want["gh2"])
+	}
+	b := startNode(t, "", srv.URL(), ns, nil)
+	for name, v := range want {
+		if got := b.Snapshot().Lookup([]byte(name)); got == nil || got.Version != v {
+			t.Errorf("a new node holds %s as %+v, want version %d", name, got, v)
+		}
+	}
+	// And the store goes on: a write gets a version past the restored ones.
+	src, err := b.PutSource(ghDoc(t, "gh3", "https://example.com/in"))
+	if err != nil || src.Version <= want["gh2"] {
+		t.Fatalf("a write after the restore: %v, version %d", err, src.Version)
+	}
+}
+
+// A namespace with a new epoch (emptied and written by someone else) is
+// rebuilt: the node then holds exactly what Redis holds.
+func TestFleetEpochChange(t *testing.T) {
+	u := redistest.URL(t)
+	ns := redistest.Namespace(t, u)
+	a := startNode(t, "", u, ns, nil)
+	for _, name := range []string{"old1", "old2"} {
+		if _, err := a.PutSource(ghDoc(t, name, "https://example.com/in")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := a.PutRoute(RouteWrite{Tenant: "acme", Create: true, ID: "rt-old", SourceID: "old1", Token: TokenAuto, Audit: meta.AuditRow{Principal: "ops", Action: "route.create"}}); err != nil {
+		t.Fatal(err)
+	}
+	newSrc := Build("new1", ghSpec(t, "new1", "https://example.com/new"), 1<<20, false)
+	rdb := redistest.Client(t, u)
+	ctx := context.Background()
+	keys, err := rdb.Keys(ctx, ns+"*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := newFleetKeys(ns)
+	// One transaction, so the node never sees the namespace empty (it
+	// would give Redis its mirror back instead).
+	_, err = rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Del(ctx, keys...)
+		p.Set(ctx, k.epoch, "another-epoch", 0)
+		p.Set(ctx, k.ver, 7, 0)
+		p.ZAdd(ctx, k.log, redis.Z{Score: 7, Member: "s/new1"})
+		p.HSet(ctx, k.prefix+"s/new1", "v", 7, "t", "acme", "r", string(encodeSourceRecord(newSrc, nil)))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 2*time.Second, "A did not rebuild from the new epoch", func() bool {
+		return a.Snapshot().Lookup([]byte("new1")) != nil
+	})
+	s := a.Snapshot()
+	if s.Lookup([]byte("old1")) != nil || s.Lookup([]byte("old2")) != nil || s.Route("acme", "rt-old") != nil {
+		t.Errorf("after the rebuild A still serves the old epoch's entities")
+	}
+	if s.Len() != 2 { // new1 and the config's seeded
+		t.Errorf("A serves %d sources, want new1 and the seed", s.Len())
+	}
+	if got := s.Lookup([]byte("new1")); got.Version != 7 || got.Spec.Sinks[0].URL != "https://example.com/new" {
+		t.Errorf("new1: version %d %s", got.Version, got.Spec.Sinks[0].URL)
+	}
+	if s.LookupForDelivery([]byte("old1")) == nil {
+		t.Error("a source the rebuild removed is gone from LookupForDelivery at once")
+	}
+	// The mirror in the meta store is the new epoch's too.
+	var mirrored []string
+	if err := a.m.Mirrored(meta.MirrorSource, func(_, name string, _ uint64, _ []byte) error { mirrored = append(mirrored, name); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(mirrored) != 1 || mirrored[0] != "new1" {
+		t.Errorf("the local mirror holds %v, want [new1]", mirrored)
+	}
+	if st, _, _ := a.m.Mirror(); st.Epoch != "another-epoch" || st.Version != 7 {
+		t.Errorf("the mirror's state %+v", st)
+	}
+	// And nothing of the old epoch went back into Redis.
+	if n, _ := rdb.Exists(ctx, k.prefix+"s/old1", k.prefix+"s/old2").Result(); n != 0 {
+		t.Errorf("%d entities of the old epoch are back in Redis", n)
+	}
+	if src, err := a.PutSource(ghDoc(t, "new2", "https://example.com/in")); err != nil || src.Version != 8 {
+		t.Fatalf("a write in the new epoch: %v (version %d, want 8)", err, src.Version)
+	}
+}
+
+// ghSpec is ghDoc's spec as a store holds it.
+func ghSpec(t *testing.T, name, sinkURL string) config.Source {
+	t.Helper()
+	spec := ghDoc(t, name, sinkURL).Doc.Spec
+	spec.TenantID = "acme"
+	if probs := config.ResolveLiteralSecrets(&spec); len(probs) > 0 {
+		t.Fatal(probs)
+	}
+	config.DefaultSource(&spec, 0)
+	return spec
+}
+
+// A record this node cannot open (sealed under a key it does not have) is
+// refused at runtime: the source keeps its last form, and the refusal is
+// counted.
+func TestFleetRefusedRecord(t *testing.T) {
+	u := redistest.URL(t)
+	ns := redistest.Namespace(t, u)
+	kr := testKeyring(t, testKey(1), nil)
+	a := startNode(t, "", u, ns, kr)
+	b := startNode(t, "", u, ns, kr)
+	src, err := a.PutSource(ghDoc(t, "gh1", "https://example.com/in"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 2*time.Second, "B does not see gh1", func() bool { return b.Snapshot().Lookup([]byte("gh1")) != nil })
+	refused := fleetRefused.Get()
+
+	// Another node, with another kek, updates it.
+	other := Build("gh1", ghSpec(t, "gh1", "https://example.com/other-kek"), 1<<20, false)
+	audit := meta.AuditRow{At: time.Now(), Principal: "ops", Action: "source.update", Tenant: "acme", Entity: "source/gh1", Outcome: "ok",
+		Event: meta.Event{Type: meta.EventType("source", "updated"), Subject: "gh1"}}
+	v, err := a.Commit([]Op{{Kind: PutSource, Tenant: "acme", Name: "gh1", Record: encodeSourceRecord(other, testKeyring(t, testKey(2), nil)), Expect: src.Version}}, audit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 2*time.Second, "B did not read the new version", func() bool { return b.version() >= v })
+	if got := b.Snapshot().Lookup([]byte("gh1")); got == nil || got.Version != src.Version || got.Spec.Sinks[0].URL != "https://example.com/in" {
+		t.Fatalf("B serves %+v, want gh1's last form (version %d)", got, src.Version)
+	}
+	if got := fleetRefused.Get() - refused; got < 1 {
+		t.Fatalf("records refused rose by %d, want at least 1", got)
+	}
+}
