@@ -691,3 +691,53 @@ func TestFleetRefusedRecord(t *testing.T) {
 		t.Fatalf("records refused rose by %d, want at least 1", got)
 	}
 }
+
+// A node that was stopped while another wrote boots with what changed
+// meanwhile: updates, creates and removals.
+func TestFleetBootCatchUp(t *testing.T) {
+	u := redistest.URL(t)
+	ns := redistest.Namespace(t, u)
+	a := startNode(t, "", u, ns, nil)
+	dir := t.TempDir()
+	b := startNode(t, dir, u, ns, nil)
+	var last *Source
+	for _, name := range []string{"keep", "gone", "changed"} {
+		src, err := a.PutSource(ghDoc(t, name, "https://example.com/v1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = src
+	}
+	waitFor(t, 2*time.Second, "B's mirror does not reach A's writes", func() bool { return b.version() >= last.Version })
+	b.stop()
+
+	if _, err := a.DeleteSource(SourceDelete{Tenant: "acme", Name: "gone", Audit: meta.AuditRow{Principal: "ops", Action: "source.delete"}}); err != nil {
+		t.Fatal(err)
+	}
+	changed, err := a.PutSource(update(ghDoc(t, "changed", "https://example.com/v2")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	born, err := a.PutSource(ghDoc(t, "born", "https://example.com/v1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	b = startNode(t, dir, u, ns, nil)
+	s := b.Snapshot() // at boot, before any catch-up of Run could help
+	if s.Lookup([]byte("gone")) != nil {
+		t.Error("B boots serving a source removed while it was stopped")
+	}
+	if got := s.Lookup([]byte("changed")); got == nil || got.Version != changed.Version || got.Spec.Sinks[0].URL != "https://example.com/v2" {
+		t.Errorf("B boots with changed as %+v, want version %d", got, changed.Version)
+	}
+	if got := s.Lookup([]byte("born")); got == nil || got.Version != born.Version {
+		t.Errorf("B boots with born as %+v, want version %d", got, born.Version)
+	}
+	if s.Lookup([]byte("keep")) == nil {
+		t.Error("B boots without a source nobody touched")
+	}
+	if st, _, _ := b.m.Mirror(); st.Version != born.Version {
+		t.Errorf("B's mirror is at version %d, want %d", st.Version, born.Version)
+	}
+}
