@@ -741,3 +741,88 @@ func TestFleetBootCatchUp(t *testing.T) {
 		t.Errorf("B's mirror is at version %d, want %d", st.Version, born.Version)
 	}
 }
+
+// A new epoch may start below the version the node was at (a namespace
+// emptied and written again by another fleet): the node's next write
+// serves at once, as every write does, though its version is lower than
+// those the node saw in the old epoch.
+func TestFleetEpochChangeLowerVersion(t *testing.T) {
+	u := redistest.URL(t)
+	ns := redistest.Namespace(t, u)
+	a := startNode(t, "", u, ns, nil)
+	for i := 0; i < 5; i++ {
+		if _, err := a.PutSource(ghDoc(t, fmt.Sprintf("old%d", i), "https://example.com/in")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	newSrc := Build("new1", ghSpec(t, "new1", "https://example.com/new"), 1<<20, false)
+	rdb := redistest.Client(t, u)
+	ctx := context.Background()
+	keys, err := rdb.Keys(ctx, ns+"*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := newFleetKeys(ns)
+	_, err = rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Del(ctx, keys...)
+		p.Set(ctx, k.epoch, "low-epoch", 0)
+		p.Set(ctx, k.ver, 1, 0)
+		p.ZAdd(ctx, k.log, redis.Z{Score: 1, Member: "s/new1"})
+		p.HSet(ctx, k.prefix+"s/new1", "v", 1, "t", "acme", "r", string(encodeSourceRecord(newSrc, nil)))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 2*time.Second, "A did not rebuild from the new epoch", func() bool {
+		return a.Snapshot().Lookup([]byte("new1")) != nil && a.Snapshot().Lookup([]byte("old0")) == nil
+	})
+	// Run's catch-up on the write's own message would publish it too, a
+	// moment later: without Run, only the write itself publishes.
+	a.Close()
+	src, err := a.PutSource(ghDoc(t, "new2", "https://example.com/in"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if src.Version != 2 {
+		t.Fatalf("the write's version %d, want 2 (the new epoch's)", src.Version)
+	}
+	if got := a.Snapshot().Lookup([]byte("new2")); got == nil {
+		t.Fatal("a source created in a new epoch below the node's old version is not served when PutSource returns")
+	}
+}
+
+// Redis restarting empty right after a write was answered (before the
+// node's catch-up put the write into its mirror) must not leave the
+// writer serving a source the store no longer has: the restore gives
+// Redis back the node's acknowledged write too.
+func TestFleetRestoreOwnLastWrite(t *testing.T) {
+	srv := redistest.StartServer(t)
+	ns := "restore-last:"
+	a := startNode(t, "", srv.URL(), ns, nil)
+	if _, err := a.PutSource(ghDoc(t, "first", "https://example.com/in")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 2*time.Second, "A's mirror does not reach its write", func() bool { return a.version() >= 1 })
+	a.Close() // no catch-up between the write below and Redis's restart
+	last, err := a.PutSource(ghDoc(t, "last", "https://example.com/in"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Stop()
+	srv.Start()
+	a.catchUp(context.Background())
+	if a.Snapshot().Lookup([]byte("last")) == nil {
+		t.Fatal("A dropped its own write") // not the failure this test is about
+	}
+	rdb := redistest.Client(t, srv.URL())
+	n, err := rdb.Exists(context.Background(), ns+"ss:s/first", ns+"ss:s/last").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 2 {
+		t.Errorf("after the restore Redis holds %d of A's 2 sources: A serves %q (version %d), which no other node will", n, "last", last.Version)
+		_, err := a.DeleteSource(SourceDelete{Tenant: "acme", Name: "last", Audit: meta.AuditRow{Principal: "ops", Action: "source.delete"}})
+		t.Errorf("and A cannot remove it: %v; A still serves it: %v", err, a.Snapshot().Lookup([]byte("last")) != nil)
+	}
+}
