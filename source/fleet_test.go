@@ -826,3 +826,64 @@ func TestFleetRestoreOwnLastWrite(t *testing.T) {
 		t.Errorf("and A cannot remove it: %v; A still serves it: %v", err, a.Snapshot().Lookup([]byte("last")) != nil)
 	}
 }
+
+// A token a route gives up (revoked by an update, or with the route's
+// removal) is free for a route of another node; one it keeps stays its
+// own through updates.
+func TestFleetTokenFreed(t *testing.T) {
+	u := redistest.URL(t)
+	ns := redistest.Namespace(t, u)
+	a := startNode(t, "", u, ns, nil)
+	b := startNode(t, "", u, ns, nil)
+	if _, err := a.PutSource(ghDoc(t, "gh1", "https://example.com/in")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 2*time.Second, "B does not see the source", func() bool { return b.Snapshot().Lookup([]byte("gh1")) != nil })
+	audit := meta.AuditRow{Principal: "ops", Action: "route.write"}
+	const tok1, tok2 = "first-token-0123456789abcdef", "second-token-0123456789abcdef"
+	if _, _, err := a.PutRoute(RouteWrite{Tenant: "acme", Create: true, ID: "ra", SourceID: "gh1", Token: tok1, Audit: audit}); err != nil {
+		t.Fatal(err)
+	}
+	// An update adding a second token keeps the first.
+	if _, _, err := a.PutRoute(RouteWrite{Tenant: "acme", ID: "ra", SourceID: "gh1", Token: tok2, Audit: audit}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 2*time.Second, "B does not see ra's tokens", func() bool {
+		r := b.Snapshot().RouteByToken([]byte(tok2))
+		return r != nil && r.ID == "ra"
+	})
+	// B's route cannot take either while ra holds them; the store says
+	// so, not only B's snapshot.
+	for _, tok := range []string{tok1, tok2} {
+		if _, err := b.Commit(tokenOps("acme", "rb", nil, &Route{Tokens: []Token{newToken(tok, time.Now())}}), meta.AuditRow{}); code(err) != CodeTokenExists {
+			t.Errorf("claiming ra's token %s from B: %v, want %s", tok, err, CodeTokenExists)
+		}
+	}
+	// ra keeps tok2 only: tok1 is free.
+	ra := a.Snapshot().Route("acme", "ra")
+	var keep []string
+	for _, tk := range ra.Tokens {
+		if tk.Digest == newToken(tok2, time.Now()).Digest {
+			keep = append(keep, tk.ID)
+		}
+	}
+	if _, _, err := a.PutRoute(RouteWrite{Tenant: "acme", ID: "ra", SourceID: "gh1", KeepTokens: keep, Audit: audit}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 2*time.Second, "B still finds the revoked token", func() bool { return b.Snapshot().RouteByToken([]byte(tok1)) == nil })
+	if _, _, err := b.PutRoute(RouteWrite{Tenant: "acme", Create: true, ID: "rb", SourceID: "gh1", Token: tok1, Audit: audit}); err != nil {
+		t.Fatalf("a revoked token is not free: %v", err)
+	}
+	// ra removed: tok2 is free.
+	if _, err := a.DeleteRoute(RouteDelete{Tenant: "acme", ID: "ra", Audit: audit}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 2*time.Second, "B still finds the removed route's token", func() bool { return b.Snapshot().RouteByToken([]byte(tok2)) == nil })
+	if _, _, err := b.PutRoute(RouteWrite{Tenant: "acme", Create: true, ID: "rc", SourceID: "gh1", Token: tok2, Audit: audit}); err != nil {
+		t.Fatalf("a removed route's token is not free: %v", err)
+	}
+	waitFor(t, 2*time.Second, "A does not find rb and rc by their tokens", func() bool {
+		r1, r2 := a.Snapshot().RouteByToken([]byte(tok1)), a.Snapshot().RouteByToken([]byte(tok2))
+		return r1 != nil && r1.ID == "rb" && r2 != nil && r2.ID == "rc"
+	})
+}
