@@ -887,3 +887,44 @@ func TestFleetTokenFreed(t *testing.T) {
 		return r1 != nil && r1.ID == "rb" && r2 != nil && r2.ID == "rc"
 	})
 }
+
+// At boot, a stored secret no configured key opens stops the node, naming
+// the source and the field; secrets in clear while a kek is set are a
+// warning that counts them.
+func TestFleetBootSecrets(t *testing.T) {
+	u := redistest.URL(t)
+	ns := redistest.Namespace(t, u)
+	clear := startNode(t, "", u, ns, nil)
+	if _, err := clear.PutSource(ghDoc(t, "gh-clear", "https://example.com/in")); err != nil {
+		t.Fatal(err)
+	}
+	clear.stop()
+
+	kr := testKeyring(t, testKey(1), nil)
+	a := startNode(t, "", u, ns, kr)
+	want := "1 stored sources hold 2 secrets in clear although secrets.kek is set"
+	if len(a.warnings) != 1 || !strings.Contains(a.warnings[0], want) {
+		t.Errorf("warnings %q, want %q", a.warnings, want)
+	}
+	if got := a.Snapshot().Lookup([]byte("gh-clear")); got == nil || got.Spec.Verify.Secret.Value != "ghsecret" {
+		t.Fatalf("the clear source: %+v", got)
+	}
+	if _, err := a.PutSource(ghDoc(t, "gh-sealed", "https://example.com/in")); err != nil {
+		t.Fatal(err)
+	}
+	rdb := redistest.Client(t, u)
+	rec, err := rdb.HGet(context.Background(), ns+"ss:s/gh-sealed", "r").Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(rec), "ghsecret") || !strings.Contains(string(rec), `"verify.secret"`) {
+		t.Fatalf("a write with a kek stored %s", rec)
+	}
+
+	m := openMeta(t, t.TempDir())
+	defer m.Close()
+	_, _, err = OpenFleet(fleetOpts(t, m, u, ns, testKeyring(t, testKey(2), nil)))
+	if err == nil || !strings.Contains(err.Error(), `stored source "gh-sealed" of tenant "acme": field `) {
+		t.Fatalf("a boot with another kek: %v, want an error naming the source and the field", err)
+	}
+}
