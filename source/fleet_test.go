@@ -928,3 +928,44 @@ func TestFleetBootSecrets(t *testing.T) {
 		t.Fatalf("a boot with another kek: %v, want an error naming the source and the field", err)
 	}
 }
+
+// Redis going away at runtime: the node keeps serving its mirror, answers
+// writes 503 source_store_unavailable (leaving no pending change), says
+// so in its metrics, and writes again once Redis is back.
+func TestFleetRedisDownAtRuntime(t *testing.T) {
+	srv := redistest.StartServer(t)
+	ns := "down:"
+	a := startNode(t, "", srv.URL(), ns, nil)
+	src, err := a.PutSource(ghDoc(t, "gh1", "https://example.com/in"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 2*time.Second, "A's mirror does not reach its write", func() bool { return a.version() >= src.Version })
+	failures, reconnects := fleetFailures.Get(), fleetUp.Get()
+	srv.Stop()
+	_, err = a.PutSource(update(ghDoc(t, "gh1", "https://example.com/v2")))
+	if code(err) != CodeUnavailable || !strings.Contains(err.Error(), "source_store.url "+srv.URL()) {
+		t.Fatalf("a write with Redis down: %v, want %s naming source_store.url", err, CodeUnavailable)
+	}
+	if got := a.Snapshot().Lookup([]byte("gh1")); got == nil || got.Spec.Sinks[0].URL != "https://example.com/in" {
+		t.Fatalf("with Redis down A serves %+v", got)
+	}
+	if !fleetDown.Load() || fleetFailures.Get() <= failures {
+		t.Errorf("redis_up %v, failures %d (were %d)", !fleetDown.Load(), fleetFailures.Get(), failures)
+	}
+	if n := countPending(t, a.m); n != 0 {
+		t.Errorf("%d pending changes after a write refused before it was sent", n)
+	}
+	srv.Start()
+	waitFor(t, 5*time.Second, "A does not see Redis back", func() bool { return !fleetDown.Load() })
+	if fleetUp.Get() != reconnects+1 {
+		t.Errorf("reconnects %d, want %d", fleetUp.Get(), reconnects+1)
+	}
+	upd, err := a.PutSource(update(ghDoc(t, "gh1", "https://example.com/v2")))
+	if err != nil {
+		t.Fatalf("a write once Redis is back: %v", err)
+	}
+	if upd.Version <= src.Version || a.Snapshot().Lookup([]byte("gh1")).Spec.Sinks[0].URL != "https://example.com/v2" {
+		t.Fatalf("the write once Redis is back: version %d (was %d)", upd.Version, src.Version)
+	}
+}
