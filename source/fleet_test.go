@@ -489,17 +489,17 @@ func TestFleetBootRedisDown(t *testing.T) {
 	u := redistest.URL(t)
 	ns := redistest.Namespace(t, u)
 	down := "redis://127.0.0.1:1/0"
-	openDown := func(dir string) (*Fleet, []string, error, *meta.Store) {
+	openDown := func(dir string) (*meta.Store, *Fleet, []string, error) {
 		m := openMeta(t, dir)
 		o := fleetOpts(t, m, down, ns, nil)
 		o.BootTimeout = 500 * time.Millisecond
 		o.Timeout = 300 * time.Millisecond
 		f, w, err := OpenFleet(o)
-		return f, w, err, m
+		return m, f, w, err
 	}
 
 	dir := t.TempDir()
-	_, _, err, m := openDown(dir)
+	m, _, _, err := openDown(dir)
 	m.Close()
 	if err == nil || !strings.Contains(err.Error(), "source_store.url "+down) || !strings.Contains(err.Error(), "first boot") {
 		t.Fatalf("first boot with Redis down: %v, want an error naming source_store.url %s", err, down)
@@ -515,7 +515,7 @@ func TestFleetBootRedisDown(t *testing.T) {
 	waitFor(t, 2*time.Second, "A's mirror does not reach its own write", func() bool { return a.version() >= src.Version })
 	a.stop()
 
-	f, warnings, err, m := openDown(dir)
+	m, f, warnings, err := openDown(dir)
 	if err != nil {
 		t.Fatalf("a boot with a mirror and Redis down: %v", err)
 	}
