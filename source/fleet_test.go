@@ -969,3 +969,48 @@ func TestFleetRedisDownAtRuntime(t *testing.T) {
 		t.Fatalf("the write once Redis is back: version %d (was %d)", upd.Version, src.Version)
 	}
 }
+
+// A source name removed by one tenant and created again by another while
+// a node was behind: the node's mirror holds the new owner only, so that
+// the node boots serving the new owner's source, not the removed one.
+func TestFleetNameChangesTenant(t *testing.T) {
+	u := redistest.URL(t)
+	ns := redistest.Namespace(t, u)
+	a := startNode(t, "", u, ns, nil)
+	dir := t.TempDir()
+	b := startNode(t, dir, u, ns, nil)
+	zeta := ghDoc(t, "mv", "https://example.com/zeta")
+	zeta.Tenant = "zeta"
+	old, err := a.PutSource(zeta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 2*time.Second, "B's mirror does not reach the create", func() bool { return b.version() >= old.Version })
+	b.Close() // B falls behind
+	if _, err := a.DeleteSource(SourceDelete{Tenant: "zeta", Name: "mv", Audit: meta.AuditRow{Principal: "ops", Action: "source.delete"}}); err != nil {
+		t.Fatal(err)
+	}
+	acme, err := a.PutSource(ghDoc(t, "mv", "https://example.com/acme"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.catchUp(context.Background())
+	if got := b.Snapshot().Lookup([]byte("mv")); got == nil || got.TenantID != "acme" || got.Version != acme.Version {
+		t.Fatalf("B serves mv as %+v, want acme's at version %d", got, acme.Version)
+	}
+	var mirrored []string
+	if err := b.m.Mirrored(meta.MirrorSource, func(tenant, name string, v uint64, _ []byte) error {
+		mirrored = append(mirrored, fmt.Sprintf("%s/%s@%d", tenant, name, v))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("acme/mv@%d", acme.Version); len(mirrored) != 1 || mirrored[0] != want {
+		t.Errorf("B's mirror holds %v, want [%s]", mirrored, want)
+	}
+	b.stop()
+	b = startNode(t, dir, u, ns, nil)
+	if got := b.Snapshot().Lookup([]byte("mv")); got == nil || got.TenantID != "acme" || got.Spec.Sinks[0].URL != "https://example.com/acme" {
+		t.Errorf("B boots serving mv as %+v, want acme's", got)
+	}
+}
