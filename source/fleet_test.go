@@ -1014,3 +1014,35 @@ func TestFleetNameChangesTenant(t *testing.T) {
 		t.Errorf("B boots serving mv as %+v, want acme's", got)
 	}
 }
+
+// A write checked in an epoch the namespace left is refused as
+// unavailable (the node reloads), and leaves nothing behind.
+func TestFleetCommitOtherEpoch(t *testing.T) {
+	u := redistest.URL(t)
+	ns := redistest.Namespace(t, u)
+	a := startNode(t, "", u, ns, nil)
+	src, err := a.PutSource(ghDoc(t, "gh1", "https://example.com/in"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+	rdb := redistest.Client(t, u)
+	if err := rdb.Set(context.Background(), ns+"ss:epoch", "moved-on", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	audit := meta.AuditRow{At: time.Now(), Principal: "ops", Action: "source.update", Tenant: "acme", Entity: "source/gh1", Outcome: "ok",
+		Event: meta.Event{Type: meta.EventType("source", "updated"), Subject: "gh1"}}
+	_, err = a.Commit([]Op{{Kind: PutSource, Tenant: "acme", Name: "gh1", Record: encodeSourceRecord(src, nil), Expect: src.Version}}, audit)
+	if code(err) != CodeUnavailable || !strings.Contains(err.Error(), "changed epoch") {
+		t.Fatalf("a write in a left epoch: %v, want %s saying the epoch changed", err, CodeUnavailable)
+	}
+	if n := countPending(t, a.m); n != 0 {
+		t.Errorf("%d pending changes left", n)
+	}
+	if rows := auditRows(t, a.m, "source/gh1"); len(rows) != 1 {
+		t.Errorf("%d audit rows of gh1, want the create's only", len(rows))
+	}
+	if v, _ := rdb.HGet(context.Background(), ns+"ss:s/gh1", "v").Uint64(); v != src.Version {
+		t.Errorf("Redis holds gh1 at version %d, want %d", v, src.Version)
+	}
+}

@@ -231,3 +231,37 @@ func TestRewrapRefusals(t *testing.T) {
 		t.Fatalf("without the previous key: %v", err)
 	}
 }
+
+// Rewrap tells its progress every 100 sources read, per part, and with
+// no Redis rewraps the meta store and the mirror only.
+func TestRewrapProgress(t *testing.T) {
+	m := openMeta(t, t.TempDir())
+	defer m.Close()
+	oldKR, kr := testKeyring(t, testKey(1), nil), testKeyring(t, testKey(2), testKey(1))
+	b := m.NewBatch()
+	for i := 0; i < 250; i++ {
+		name := fmt.Sprintf("s%03d", i)
+		r := encodeSourceRecord(sealedSource(t, name), oldKR)
+		if i%2 == 0 {
+			r = encodeSourceRecord(sealedSource(t, name), kr)
+		}
+		b.PutSource("acme", name, r)
+	}
+	if err := b.Commit(meta.Sync); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	var calls []string
+	parts, err := Rewrap(context.Background(), RewrapOptions{Config: testConfig(t), Keyring: kr, Meta: m,
+		Progress: func(part string, read, rewrapped int) { calls = append(calls, fmt.Sprintf("%s %d %d", part, read, rewrapped)) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"meta store 100 50", "meta store 200 100"}; fmt.Sprint(calls) != fmt.Sprint(want) {
+		t.Errorf("progress %q, want %q", calls, want)
+	}
+	want := []RewrapPart{{Part: "meta store", Read: 250, Rewrapped: 125, Secrets: 625}, {Part: "local mirror"}}
+	if fmt.Sprint(parts) != fmt.Sprint(want) {
+		t.Errorf("parts %+v, want %+v", parts, want)
+	}
+}
