@@ -253,7 +253,9 @@ func TestRewrapProgress(t *testing.T) {
 	b.Close()
 	var calls []string
 	parts, err := Rewrap(context.Background(), RewrapOptions{Config: testConfig(t), Keyring: kr, Meta: m,
-		Progress: func(part string, read, rewrapped int) { calls = append(calls, fmt.Sprintf("%s %d %d", part, read, rewrapped)) }})
+		Progress: func(part string, read, rewrapped int) {
+			calls = append(calls, fmt.Sprintf("%s %d %d", part, read, rewrapped))
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
