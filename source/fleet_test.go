@@ -1046,3 +1046,29 @@ func TestFleetCommitOtherEpoch(t *testing.T) {
 		t.Errorf("Redis holds gh1 at version %d, want %d", v, src.Version)
 	}
 }
+
+// A node moved to another namespace drops the mirror of the old one: it
+// serves the new namespace only.
+func TestFleetNamespaceChanged(t *testing.T) {
+	u := redistest.URL(t)
+	ns1, ns2 := redistest.Namespace(t, u), redistest.Namespace(t, u)
+	dir := t.TempDir()
+	a := startNode(t, dir, u, ns1, nil)
+	src, err := a.PutSource(ghDoc(t, "in-ns1", "https://example.com/in"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 2*time.Second, "A's mirror does not reach its write", func() bool { return a.version() >= src.Version })
+	a.stop()
+	a = startNode(t, dir, u, ns2, nil)
+	if len(a.warnings) != 1 || !strings.Contains(a.warnings[0], fmt.Sprintf("the local mirror is of source_store.namespace %q, not %q", ns1, ns2)) {
+		t.Errorf("warnings %q", a.warnings)
+	}
+	if a.Snapshot().Lookup([]byte("in-ns1")) != nil {
+		t.Error("the node serves the old namespace's source")
+	}
+	rdb := redistest.Client(t, u)
+	if n, _ := rdb.Exists(context.Background(), ns2+"ss:s/in-ns1").Result(); n != 0 {
+		t.Error("the old namespace's source was given to the new one")
+	}
+}
