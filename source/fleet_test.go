@@ -225,14 +225,17 @@ func TestFleetConcurrentUpdates(t *testing.T) {
 	u := redistest.URL(t)
 	ns := redistest.Namespace(t, u)
 	nodes := []*fleetNode{startNode(t, "", u, ns, nil), startNode(t, "", u, ns, nil)}
-	if _, err := nodes[0].PutSource(ghDoc(t, "gh1", "https://example.com/0")); err != nil {
+	created, err := nodes[0].PutSource(ghDoc(t, "gh1", "https://example.com/0"))
+	if err != nil {
 		t.Fatal(err)
 	}
 	type result struct {
 		url     string
 		version uint64
+		checked uint64 // the version the write was checked against
 	}
 	versions := map[uint64]string{}
+	checkedAgainst := map[uint64]uint64{} // success's version → the version it was checked against
 	var last result
 	conflicts := 0
 	for round := 0; round < 50; round++ {
@@ -244,10 +247,13 @@ func TestFleetConcurrentUpdates(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				url := fmt.Sprintf("https://example.com/r%d/n%d", round, i)
-				src, err := n.PutSource(update(ghDoc(t, "gh1", url)))
+				w := update(ghDoc(t, "gh1", url))
+				var checked uint64
+				w.Check = func(old *Source, _ *config.Source) error { checked = old.Version; return nil }
+				src, err := n.PutSource(w)
 				errs[i] = err
 				if err == nil {
-					res[i] = result{url, src.Version}
+					res[i] = result{url, src.Version, checked}
 				}
 			}()
 		}
@@ -261,6 +267,7 @@ func TestFleetConcurrentUpdates(t *testing.T) {
 					t.Fatalf("round %d: two successes at version %d (%s and %s)", round, res[i].version, prev, res[i].url)
 				}
 				versions[res[i].version] = res[i].url
+				checkedAgainst[res[i].version] = res[i].checked
 				if res[i].version > last.version {
 					last = res[i]
 				}
@@ -275,6 +282,19 @@ func TestFleetConcurrentUpdates(t *testing.T) {
 		}
 	}
 	t.Logf("50 rounds: %d successes, %d conflicts", len(versions), conflicts)
+	// No lost update: in version order, each success was checked against
+	// the success before it, so it saw what that one wrote.
+	prev := created.Version
+	for v := prev + 1; v <= last.version; v++ {
+		c, ok := checkedAgainst[v]
+		if !ok {
+			continue
+		}
+		if c != prev {
+			t.Errorf("the write at version %d was checked against version %d, but version %d was written before it: a lost update", v, c, prev)
+		}
+		prev = v
+	}
 	for i, n := range nodes {
 		waitFor(t, 2*time.Second, fmt.Sprintf("node %d does not end on the last success %+v", i, last), func() bool {
 			got := n.Snapshot().Lookup([]byte("gh1"))
