@@ -195,3 +195,60 @@ func TestRedactURL(t *testing.T) {
 		}
 	}
 }
+
+// CutURLPassword and WithURLPassword split a url's password out and put it
+// back, byte for byte, reading the user info as RedactURL does: templates,
+// no user, a user without a password, '@' in the password, a query or a
+// fragment that looks like user info.
+func TestCutAndWithURLPassword(t *testing.T) {
+	for _, c := range []struct {
+		in, bare, pw string
+		ok           bool
+	}{
+		{"amqp://guest:guest@127.0.0.1:5672/", "amqp://guest@127.0.0.1:5672/", "guest", true},
+		{"amqps://u:p%40ss@mq.example/vh?heartbeat=10", "amqps://u@mq.example/vh?heartbeat=10", "p%40ss", true},
+		{"https://u:p@ss@x.example/in", "https://u@x.example/in", "p@ss", true}, // the last @ ends the user info
+		{"https://u:p@{tenant_id}.example.com/{source_id}", "https://u@{tenant_id}.example.com/{source_id}", "p", true},
+		{"amqp://:secret@h/", "amqp://@h/", "secret", true},
+		{"amqp://u:@h/", "amqp://u@h/", "", true},
+		{"amqp://u:a:b@h", "amqp://u@h", "a:b", true}, // no path: the user info ends the authority
+		{"https://x.example/in?next=http://a:b@c.example/", "https://x.example/in?next=http://a:b@c.example/", "", false},
+		{"https://x.example#frag:x@y", "https://x.example#frag:x@y", "", false},
+		{"https://x.example/a@b", "https://x.example/a@b", "", false},
+		{"https://user@x.example/in", "https://user@x.example/in", "", false},
+		{"https://x.example/{source_id}", "https://x.example/{source_id}", "", false},
+		{"user:pw@host", "user:pw@host", "", false}, // no scheme: no user info to read
+		{"", "", "", false},
+	} {
+		bare, pw, ok := CutURLPassword(c.in)
+		if bare != c.bare || pw != c.pw || ok != c.ok {
+			t.Errorf("CutURLPassword(%q) = %q, %q, %v; want %q, %q, %v", c.in, bare, pw, ok, c.bare, c.pw, c.ok)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		if back, ok := WithURLPassword(bare, pw); !ok || back != c.in {
+			t.Errorf("WithURLPassword(%q, %q) = %q, %v; want %q back", bare, pw, back, ok, c.in)
+		}
+		if red := RedactURL(c.in); red != strings.Replace(c.in, ":"+pw+"@", ":"+Redacted+"@", 1) {
+			t.Errorf("RedactURL(%q) = %q", c.in, red)
+		}
+	}
+	for _, c := range []struct {
+		in, pw, want string
+		ok           bool
+	}{
+		{"amqp://guest@h:5672/", "p@ss", "amqp://guest:p@ss@h:5672/", true},
+		{"https://u@{tenant_id}.example.com/", "x", "https://u:x@{tenant_id}.example.com/", true},
+		{"amqp://guest:already@h/", "x", "amqp://guest:already@h/", false}, // a password is there
+		{"https://x.example/in", "x", "https://x.example/in", false},       // no user
+		{"https://x.example/a@b", "x", "https://x.example/a@b", false},     // '@' in the path is not user info
+		{"https://x.example?q=u@h", "x", "https://x.example?q=u@h", false}, // nor in the query
+		{"no-scheme@h", "x", "no-scheme@h", false},
+	} {
+		if got, ok := WithURLPassword(c.in, c.pw); got != c.want || ok != c.ok {
+			t.Errorf("WithURLPassword(%q, %q) = %q, %v; want %q, %v", c.in, c.pw, got, ok, c.want, c.ok)
+		}
+	}
+}
