@@ -59,10 +59,10 @@ type Fleet struct {
 	o FleetOptions
 	k fleetKeys
 
-	mu      sync.Mutex        // one catch-up at a time; guards state and tenants
-	state   meta.MirrorState  // what the mirror holds
-	tenants map[string]string // log member → tenant, of the mirrored sources
-	warned  map[string]bool   // seeds hiding a stored entity, logged once
+	mu       sync.Mutex          // one catch-up at a time; guards state and mirrored
+	state    meta.MirrorState    // what the mirror holds
+	mirrored map[string]mirrored // log member → what the local mirror holds of it
+	warned   map[string]bool     // seeds hiding a stored entity, logged once
 
 	kick     chan struct{}
 	inflight sync.Map // pending change id → struct{}: writes under way
@@ -115,7 +115,7 @@ func OpenFleet(o FleetOptions) (f *Fleet, warnings []string, err error) {
 	if o.Log == nil {
 		o.Log = zap.NewNop()
 	}
-	f = &Fleet{o: o, k: newFleetKeys(o.Namespace), tenants: map[string]string{}, warned: map[string]bool{}, kick: make(chan struct{}, 1)}
+	f = &Fleet{o: o, k: newFleetKeys(o.Namespace), mirrored: map[string]mirrored{}, warned: map[string]bool{}, kick: make(chan struct{}, 1)}
 	st, found, err := o.Meta.Mirror()
 	if err != nil {
 		return nil, nil, err
@@ -146,21 +146,35 @@ func OpenFleet(o FleetOptions) (f *Fleet, warnings []string, err error) {
 
 	// The mirror as this node last kept it, then what changed since.
 	raw := map[string]change{}
+	stale := o.Meta.NewBatch()
+	defer stale.Close()
 	for _, kind := range []meta.MirrorKind{meta.MirrorSource, meta.MirrorRoute} {
 		err := o.Meta.Mirrored(kind, func(tenant, name string, version uint64, record []byte) error {
 			c := change{route: kind == meta.MirrorRoute, tenant: tenant, name: name, version: version, record: append([]byte(nil), record...)}
 			c.member = sourceMember(name)
 			if c.route {
 				c.member = routeMember(tenant, name)
-			} else {
-				f.tenants[c.member] = tenant
 			}
+			if had, ok := f.mirrored[c.member]; ok {
+				// Two entries of one name (a mirror kept before the
+				// name's tenant changed): the later one is the source,
+				// the other goes.
+				if had.version > version {
+					stale.DeleteMirrored(kind, tenant, name)
+					return nil
+				}
+				stale.DeleteMirrored(kind, had.tenant, name)
+			}
+			f.mirrored[c.member] = mirrored{tenant: tenant, version: version}
 			raw[c.member] = c
 			return nil
 		})
 		if err != nil {
 			return nil, nil, err
 		}
+	}
+	if err := stale.Commit(meta.NoSync); err != nil {
+		return nil, nil, err
 	}
 	err = f.sync(context.Background(), func(cs []change, rebuild bool) {
 		if rebuild {
@@ -443,6 +457,13 @@ func (f *Fleet) restoreIfLost(parent context.Context) error {
 	return nil
 }
 
+// mirrored is what the local mirror holds of an entity: its tenant (""
+// once removed) and the version of that form.
+type mirrored struct {
+	tenant  string
+	version uint64
+}
+
 // keep writes a batch of changes and the mirror's new state into the
 // meta store, in one batch (a crash leaves the mirror at a version it
 // wholly holds). f.mu is held.
@@ -451,32 +472,65 @@ func (f *Fleet) keep(cs []change, next meta.MirrorState, rebuild bool) error {
 	defer b.Close()
 	if rebuild {
 		b.ClearMirror()
-		clear(f.tenants)
+		clear(f.mirrored)
 	}
 	for _, c := range cs {
-		kind := meta.MirrorSource
-		if c.route {
-			kind = meta.MirrorRoute
-		}
-		tenant := c.tenant
-		if !c.route {
-			if c.record == nil {
-				tenant = f.tenants[c.member]
-			}
-		}
-		switch {
-		case c.record != nil:
-			b.PutMirrored(kind, tenant, c.name, c.version, c.record)
-			if !c.route {
-				f.tenants[c.member] = tenant
-			}
-		case tenant != "":
-			b.DeleteMirrored(kind, tenant, c.name)
-			delete(f.tenants, c.member)
-		}
+		f.mirror(b, c)
 	}
 	b.SetMirrorState(next)
 	return b.Commit(meta.NoSync)
+}
+
+// mirror adds c to the local mirror, unless the mirror holds a later
+// form of its entity (a write of this node, kept when Redis took it);
+// a source whose name moved to another tenant leaves its old entry.
+// f.mu is held.
+func (f *Fleet) mirror(b *meta.Batch, c change) {
+	kind := meta.MirrorSource
+	if c.route {
+		kind = meta.MirrorRoute
+	}
+	had, ok := f.mirrored[c.member]
+	if ok && had.version >= c.version {
+		return
+	}
+	if ok && had.tenant != "" && (c.record == nil || had.tenant != c.tenant) {
+		b.DeleteMirrored(kind, had.tenant, c.name)
+	}
+	tenant := ""
+	if c.record != nil {
+		tenant = c.tenant
+		b.PutMirrored(kind, tenant, c.name, c.version, c.record)
+	}
+	f.mirrored[c.member] = mirrored{tenant: tenant, version: c.version}
+}
+
+// keepOwn adds a write of this node that Redis took at version to the
+// local mirror at once, so a later boot or restore (restoreIfLost) has
+// it even if the node goes down before its next catch-up.
+func (f *Fleet) keepOwn(ops []Op, version uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	b := f.o.Meta.NewBatch()
+	defer b.Close()
+	for _, op := range ops {
+		c := change{tenant: op.Tenant, name: op.Name, version: version}
+		switch op.Kind {
+		case PutSource, DeleteSource:
+			c.member = sourceMember(op.Name)
+		case PutRoute, DeleteRoute:
+			c.member, c.route = routeMember(op.Tenant, op.Name), true
+		default:
+			continue
+		}
+		if op.Kind == PutSource || op.Kind == PutRoute {
+			c.record = op.Record
+		}
+		f.mirror(b, c)
+	}
+	if err := b.Commit(meta.NoSync); err != nil {
+		f.o.Log.Warn("cannot keep a write in the local mirror; the next catch-up does", zap.Error(err))
+	}
 }
 
 // apply puts a batch of changes into the snapshot and publishes it; a
@@ -489,7 +543,10 @@ func (f *Fleet) apply(cs []change, rebuild bool) {
 	p.mu.Lock()
 	s := p.snap.Load()
 	if rebuild {
+		// A new epoch numbers from its own start: the old versions say
+		// nothing of it.
 		s = f.withoutStored(s)
+		p.remote = 0
 	}
 	for _, c := range cs {
 		if c.route {
@@ -664,6 +721,7 @@ func (f *Fleet) Commit(ops []Op, audit meta.AuditRow) (uint64, error) {
 		if err != nil {
 			return 0, fmt.Errorf("source_store.url %s: the write script answered version %q", f.o.Addr, res[1])
 		}
+		f.keepOwn(ops, v)
 		f.settle(meta.NewPendingChange(id, audit), true)
 		return v, nil
 	case "epoch":

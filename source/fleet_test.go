@@ -43,7 +43,7 @@ func fleetOpts(t *testing.T, m *meta.Store, u, ns string, kr *secrets.Keyring) F
 			Keyring: kr,
 		},
 		Redis: rdb, Addr: u, Namespace: ns, Tick: 50 * time.Millisecond, Meta: m,
-		Timeout: time.Second, BootTimeout: 2 * time.Second,
+		Timeout: time.Second,
 	}
 }
 
@@ -512,7 +512,6 @@ func TestFleetBootRedisDown(t *testing.T) {
 	openDown := func(dir string) (*meta.Store, *Fleet, []string, error) {
 		m := openMeta(t, dir)
 		o := fleetOpts(t, m, down, ns, nil)
-		o.BootTimeout = 500 * time.Millisecond
 		o.Timeout = 300 * time.Millisecond
 		f, w, err := OpenFleet(o)
 		return m, f, w, err
