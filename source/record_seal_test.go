@@ -3,6 +3,7 @@ package source
 import (
 	"bytes"
 	"encoding/base64"
+	"errors"
 	"encoding/hex"
 	"encoding/json"
 	"strings"
@@ -232,7 +233,10 @@ func TestSourceRecordSecretsState(t *testing.T) {
 }
 
 // An update that gives a sink URL back with its password redacted (as an
-// answer shows it) keeps the stored password; a new password replaces it.
+// answer shows it) keeps the stored password; a new password replaces it;
+// a redacted password in a URL that is not the stored one (another path,
+// host or user, or none stored) is refused naming the field: the stored
+// password never goes to another place.
 func TestKeepSecretsRedactedURLPassword(t *testing.T) {
 	m := openMeta(t, t.TempDir())
 	defer m.Close()
@@ -251,11 +255,17 @@ func TestKeepSecretsRedactedURLPassword(t *testing.T) {
 	if _, err := p.PutSource(SourceWrite{Tenant: "acme", Create: true, Doc: doc(t, body("amqp://guest:first-pw@127.0.0.1:5672/"))}); err != nil {
 		t.Fatal(err)
 	}
+	for _, bad := range []string{"amqp://guest:redacted@127.0.0.1:5672/other", "amqp://guest:redacted@evil.example:5672/", "amqp://admin:redacted@127.0.0.1:5672/"} {
+		_, err := p.PutSource(SourceWrite{Tenant: "acme", Doc: doc(t, body(bad))})
+		var se *Error
+		if !errors.As(err, &se) || se.Code != CodeInvalid || !strings.Contains(se.Message, "sinks[0].url") {
+			t.Errorf("PUT %s: %v, want invalid_source naming sinks[0].url", bad, err)
+		}
+	}
 	for _, c := range []struct{ put, want string }{
 		{"amqp://guest:redacted@127.0.0.1:5672/", "amqp://guest:first-pw@127.0.0.1:5672/"},
-		{"amqp://guest:redacted@127.0.0.1:5672/other", "amqp://guest:first-pw@127.0.0.1:5672/other"},
-		{"amqp://guest:second-pw@127.0.0.1:5672/", "amqp://guest:second-pw@127.0.0.1:5672/"},
-		{"amqp://guest:redacted@127.0.0.1:5672/", "amqp://guest:second-pw@127.0.0.1:5672/"},
+		{"amqp://guest:second-pw@127.0.0.1:5672/other", "amqp://guest:second-pw@127.0.0.1:5672/other"},
+		{"amqp://guest:redacted@127.0.0.1:5672/other", "amqp://guest:second-pw@127.0.0.1:5672/other"},
 	} {
 		src, err := p.PutSource(SourceWrite{Tenant: "acme", Doc: doc(t, body(c.put))})
 		if err != nil {

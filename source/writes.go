@@ -120,6 +120,11 @@ func (p *Persistent) putSourceReserved(w SourceWrite, name string, spec config.S
 	if old != nil {
 		keepSecrets(&spec, &old.Spec)
 	}
+	for i := range spec.Sinks {
+		if _, pw, ok := config.CutURLPassword(spec.Sinks[i].URL); ok && pw == config.Redacted {
+			return nil, refuse(CodeInvalid, "sources.%s.sinks[%d].url: the password %q stands for the stored one only in the stored URL unchanged (same sink id, user, host and path); give the password", name, i, config.Redacted)
+		}
+	}
 	if probs := config.ValidateSource(name, &spec, p.o.Context); len(probs) > 0 {
 		return nil, refuse(CodeInvalid, "%s", probs.Error())
 	}
@@ -259,9 +264,10 @@ func keepSecrets(next, old *config.Source) {
 				sk.Secret = o.Secret
 			}
 			// A URL given back as an answer showed it (its password
-			// redacted) keeps the stored password.
+			// redacted) keeps the stored password, if the rest of it is
+			// the stored URL's: the password never goes to another host.
 			if bare, pw, ok := config.CutURLPassword(sk.URL); ok && pw == config.Redacted {
-				if _, stored, ok := config.CutURLPassword(o.URL); ok {
+				if storedBare, stored, ok := config.CutURLPassword(o.URL); ok && storedBare == bare {
 					sk.URL, _ = config.WithURLPassword(bare, stored)
 				}
 			}
