@@ -12,6 +12,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -115,4 +117,273 @@ func TestFleetPropagationWithoutPubSub(t *testing.T) {
 	}
 	pa.stop()
 	pb.stop()
+}
+
+// Acceptance 2: Redis (private, append-only, so it comes back with its
+// data) stopped for 10 s during steady ingest on both nodes. Every hook
+// to an existing source still gets 201, from the mirror; a source write
+// on either node gets 503 source_store_unavailable; the nodes' redis_up
+// gauge reads 0, then 1 once Redis is back, and both converge: a write on
+// A serves on B and one on B serves on A. Then the boots: a node that
+// never reached the namespace refuses to start with Redis down, naming
+// source_store.url and the URL; one that ran once serves its mirror.
+func TestFleetRedisOutage(t *testing.T) {
+	srv := redistest.StartServerWith(t, redistest.ServerOptions{AppendOnly: true})
+	u := srv.URL()
+	ns := redistest.Namespace(t, u)
+	const tick = 200 * time.Millisecond
+	a := fsNewNode(t, u, ns, tick, "", "")
+	b := fsNewNode(t, u, ns, tick, "", "")
+	pa, pb := a.serve(t), b.serve(t)
+	names := []string{"fs-out-0", "fs-out-1", "fs-out-2", "fs-out-3"}
+	for _, name := range names {
+		fsCreate(t, a, name, `"verify":{"type":"none"}`)
+		if d, ok := fsHookUntil(b, time.Now(), name, http.StatusCreated, 5*time.Second); !ok {
+			t.Fatalf("%s created on A does not serve on B after %s", name, d)
+		}
+	}
+	for _, n := range []*apiNode{a, b} {
+		fsWaitMetric(t, n, "ankusa_source_store_redis_up", "1", 2*time.Second)
+	}
+
+	stop := make(chan struct{})
+	ins := []*fsIngest{fsStartIngest(a, names, 100, stop), fsStartIngest(b, names, 100, stop)}
+	time.Sleep(time.Second)
+	srv.Stop()
+	down := time.Now()
+	for i, n := range []*apiNode{a, b} {
+		fsWaitMetric(t, n, "ankusa_source_store_redis_up", "0", 3*time.Second)
+		spec := `{"verify":{"type":"none"},"max_body_bytes":4096}`
+		wantError(t, fmt.Sprintf("PUT on node %d with Redis down", i), n.do("PUT", sourceAt("acme", names[i]), opsToken, spec),
+			http.StatusServiceUnavailable, "source_store_unavailable")
+		wantError(t, fmt.Sprintf("POST on node %d with Redis down", i), n.do("POST", sourcesOf("acme"), opsToken, `{"name":"fs-out-during","verify":{"type":"none"}}`),
+			http.StatusServiceUnavailable, "source_store_unavailable")
+	}
+	time.Sleep(10*time.Second - time.Since(down))
+	srv.Start()
+	for _, n := range []*apiNode{a, b} {
+		fsWaitMetric(t, n, "ankusa_source_store_redis_up", "1", 5*time.Second)
+	}
+	time.Sleep(time.Second)
+	close(stop)
+	for i, in := range ins {
+		counts := in.wait()
+		sent := 0
+		for _, c := range counts {
+			sent += c
+		}
+		t.Logf("node %d: ingest across the outage: %v", i, counts)
+		if counts[http.StatusCreated] != sent || sent < 1000 {
+			t.Errorf("node %d: %d hooks sent across the outage, answers %v: want every one (and at least 1000) 201", i, sent, counts)
+		}
+	}
+	wantError(t, "GET of the source refused during the outage", b.do("GET", sourceAt("acme", "fs-out-during"), opsToken, ""), http.StatusNotFound, "not_found")
+
+	// Both converge, both write.
+	fsCreate(t, a, "fs-after-a", `"verify":{"type":"none"}`)
+	if d, ok := fsHookUntil(b, time.Now(), "fs-after-a", http.StatusCreated, 3*time.Second); !ok {
+		t.Fatalf("after the outage, a source created on A does not serve on B after %s", d)
+	}
+	fsCreate(t, b, "fs-after-b", `"verify":{"type":"none"}`)
+	if d, ok := fsHookUntil(a, time.Now(), "fs-after-b", http.StatusCreated, 3*time.Second); !ok {
+		t.Fatalf("after the outage, a source created on B does not serve on A after %s", d)
+	}
+	wantStatus(t, "PUT on A after the outage", a.do("PUT", sourceAt("acme", names[0]), opsToken, `{"verify":{"type":"none"},"max_body_bytes":4096}`), http.StatusOK)
+	big := `{"pad":"` + strings.Repeat("x", 5000) + `"}`
+	if !waitFor(3*time.Second, func() bool {
+		h, err := b.tryHookAt("/webhooks/acme/"+names[0], big)
+		return err == nil && h.status == http.StatusRequestEntityTooLarge
+	}) {
+		t.Fatalf("the update of %s on A after the outage does not apply on B (a body over its new max_body_bytes is not 413)", names[0])
+	}
+
+	// First boot with Redis down: refused, naming source_store.url and
+	// the URL, well within the boot's 5 s bound of Redis (and slack).
+	srv.Stop()
+	fresh := fsNewNode(t, u, ns, tick, "", "")
+	p := startProc(t, fresh.dir, "serve", "-config", fresh.config)
+	if code := p.wait(15 * time.Second); code == 0 {
+		t.Fatalf("a node's first boot with Redis down exited 0:\n%s", p.stderr)
+	}
+	out := p.stderr.String()
+	for _, want := range []string{"source_store.url", srv.Addr(), "first boot"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("a node's first boot with Redis down: the output does not name %q:\n%s", want, out)
+		}
+	}
+
+	// Later boot with Redis down: B, stopped and started again, serves
+	// every source of its mirror, and the one created after the outage.
+	pb.stop()
+	pb = b.serve(t)
+	for _, name := range append(names, "fs-after-a", "fs-after-b") {
+		hookID(t, "a hook on B booted with Redis down", b.hook("acme", name, `{"boot":2}`))
+	}
+	if v := fsMetric(t, b, "ankusa_source_store_redis_up"); v != "0" {
+		t.Errorf("B booted with Redis down: ankusa_source_store_redis_up %s, want 0", v)
+	}
+	wantError(t, "POST on B booted with Redis down", b.do("POST", sourcesOf("acme"), opsToken, `{"name":"fs-boot","verify":{"type":"none"}}`),
+		http.StatusServiceUnavailable, "source_store_unavailable")
+	srv.Start()
+	fsWaitMetric(t, b, "ankusa_source_store_redis_up", "1", 5*time.Second)
+	fsCreate(t, b, "fs-boot", `"verify":{"type":"none"}`)
+	if d, ok := fsHookUntil(a, time.Now(), "fs-boot", http.StatusCreated, 3*time.Second); !ok {
+		t.Fatalf("a source created on B after its boot with Redis down does not serve on A after %s", d)
+	}
+	pa.stop()
+	pb.stop()
+}
+
+// fsSigned is one node's version of a source in the concurrent writes
+// test: its verify header and secret tell whose write a node serves.
+type fsSigned struct{ header, secret string }
+
+func (s fsSigned) spec() string {
+	return fmt.Sprintf(`"verify":{"type":"hmac","header":%q,"algorithm":"sha256","encoding":"hex","secret":%q},"quarantine":{"rate":1000,"burst":1000}`, s.header, s.secret)
+}
+
+// fsAnswered is what a node answered one of the concurrent writes.
+type fsAnswered struct {
+	node int
+	want fsSigned
+	a    answer
+	err  error
+}
+
+// fsAtOnce sends method path to both nodes at the same moment, node i
+// with body i, and returns both answers.
+func fsAtOnce(t *testing.T, nodes []*apiNode, method, path string, bodies []string, wants []fsSigned) []fsAnswered {
+	t.Helper()
+	out := make([]fsAnswered, len(nodes))
+	gate := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, n := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-gate
+			a, err := n.tryDo(method, path, opsToken, bodies[i])
+			out[i] = fsAnswered{node: i, want: wants[i], a: a, err: err}
+		}()
+	}
+	close(gate)
+	wg.Wait()
+	for _, o := range out {
+		if o.err != nil {
+			t.Fatalf("%s %s on node %d: %v", method, path, o.node, o.err)
+		}
+	}
+	return out
+}
+
+// fsConverged waits until both nodes show source name with the verify
+// header of want, and the same answer, then requires that a hook signed
+// with want's secret under its header verifies on both and one signed
+// with each of losers' secrets under it does not.
+func fsConverged(t *testing.T, nodes []*apiNode, what, name string, want fsSigned, losers []fsSigned) {
+	t.Helper()
+	var bodies [2]string
+	ok := waitFor(3*time.Second, func() bool {
+		for i, n := range nodes {
+			a, err := n.tryDo("GET", sourceAt("acme", name), opsToken, "")
+			if err != nil || a.status != http.StatusOK {
+				return false
+			}
+			bodies[i] = string(a.body)
+		}
+		return bodies[0] == bodies[1] && strings.Contains(bodies[0], fmt.Sprintf(`"header":%q`, want.header))
+	})
+	if !ok {
+		t.Fatalf("%s: the nodes do not both serve the winner's %s within 3s:\nA: %s\nB: %s", what, want.header, bodies[0], bodies[1])
+	}
+	body := `{"fleet":"concurrent"}`
+	for i, n := range nodes {
+		wantStatus(t, fmt.Sprintf("%s: node %d, a hook signed with the winner's secret", what, i), n.hook("acme", name, body, want.header, hmacHex(want.secret, body)), http.StatusCreated)
+		for _, l := range losers {
+			wantStatus(t, fmt.Sprintf("%s: node %d, a hook signed with the loser's secret %s", what, i, l.secret), n.hook("acme", name, body, want.header, hmacHex(l.secret, body)), http.StatusUnauthorized)
+		}
+	}
+}
+
+// Acceptance 5, check-and-set as documented: both nodes PUT one source at
+// the same moment, 20 times. Each round one write wins (200); the other
+// is 409 conflict, or a 200 too when the two did not overlap (the later
+// one then wins: its updated_at is the later). Both nodes then serve the
+// winner's spec whole (its header and its secret, never one node's
+// header with the other's secret), and a loser's secret no longer
+// verifies: no silent lost update. Two creates of one name at the same
+// moment: one 201, one 409 source_exists.
+func TestFleetConcurrentWrites(t *testing.T) {
+	u := redistest.URL(t)
+	ns := redistest.Namespace(t, u)
+	nodes := []*apiNode{fsNewNode(t, u, ns, time.Second, "", ""), fsNewNode(t, u, ns, time.Second, "", "")}
+	for _, n := range nodes {
+		defer n.serve(t).stop()
+	}
+	prev := fsSigned{"X-Sig-Start", "whsec-start-51c2"}
+	fsCreate(t, nodes[0], "fs-cas", prev.spec())
+	fsConverged(t, nodes, "the first create", "fs-cas", prev, nil)
+	conflicts, both := 0, 0
+	for r := range 20 {
+		wants := []fsSigned{{fmt.Sprintf("X-Sig-A%d", r), fmt.Sprintf("whsec-a-%d-9e1f", r)}, {fmt.Sprintf("X-Sig-B%d", r), fmt.Sprintf("whsec-b-%d-77d0", r)}}
+		out := fsAtOnce(t, nodes, "PUT", sourceAt("acme", "fs-cas"), []string{"{" + wants[0].spec() + "}", "{" + wants[1].spec() + "}"}, wants)
+		var won []fsAnswered
+		for _, o := range out {
+			switch o.a.status {
+			case http.StatusOK:
+				won = append(won, o)
+			default:
+				wantError(t, fmt.Sprintf("round %d: node %d's PUT", r, o.node), o.a, http.StatusConflict, "conflict")
+				conflicts++
+			}
+		}
+		what := fmt.Sprintf("round %d", r)
+		var winner fsSigned
+		losers := []fsSigned{prev}
+		switch len(won) {
+		case 0:
+			t.Fatalf("%s: no PUT won: %s / %s", what, out[0].a.body, out[1].a.body)
+		case 1:
+			winner = won[0].want
+			losers = append(losers, out[1-won[0].node].want)
+		case 2:
+			both++
+			var at [2]struct {
+				Updated time.Time `json:"updated_at"`
+			}
+			decode(t, what, won[0].a, &at[0])
+			decode(t, what, won[1].a, &at[1])
+			if at[0].Updated.Equal(at[1].Updated) {
+				t.Fatalf("%s: both PUTs answered 200 with updated_at %s: which one is the last write?", what, at[0].Updated)
+			}
+			last := 0
+			if at[1].Updated.After(at[0].Updated) {
+				last = 1
+			}
+			winner = won[last].want
+			losers = append(losers, won[1-last].want)
+		}
+		fsConverged(t, nodes, what, "fs-cas", winner, losers)
+		prev = winner
+	}
+	t.Logf("20 rounds of concurrent PUTs: %d answered 409 conflict, %d rounds both 200 (serialized)", conflicts, both)
+
+	for r := range 5 {
+		name := fmt.Sprintf("fs-twice-%d", r)
+		wants := []fsSigned{{"X-Sig-CA", fmt.Sprintf("whsec-ca-%d", r)}, {"X-Sig-CB", fmt.Sprintf("whsec-cb-%d", r)}}
+		body := func(s fsSigned) string { return fmt.Sprintf(`{"name":%q,%s}`, name, s.spec()) }
+		out := fsAtOnce(t, nodes, "POST", sourcesOf("acme"), []string{body(wants[0]), body(wants[1])}, wants)
+		var created []fsAnswered
+		for _, o := range out {
+			if o.a.status == http.StatusCreated {
+				created = append(created, o)
+				continue
+			}
+			wantError(t, fmt.Sprintf("create %s: node %d's POST", name, o.node), o.a, http.StatusConflict, "source_exists")
+		}
+		if len(created) != 1 {
+			t.Fatalf("create %s at once on both nodes: %d answered 201, want 1: %s / %s", name, len(created), out[0].a.body, out[1].a.body)
+		}
+		fsConverged(t, nodes, "create "+name, name, created[0].want, []fsSigned{out[1-created[0].node].want})
+	}
 }
