@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ankusa/ankusa/internal/rabbittest"
 	"github.com/ankusa/ankusa/internal/redistest"
 )
 
@@ -386,4 +387,62 @@ func TestFleetConcurrentWrites(t *testing.T) {
 		}
 		fsConverged(t, nodes, "create "+name, name, created[0].want, []fsSigned{out[1-created[0].node].want})
 	}
+}
+
+// The wal.type: none durable-sink rule across a fleet: node A (wal.type
+// disk) writes into the shared namespace a source whose only sink is an
+// http one, which a wal.type none node may not rely on (config/sink.go:
+// only rabbitmq is durable). Node B (wal.type none) mirrors it but
+// answers its hooks 503 no_durable_sink, never a 201 it could not keep;
+// once A adds a RabbitMQ sink to it, B answers 201, and the hook is in
+// the queue and at the http receiver (wal.type none acknowledges once
+// every sink took the hook).
+func TestFleetWALNoneDurableRule(t *testing.T) {
+	br := rabbittest.New(t)
+	x := br.Exchange("topic")
+	q := br.Queue(nil, x, "#")
+	mq := fmt.Sprintf(`{"id":"mq","type":"rabbitmq","url":%q,"exchange":%q,"connect_timeout":"2s","timeout":"3s"}`, rabbittest.URL(), x)
+	mqYAML := fmt.Sprintf("[{id: mq, type: rabbitmq, url: %q, exchange: %q}]", rabbittest.URL(), x)
+	u := redistest.URL(t)
+	ns := redistest.Namespace(t, u)
+	a := fsNewNode(t, u, ns, time.Second, "wal: {type: disk}", "")
+	b := fsNewNode(t, u, ns, time.Second, "wal: {type: none}", "    sinks: "+mqYAML+"\n")
+	pa, pb := a.serve(t), b.serve(t)
+
+	recv := newSinkRecorder(t)
+	web := fmt.Sprintf(`{"id":"web","type":"http","url":"%s/good/in","allow_private":true}`, recv.url)
+	fsCreate(t, a, "fs-web-only", `"verify":{"type":"none"},"sinks":[`+web+`]`)
+	if !waitFor(3*time.Second, func() bool {
+		g, err := b.tryDo("GET", sourceAt("acme", "fs-web-only"), opsToken, "")
+		return err == nil && g.status == http.StatusOK
+	}) {
+		t.Fatalf("B does not mirror the source A created within 3s")
+	}
+	hookID(t, "a hook to fs-web-only on A (wal.type disk)", a.hook("acme", "fs-web-only", `{"on":"a"}`))
+	for i := range 3 {
+		h := b.hook("acme", "fs-web-only", fmt.Sprintf(`{"on":"b","i":%d}`, i))
+		wantError(t, "a hook to fs-web-only on B (wal.type none)", h, http.StatusServiceUnavailable, "no_durable_sink")
+	}
+	if got := br.Count(q); got != 0 {
+		t.Fatalf("the queue holds %d messages after B refused every hook, want 0", got)
+	}
+
+	wantStatus(t, "PUT fs-web-only with a RabbitMQ sink too on A", a.do("PUT", sourceAt("acme", "fs-web-only"), opsToken, `{"verify":{"type":"none"},"sinks":[`+web+`,`+mq+`]}`), http.StatusOK)
+	var h answer
+	if !waitFor(3*time.Second, func() bool {
+		var err error
+		h, err = b.tryHookAt("/webhooks/acme/fs-web-only", `{"on":"b","durable":true}`)
+		return err == nil && h.status != http.StatusServiceUnavailable
+	}) {
+		t.Fatalf("3s after A gave fs-web-only a durable sink, B still answers %d %s", h.status, h.body)
+	}
+	id := hookID(t, "B's first hook to fs-web-only after the update", h)
+	if got := br.Count(q); got != 1 {
+		t.Fatalf("the queue holds %d messages after B's 201, want 1", got)
+	}
+	if !waitFor(5*time.Second, func() bool { return recv.delivered()[id] == 1 }) {
+		t.Fatalf("B's hook %s is not at the http receiver within 5s: %v", id, recv.delivered())
+	}
+	pa.stop()
+	pb.stop()
 }
