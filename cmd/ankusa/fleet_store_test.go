@@ -95,17 +95,19 @@ func TestFleetPropagationWithoutPubSub(t *testing.T) {
 	}
 	p50, _, worst := fsPercentiles(prop("fs-nopubsub", tick+slack))
 	t.Logf("without pub/sub over 10 writes: p50 %s max %s (tick_ms %d)", p50, worst, tick.Milliseconds())
-	// Ten writes all served within a sixth of the tick would mean the
-	// messages still arrived: the test would not test the tick.
-	if worst < tick/6 {
-		t.Fatalf("without pub/sub the worst propagation is %s, under tick_ms/6: the messages were not dropped", worst)
+	// Each write follows B's last catch-up by a few ms, so by the tick
+	// alone it waits nearly a whole tick: a median within a sixth of the
+	// tick means the messages still arrived, and the test would not test
+	// the tick.
+	if p50 < tick/6 {
+		t.Fatalf("without pub/sub the median propagation is %s, under tick_ms/6: the messages were not dropped", p50)
 	}
 
 	// SUBSCRIBE allowed again, and the nodes' connections cut once more
 	// (go-redis keeps a connection whose SUBSCRIBE was refused, and never
 	// subscribes on it): they subscribe on the new ones, and pub/sub
-	// carries the writes. Ten writes all within a third of the tick would
-	// be a rare accident of ticks alone.
+	// carries the writes: their median is far below the tick again (by
+	// the tick alone it is nearly a whole tick, see above).
 	if err := rc.Do(ctx, "ACL", "SETUSER", "default", "+subscribe").Err(); err != nil {
 		t.Fatalf("ACL SETUSER default +subscribe: %v", err)
 	}
@@ -113,8 +115,8 @@ func TestFleetPropagationWithoutPubSub(t *testing.T) {
 		t.Fatalf("CLIENT KILL TYPE normal killed %d connections (%v), want the nodes' (2 or more)", n, err)
 	}
 	time.Sleep(500 * time.Millisecond)
-	if _, _, worst := fsPercentiles(prop("fs-pubsub-back", 5*time.Second)); worst >= tick/3 {
-		t.Errorf("once SUBSCRIBE is allowed again, propagation is up to %s (tick_ms %s): the nodes did not subscribe again", worst, tick)
+	if p50, _, _ := fsPercentiles(prop("fs-pubsub-back", 5*time.Second)); p50 >= tick/3 {
+		t.Errorf("once SUBSCRIBE is allowed again, the median propagation is %s (tick_ms %s): the nodes did not subscribe again", p50, tick)
 	}
 	pa.stop()
 	pb.stop()
@@ -174,8 +176,8 @@ func TestFleetRedisOutage(t *testing.T) {
 			sent += c
 		}
 		t.Logf("node %d: ingest across the outage: %v", i, counts)
-		if counts[http.StatusCreated] != sent || sent < 1000 {
-			t.Errorf("node %d: %d hooks sent across the outage, answers %v: want every one (and at least 1000) 201", i, sent, counts)
+		if counts[http.StatusCreated] != sent || sent < 500 {
+			t.Errorf("node %d: %d hooks sent across the outage, answers %v: want every one (and at least 500) 201", i, sent, counts)
 		}
 	}
 	wantError(t, "GET of the source refused during the outage", b.do("GET", sourceAt("acme", "fs-out-during"), opsToken, ""), http.StatusNotFound, "not_found")
@@ -202,12 +204,15 @@ func TestFleetRedisOutage(t *testing.T) {
 	// the URL, well within the boot's 5 s bound of Redis (and slack).
 	srv.Stop()
 	fresh := fsNewNode(t, u, ns, tick, "", "")
+	booted := time.Now()
 	p := startProc(t, fresh.dir, "serve", "-config", fresh.config)
-	if code := p.wait(15 * time.Second); code == 0 {
+	code := p.wait(15 * time.Second)
+	if code == 0 {
 		t.Fatalf("a node's first boot with Redis down exited 0:\n%s", p.stderr)
 	}
 	out := p.stderr.String()
-	for _, want := range []string{"source_store.url", srv.Addr(), "first boot"} {
+	t.Logf("first boot with Redis down: exit %d after %s: %s", code, time.Since(booted).Round(time.Millisecond), strings.TrimSpace(out))
+	for _, want := range []string{"source_store.url " + u, "first boot"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("a node's first boot with Redis down: the output does not name %q:\n%s", want, out)
 		}
