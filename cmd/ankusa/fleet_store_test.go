@@ -10,6 +10,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -248,19 +249,26 @@ func (s fsSigned) spec() string {
 	return fmt.Sprintf(`"verify":{"type":"hmac","header":%q,"algorithm":"sha256","encoding":"hex","secret":%q},"quarantine":{"rate":1000,"burst":1000}`, s.header, s.secret)
 }
 
+// fsReq is one node's request of the concurrent writes test, and the
+// version of the source it writes.
+type fsReq struct {
+	method, body string
+	want         fsSigned
+}
+
 // fsAnswered is what a node answered one of the concurrent writes.
 type fsAnswered struct {
 	node int
 	want fsSigned
 	a    answer
-	err  error
 }
 
-// fsAtOnce sends method path to both nodes at the same moment, node i
-// with body i, and returns both answers.
-func fsAtOnce(t *testing.T, nodes []*apiNode, method, path string, bodies []string, wants []fsSigned) []fsAnswered {
+// fsAtOnce sends reqs[i] for path to nodes[i], all at the same moment,
+// and returns the answers.
+func fsAtOnce(t *testing.T, nodes []*apiNode, path string, reqs []fsReq) []fsAnswered {
 	t.Helper()
 	out := make([]fsAnswered, len(nodes))
+	errs := make([]error, len(nodes))
 	gate := make(chan struct{})
 	var wg sync.WaitGroup
 	for i, n := range nodes {
@@ -268,15 +276,15 @@ func fsAtOnce(t *testing.T, nodes []*apiNode, method, path string, bodies []stri
 		go func() {
 			defer wg.Done()
 			<-gate
-			a, err := n.tryDo(method, path, opsToken, bodies[i])
-			out[i] = fsAnswered{node: i, want: wants[i], a: a, err: err}
+			a, err := n.tryDo(reqs[i].method, path, opsToken, reqs[i].body)
+			out[i], errs[i] = fsAnswered{node: i, want: reqs[i].want, a: a}, err
 		}()
 	}
 	close(gate)
 	wg.Wait()
-	for _, o := range out {
-		if o.err != nil {
-			t.Fatalf("%s %s on node %d: %v", method, path, o.node, o.err)
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("%s %s on node %d: %v", reqs[i].method, path, i, err)
 		}
 	}
 	return out
@@ -332,7 +340,7 @@ func TestFleetConcurrentWrites(t *testing.T) {
 	conflicts, both := 0, 0
 	for r := range 20 {
 		wants := []fsSigned{{fmt.Sprintf("X-Sig-A%d", r), fmt.Sprintf("whsec-a-%d-9e1f", r)}, {fmt.Sprintf("X-Sig-B%d", r), fmt.Sprintf("whsec-b-%d-77d0", r)}}
-		out := fsAtOnce(t, nodes, "PUT", sourceAt("acme", "fs-cas"), []string{"{" + wants[0].spec() + "}", "{" + wants[1].spec() + "}"}, wants)
+		out := fsAtOnce(t, nodes, sourceAt("acme", "fs-cas"), []fsReq{{"PUT", "{" + wants[0].spec() + "}", wants[0]}, {"PUT", "{" + wants[1].spec() + "}", wants[1]}})
 		var won []fsAnswered
 		for _, o := range out {
 			switch o.a.status {
@@ -378,7 +386,7 @@ func TestFleetConcurrentWrites(t *testing.T) {
 		name := fmt.Sprintf("fs-twice-%d", r)
 		wants := []fsSigned{{"X-Sig-CA", fmt.Sprintf("whsec-ca-%d", r)}, {"X-Sig-CB", fmt.Sprintf("whsec-cb-%d", r)}}
 		body := func(s fsSigned) string { return fmt.Sprintf(`{"name":%q,%s}`, name, s.spec()) }
-		out := fsAtOnce(t, nodes, "POST", sourcesOf("acme"), []string{body(wants[0]), body(wants[1])}, wants)
+		out := fsAtOnce(t, nodes, sourcesOf("acme"), []fsReq{{"POST", body(wants[0]), wants[0]}, {"POST", body(wants[1]), wants[1]}})
 		var created []fsAnswered
 		for _, o := range out {
 			if o.a.status == http.StatusCreated {
@@ -392,6 +400,48 @@ func TestFleetConcurrentWrites(t *testing.T) {
 		}
 		fsConverged(t, nodes, "create "+name, name, created[0].want, []fsSigned{out[1-created[0].node].want})
 	}
+
+	// A DELETE on A and a PUT on B at the same moment: a DELETE that won
+	// (200) is the last write (a PUT after it would find no source), and
+	// the PUT is 409 conflict or 404 not_found, or 200 if it came first;
+	// otherwise the PUT won and the DELETE is 409 conflict.
+	deleted := 0
+	for r := range 5 {
+		name := fmt.Sprintf("fs-del-put-%d", r)
+		start := fsSigned{"X-Sig-Old", fmt.Sprintf("whsec-old-%d", r)}
+		put := fsSigned{"X-Sig-Put", fmt.Sprintf("whsec-put-%d", r)}
+		fsCreate(t, nodes[0], name, start.spec())
+		fsConverged(t, nodes, "create "+name, name, start, nil)
+		path := sourceAt("acme", name)
+		out := fsAtOnce(t, nodes, path, []fsReq{{method: "DELETE"}, {"PUT", "{" + put.spec() + "}", put}})
+		what := fmt.Sprintf("%s: DELETE on A %d %s, PUT on B %d %s", name, out[0].a.status, out[0].a.body, out[1].a.status, out[1].a.body)
+		if out[0].a.status == http.StatusOK {
+			deleted++
+			if s := out[1].a.status; s != http.StatusOK {
+				var e apiError
+				if json.Unmarshal(out[1].a.body, &e) != nil || !(s == http.StatusConflict && e.Code == "conflict" || s == http.StatusNotFound && e.Code == "not_found") {
+					t.Fatalf("%s: want the PUT 200, 409 conflict or 404 not_found", what)
+				}
+			}
+			if !waitFor(3*time.Second, func() bool {
+				for _, n := range nodes {
+					g, err := n.tryDo("GET", path, opsToken, "")
+					h, herr := n.tryHookAt("/webhooks/acme/"+name, `{}`)
+					if err != nil || herr != nil || g.status != http.StatusNotFound || h.status != http.StatusNotFound {
+						return false
+					}
+				}
+				return true
+			}) {
+				t.Fatalf("%s: the source is not gone from both nodes within 3s", what)
+			}
+			continue
+		}
+		wantError(t, what, out[0].a, http.StatusConflict, "conflict")
+		wantStatus(t, what, out[1].a, http.StatusOK)
+		fsConverged(t, nodes, what, name, put, []fsSigned{start})
+	}
+	t.Logf("5 rounds of a DELETE and a PUT at once: the DELETE won %d", deleted)
 }
 
 // The wal.type: none durable-sink rule across a fleet: node A (wal.type
