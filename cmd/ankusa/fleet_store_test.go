@@ -501,3 +501,71 @@ func TestFleetWALNoneDurableRule(t *testing.T) {
 	pa.stop()
 	pb.stop()
 }
+
+// Redis restarted without persistence (it comes back empty: the
+// namespace is lost): the nodes keep serving their mirrors, give Redis
+// back its entities, and the fleet goes on: Redis holds every source
+// again, a node that boots for the first time then serves them all,
+// and writes on either node succeed and propagate.
+func TestFleetRedisLosesNamespace(t *testing.T) {
+	srv := redistest.StartServer(t)
+	u := srv.URL()
+	ns := redistest.Namespace(t, u)
+	const tick = 200 * time.Millisecond
+	a := fsNewNode(t, u, ns, tick, "", "")
+	b := fsNewNode(t, u, ns, tick, "", "")
+	pa, pb := a.serve(t), b.serve(t)
+	var names []string
+	for i := range 5 {
+		name := fmt.Sprintf("fs-lost-%d", i)
+		names = append(names, name)
+		fsCreate(t, a, name, `"verify":{"type":"none"}`)
+		if d, ok := fsHookUntil(b, time.Now(), name, http.StatusCreated, 3*time.Second); !ok {
+			t.Fatalf("%s created on A does not serve on B after %s", name, d)
+		}
+	}
+	srv.Stop()
+	srv.Start()
+	rc := redistest.Client(t, u)
+	ctx := context.Background()
+	if !waitFor(5*time.Second, func() bool {
+		for _, name := range names {
+			if n, err := rc.Exists(ctx, ns+"ss:s/"+name).Result(); err != nil || n != 1 {
+				return false
+			}
+		}
+		return true
+	}) {
+		keys, _ := rc.Keys(ctx, ns+"*").Result()
+		t.Fatalf("5s after Redis came back empty, its namespace does not hold the sources again: %q", keys)
+	}
+	restored := 0
+	for _, n := range []*apiNode{a, b} {
+		var v int
+		fmt.Sscan(fsMetric(t, n, "ankusa_source_store_entities_restored_total"), &v)
+		restored += v
+	}
+	if restored < len(names) {
+		t.Errorf("the nodes count %d entities restored in all, want at least %d", restored, len(names))
+	}
+	for _, n := range []*apiNode{a, b} {
+		for _, name := range names {
+			hookID(t, "a hook after Redis lost the namespace", n.hook("acme", name, `{"lost":true}`))
+		}
+	}
+	wantStatus(t, "PUT on A of a restored source", a.do("PUT", sourceAt("acme", names[0]), opsToken, `{"verify":{"type":"none"},"max_body_bytes":4096}`), http.StatusOK)
+	fsCreate(t, b, "fs-lost-after", `"verify":{"type":"none"}`)
+	if d, ok := fsHookUntil(a, time.Now(), "fs-lost-after", http.StatusCreated, 3*time.Second); !ok {
+		t.Fatalf("after the restore, a source created on B does not serve on A after %s", d)
+	}
+	c := fsNewNode(t, u, ns, tick, "", "")
+	pc := c.serve(t)
+	for _, name := range append(names, "fs-lost-after") {
+		hookID(t, "a hook on a node booted after the restore", c.hook("acme", name, `{"fresh":true}`))
+	}
+	big := `{"pad":"` + strings.Repeat("x", 5000) + `"}`
+	wantStatus(t, "a body over the updated max_body_bytes on the fresh node", c.hook("acme", names[0], big), http.StatusRequestEntityTooLarge)
+	pa.stop()
+	pb.stop()
+	pc.stop()
+}
