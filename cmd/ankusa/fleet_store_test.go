@@ -569,3 +569,50 @@ func TestFleetRedisLosesNamespace(t *testing.T) {
 	pb.stop()
 	pc.stop()
 }
+
+// Redis restarted without persistence, and a node that never ran (no
+// mirror) reaches it before the running nodes have given it back their
+// mirrors (here: at once, with tick_ms at its 60 s maximum so the running
+// nodes do not look before their next write). The fresh node must not
+// erase the fleet's sources: after a write on A, A must still serve
+// every source it served, and so must the fresh node once A has caught up.
+func TestFleetFreshNodeAfterRedisLoss(t *testing.T) {
+	srv := redistest.StartServer(t)
+	u := srv.URL()
+	ns := redistest.Namespace(t, u)
+	const tick = 60 * time.Second
+	a := fsNewNode(t, u, ns, tick, "", "")
+	pa := a.serve(t)
+	var names []string
+	for i := range 3 {
+		name := fmt.Sprintf("fs-fresh-%d", i)
+		names = append(names, name)
+		fsCreate(t, a, name, `"verify":{"type":"none"}`)
+	}
+	srv.Stop()
+	srv.Start()
+	c := fsNewNode(t, u, ns, tick, "", "")
+	pc := c.serve(t)
+	fsCreate(t, a, "fs-fresh-after", `"verify":{"type":"none"}`)
+	var lost []string
+	for _, name := range names {
+		if h := a.hook("acme", name, `{"after":"fresh node"}`); h.status != http.StatusCreated {
+			lost = append(lost, fmt.Sprintf("%s: %d %s", name, h.status, h.body))
+		}
+	}
+	if len(lost) > 0 {
+		t.Errorf("after Redis came back empty and a fresh node booted first, node A lost sources it served:\n%s", strings.Join(lost, "\n"))
+	}
+	if !waitFor(3*time.Second, func() bool {
+		for _, name := range names {
+			if h, err := c.tryHookAt("/webhooks/acme/"+name, `{}`); err != nil || h.status != http.StatusCreated {
+				return false
+			}
+		}
+		return true
+	}) {
+		t.Errorf("the fresh node does not serve the fleet's sources %v within 3s of A's write", names)
+	}
+	pa.stop()
+	pc.stop()
+}
