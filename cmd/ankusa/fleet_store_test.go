@@ -6,7 +6,9 @@ package main
 // the other, with and without pub/sub; what an outage of Redis does to
 // hooks and to writes, and to a node's first and later boots; what two
 // nodes writing one source at the same time get (check-and-set: one
-// wins, the other is told 409 conflict, never a silent lost update).
+// wins, the other is told 409 conflict, never a silent lost update); and
+// what the fleet does when Redis comes back empty (it gets the nodes'
+// mirrors back, even when a node that never ran reaches it first).
 
 import (
 	"context"
