@@ -618,3 +618,58 @@ func TestFleetFreshNodeAfterRedisLoss(t *testing.T) {
 	pa.stop()
 	pc.stop()
 }
+
+// Redis restarted without persistence while the fleet was down, and the
+// node with the older mirror boots first: it gives Redis back its
+// mirror, which still holds a source deleted since on the other node.
+// A deletion must not be undone by the restore, and the nodes must not
+// disagree: once both run, the deleted source is 404 on both (and for a
+// node that boots afterwards), the one created since serves on both.
+func TestFleetRestoreKeepsDeletes(t *testing.T) {
+	srv := redistest.StartServer(t)
+	u := srv.URL()
+	ns := redistest.Namespace(t, u)
+	const tick = 200 * time.Millisecond
+	a := fsNewNode(t, u, ns, tick, "", "")
+	b := fsNewNode(t, u, ns, tick, "", "")
+	pa, pb := a.serve(t), b.serve(t)
+	for _, name := range []string{"fs-keep", "fs-gone"} {
+		fsCreate(t, a, name, `"verify":{"type":"none"}`)
+		if d, ok := fsHookUntil(b, time.Now(), name, http.StatusCreated, 3*time.Second); !ok {
+			t.Fatalf("%s created on A does not serve on B after %s", name, d)
+		}
+	}
+	pb.stop() // B's mirror: fs-keep, fs-gone
+	wantStatus(t, "DELETE fs-gone on A", a.do("DELETE", sourceAt("acme", "fs-gone"), opsToken, ""), http.StatusOK)
+	fsCreate(t, a, "fs-new", `"verify":{"type":"none"}`)
+	pa.stop() // A's mirror: fs-keep, fs-new
+	srv.Stop()
+	srv.Start()
+	pb = b.serve(t)
+	pa = a.serve(t)
+	c := fsNewNode(t, u, ns, tick, "", "")
+	pc := c.serve(t)
+	time.Sleep(3 * tick)
+	for _, want := range []struct {
+		name   string
+		status int
+	}{{"fs-keep", http.StatusCreated}, {"fs-new", http.StatusCreated}, {"fs-gone", http.StatusNotFound}} {
+		if !waitFor(3*time.Second, func() bool {
+			for _, n := range []*apiNode{a, b, c} {
+				if h, err := n.tryHookAt("/webhooks/acme/"+want.name, `{}`); err != nil || h.status != want.status {
+					return false
+				}
+			}
+			return true
+		}) {
+			var got []int
+			for _, n := range []*apiNode{a, b, c} {
+				got = append(got, n.hook("acme", want.name, `{}`).status)
+			}
+			t.Errorf("after the restore, %s answers %v on A, B and a fresh node; want %d on each", want.name, got, want.status)
+		}
+	}
+	pa.stop()
+	pb.stop()
+	pc.stop()
+}
