@@ -89,3 +89,32 @@ func TestServerStopStart(t *testing.T) {
 		t.Fatal("a restarted server kept a key: it must keep nothing on disk")
 	}
 }
+
+// TestServerAppendOnlyKeepsData: a server started with AppendOnly still
+// holds what it was told after a Stop and a Start.
+func TestServerAppendOnlyKeepsData(t *testing.T) {
+	s := StartServerWith(t, ServerOptions{AppendOnly: true})
+	c := Client(t, s.URL())
+	ctx := context.Background()
+	for i := range 100 {
+		if err := c.Set(ctx, "k"+strings.Repeat("x", i), i, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Stop()
+	s.Start()
+	var n int64
+	var err error
+	for range 50 { // the client's pool may hold a dead connection once
+		if n, err = c.DBSize(ctx).Result(); err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil || n != 100 {
+		t.Fatalf("after Stop and Start the server holds %d keys (%v), want the 100 it was given", n, err)
+	}
+	if v, err := c.Get(ctx, "k"+strings.Repeat("x", 99)).Int(); err != nil || v != 99 {
+		t.Fatalf("GET after the restart: %d, %v; want 99", v, err)
+	}
+}

@@ -13,22 +13,41 @@ import (
 )
 
 // Server is a private redis-server on a free loopback port, for a test
-// that stops and restarts Redis under the code it tests. It keeps nothing
-// on disk (no RDB, no AOF): a restart starts empty.
+// that stops and restarts Redis under the code it tests. Started by
+// StartServer it keeps nothing on disk (no RDB, no AOF): a restart starts
+// empty. Started by StartServerWith and ServerOptions.AppendOnly it keeps
+// its data across Stop and Start, as a production Redis does.
 type Server struct {
 	t    testing.TB
 	bin  string
 	dir  string
 	addr string
+	opts ServerOptions
 
 	mu  sync.Mutex
 	cmd *exec.Cmd
 	out *child.Buffer
 }
 
-// StartServer starts a private redis-server (Need when none is installed)
-// and stops it when the test ends.
+// ServerOptions shape a private redis-server.
+type ServerOptions struct {
+	// AppendOnly runs the server with an append-only file in its own
+	// temporary directory, fsynced at every write (appendfsync always), so
+	// a Stop (SIGTERM) and Start lose nothing: the Redis of an outage,
+	// not of a data loss.
+	AppendOnly bool
+}
+
+// StartServer starts a private redis-server that keeps nothing on disk
+// (Need when none is installed) and stops it when the test ends.
 func StartServer(t testing.TB) *Server {
+	t.Helper()
+	return StartServerWith(t, ServerOptions{})
+}
+
+// StartServerWith starts a private redis-server shaped by o (Need when
+// none is installed) and stops it when the test ends.
+func StartServerWith(t testing.TB, o ServerOptions) *Server {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -38,7 +57,7 @@ func StartServer(t testing.TB) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{t: t, bin: bin, dir: t.TempDir(), addr: addr}
+	s := &Server{t: t, bin: bin, dir: t.TempDir(), addr: addr, opts: o}
 	t.Cleanup(s.Stop)
 	s.Start()
 	return s
@@ -63,8 +82,12 @@ func (s *Server) Start() {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	cmd := exec.Command(s.bin, "--bind", host, "--port", port, "--save", "", "--appendonly", "no",
-		"--daemonize", "no", "--dir", s.dir, "--logfile", "")
+	persist := []string{"--appendonly", "no"}
+	if s.opts.AppendOnly {
+		persist = []string{"--appendonly", "yes", "--appendfsync", "always"}
+	}
+	args := append([]string{"--bind", host, "--port", port, "--save", ""}, persist...)
+	cmd := exec.Command(s.bin, append(args, "--daemonize", "no", "--dir", s.dir, "--logfile", "")...)
 	s.out = &child.Buffer{}
 	cmd.Stdout, cmd.Stderr = s.out, s.out
 	// The server dies with the test binary, even when a timeout kills it
