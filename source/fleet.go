@@ -164,9 +164,12 @@ func OpenFleet(o FleetOptions) (f *Fleet, warnings []string, err error) {
 					return nil
 				}
 				stale.DeleteMirrored(kind, had.tenant, name)
+				delete(raw, c.member)
 			}
-			f.mirrored[c.member] = mirrored{tenant: tenant, version: version}
-			raw[c.member] = c
+			f.mirrored[c.member] = mirrored{tenant: tenant, version: version, gone: len(record) == 0}
+			if len(record) > 0 {
+				raw[c.member] = c
+			}
 			return nil
 		})
 		if err != nil {
@@ -359,6 +362,27 @@ func (f *Fleet) sync(parent context.Context, apply func(cs []change, rebuild boo
 		return err
 	}
 	rebuild := epoch != f.state.Epoch
+	if rebuild && f.state.Epoch != "" {
+		// Another epoch below this node's version: Redis lost the
+		// namespace and a node without a mirror numbered it afresh. The
+		// node keeps its mirror, gives it back to the new epoch, and reads
+		// the namespace again from its start (its entity versions say
+		// which form of each entity is the later).
+		cur, err := rdb.Get(ctx, f.k.ver).Uint64()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return err
+		}
+		if cur < f.state.Version {
+			f.o.Log.Warn("the redis source store's namespace has a new epoch below this node's version: Redis lost it, and the node gives it back its mirror",
+				zap.String("namespace", f.o.Namespace), zap.String("was", f.state.Epoch), zap.String("now", epoch), zap.Uint64("redis_version", cur), zap.Uint64("mirror_version", f.state.Version))
+			f.state.Epoch = epoch
+			if err := f.restoreIfLost(parent); err != nil {
+				return err
+			}
+			f.state.Version = 0
+			rebuild = false
+		}
+	}
 	if rebuild {
 		if f.state.Epoch != "" {
 			f.o.Log.Warn("the redis source store's namespace has a new epoch: the mirror is rebuilt from it", zap.String("namespace", f.o.Namespace), zap.String("was", f.state.Epoch), zap.String("now", epoch))
@@ -457,11 +481,16 @@ func (f *Fleet) restoreIfLost(parent context.Context) error {
 	return nil
 }
 
-// mirrored is what the local mirror holds of an entity: its tenant (""
-// once removed) and the version of that form.
+// mirrored is what the local mirror holds of an entity: the tenant it is
+// kept under ("" when unknown: a source removed before the node mirrored
+// it), the version of that form, and whether that form is its removal.
+// A removal is kept (an entry with an empty record): a node giving Redis
+// back its mirror gives back the removals it saw too, so a restore by a
+// node that missed them does not bring the entity back for good.
 type mirrored struct {
 	tenant  string
 	version uint64
+	gone    bool
 }
 
 // keep writes a batch of changes and the mirror's new state into the
@@ -494,15 +523,17 @@ func (f *Fleet) mirror(b *meta.Batch, c change) {
 	if ok && had.version >= c.version {
 		return
 	}
-	if ok && had.tenant != "" && (c.record == nil || had.tenant != c.tenant) {
+	tenant := c.tenant
+	if c.record == nil && tenant == "" {
+		tenant = had.tenant // a removal read from Redis names no tenant
+	}
+	if ok && had.tenant != "" && had.tenant != tenant {
 		b.DeleteMirrored(kind, had.tenant, c.name)
 	}
-	tenant := ""
-	if c.record != nil {
-		tenant = c.tenant
-		b.PutMirrored(kind, tenant, c.name, c.version, c.record)
+	if tenant != "" {
+		b.PutMirrored(kind, tenant, c.name, c.version, c.record) // no record: a removal
 	}
-	f.mirrored[c.member] = mirrored{tenant: tenant, version: c.version}
+	f.mirrored[c.member] = mirrored{tenant: tenant, version: c.version, gone: c.record == nil}
 }
 
 // keepOwn adds a write of this node that Redis took at version to the
@@ -831,12 +862,22 @@ func (f *Fleet) settlePending(ctx context.Context) {
 
 // Sources lists the mirrored sources (Backend).
 func (f *Fleet) Sources(fn func(tenant, name string, record []byte) error) error {
-	return f.o.Meta.Mirrored(meta.MirrorSource, func(tenant, name string, _ uint64, record []byte) error { return fn(tenant, name, record) })
+	return f.o.Meta.Mirrored(meta.MirrorSource, func(tenant, name string, _ uint64, record []byte) error {
+		if len(record) == 0 {
+			return nil // a removal
+		}
+		return fn(tenant, name, record)
+	})
 }
 
 // Routes lists the mirrored routes (Backend).
 func (f *Fleet) Routes(fn func(tenant, id string, record []byte) error) error {
-	return f.o.Meta.Mirrored(meta.MirrorRoute, func(tenant, id string, _ uint64, record []byte) error { return fn(tenant, id, record) })
+	return f.o.Meta.Mirrored(meta.MirrorRoute, func(tenant, id string, _ uint64, record []byte) error {
+		if len(record) == 0 {
+			return nil // a removal
+		}
+		return fn(tenant, id, record)
+	})
 }
 
 func newEpoch() string    { return randomHex(8) }

@@ -127,10 +127,11 @@ return out
 // restoreScript gives Redis back entities it lost: KEYS[1] epoch, KEYS[2]
 // ver, KEYS[3] log; ARGV[1] the epoch, ARGV[2] the version the restoring
 // node is at, ARGV[3] the key prefix, then four per entity: member,
-// version, tenant, record. An entity is written only when Redis holds an
-// older version of it (and no later removal): a restore never undoes a
-// write. The version counter is raised to the node's. Answers how many
-// entities it wrote, or -1 when the namespace has another epoch.
+// version, tenant, record ("": the entity's removal). An entity is
+// written (or removed) only when Redis holds an older version of it (and
+// no later removal): a restore never undoes a write. The version counter
+// is raised to the node's. Answers how many entities it wrote, or -1 when
+// the namespace has another epoch.
 var restoreScript = redis.NewScript(`
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
 local n = 0
@@ -139,7 +140,11 @@ for i = 4, #ARGV, 4 do
   local cur = tonumber(redis.call('HGET', k, 'v') or '0')
   local logged = tonumber(redis.call('ZSCORE', KEYS[3], ARGV[i]) or '0')
   if cur < v and logged < v then
-    redis.call('HSET', k, 'v', ARGV[i+1], 't', ARGV[i+2], 'r', ARGV[i+3])
+    if ARGV[i+3] == '' then
+      redis.call('DEL', k)
+    else
+      redis.call('HSET', k, 'v', ARGV[i+1], 't', ARGV[i+2], 'r', ARGV[i+3])
+    end
     redis.call('ZADD', KEYS[3], v, ARGV[i])
     n = n + 1
   end

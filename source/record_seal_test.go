@@ -3,9 +3,9 @@ package source
 import (
 	"bytes"
 	"encoding/base64"
-	"errors"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"

@@ -108,6 +108,9 @@ func Rewrap(ctx context.Context, o RewrapOptions) ([]RewrapPart, error) {
 			return err
 		}
 		err := local.list(func(tenant, name string, version uint64, record []byte) error {
+			if len(record) == 0 {
+				return nil // the mirror's record of a removal
+			}
 			out, n, err := rewrap(tenant, name, record)
 			if err != nil {
 				return err
