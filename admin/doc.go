@@ -269,7 +269,7 @@ package admin
 //	{"error":"source_has_deliveries","count":n}  409, undelivered hooks of a removed
 //	                                    source or sink; ?deliveries=dead_letter moves them
 //	                                    to the dead letters first
-//	{"error":"source_store_unavailable"}  503, the redis store's Redis does not answer
+//	{"error":"source_store_unavailable"}  503, Retry-After: 1, the redis store's Redis does not answer
 //	{"error":"conflict"}                409, source_store: redis: another node changed the
 //	                                    source or route since this write was checked
 //	                                    against it (check-and-set); read it and retry

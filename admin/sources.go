@@ -416,7 +416,10 @@ func failWrite(w http.ResponseWriter, log *zap.Logger, err error) {
 			status = http.StatusConflict
 		}
 		if status == http.StatusServiceUnavailable {
-			log.Error("source store write failed", zap.Error(err))
+			// The store's own log says when Redis goes and comes back;
+			// each refused write is a warning.
+			log.Warn("source store write refused: the store cannot write", zap.Error(err))
+			w.Header().Set("Retry-After", "1")
 		}
 		writeError(w, status, se.Code, se.Message)
 	default:

@@ -160,8 +160,11 @@ func TestFleetRedisOutage(t *testing.T) {
 	for i, n := range []*apiNode{a, b} {
 		fsWaitMetric(t, n, "ankusa_source_store_redis_up", "0", 3*time.Second)
 		spec := `{"verify":{"type":"none"},"max_body_bytes":4096}`
-		wantError(t, fmt.Sprintf("PUT on node %d with Redis down", i), n.do("PUT", sourceAt("acme", names[i]), opsToken, spec),
-			http.StatusServiceUnavailable, "source_store_unavailable")
+		put := n.do("PUT", sourceAt("acme", names[i]), opsToken, spec)
+		wantError(t, fmt.Sprintf("PUT on node %d with Redis down", i), put, http.StatusServiceUnavailable, "source_store_unavailable")
+		if ra := put.header.Get("Retry-After"); ra != "1" {
+			t.Errorf("PUT on node %d with Redis down: Retry-After %q, want 1", i, ra)
+		}
 		wantError(t, fmt.Sprintf("POST on node %d with Redis down", i), n.do("POST", sourcesOf("acme"), opsToken, `{"name":"fs-out-during","verify":{"type":"none"}}`),
 			http.StatusServiceUnavailable, "source_store_unavailable")
 	}
