@@ -333,12 +333,13 @@ func (f *Fleet) beforeWrite() error {
 	return nil
 }
 
-// sync brings the mirror to the store's version: it makes sure the
-// namespace has an epoch (giving Redis back this node's mirror when it
-// lost the namespace or part of it), reads what changed since the
-// mirror's version in batches, hands each batch to apply (rebuild: the
-// epoch changed, so the batch starts a whole new mirror) and keeps it in
-// the meta store.
+// sync brings the mirror to the store's version. Redis at the epoch the
+// mirror follows: what changed since the mirror's version is read, in
+// batches (follow). Redis at another epoch (a new namespace, one Redis
+// lost and another node numbered afresh, or one that lost writes and got
+// a new epoch here, lossScript): the node gives it back its mirror
+// (restore), then reads it whole and makes that its mirror (rebuild). A
+// node's first sync has no mirror and only reads.
 func (f *Fleet) sync(parent context.Context, apply func(cs []change, rebuild bool)) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -347,13 +348,7 @@ func (f *Fleet) sync(parent context.Context, apply func(cs []change, rebuild boo
 	defer cancel()
 	epoch, err := rdb.Get(ctx, f.k.epoch).Result()
 	if errors.Is(err, redis.Nil) {
-		// A new namespace, or one Redis lost: it gets this node's epoch
-		// (a new one if the node has none), unless another node was first.
-		want := f.state.Epoch
-		if want == "" {
-			want = newEpoch()
-		}
-		if err := rdb.SetNX(ctx, f.k.epoch, want, 0).Err(); err != nil {
+		if err := rdb.SetNX(ctx, f.k.epoch, newEpoch(), 0).Err(); err != nil {
 			return err
 		}
 		epoch, err = rdb.Get(ctx, f.k.epoch).Result()
@@ -361,39 +356,37 @@ func (f *Fleet) sync(parent context.Context, apply func(cs []change, rebuild boo
 	if err != nil {
 		return err
 	}
-	rebuild := epoch != f.state.Epoch
-	if rebuild && f.state.Epoch != "" {
-		// Another epoch below this node's version: Redis lost the
-		// namespace and a node without a mirror numbered it afresh. The
-		// node keeps its mirror, gives it back to the new epoch, and reads
-		// the namespace again from its start (its entity versions say
-		// which form of each entity is the later).
+	if epoch == f.state.Epoch {
 		cur, err := rdb.Get(ctx, f.k.ver).Uint64()
 		if err != nil && !errors.Is(err, redis.Nil) {
 			return err
 		}
-		if cur < f.state.Version {
-			f.o.Log.Warn("the redis source store's namespace has a new epoch below this node's version: Redis lost it, and the node gives it back its mirror",
-				zap.String("namespace", f.o.Namespace), zap.String("was", f.state.Epoch), zap.String("now", epoch), zap.Uint64("redis_version", cur), zap.Uint64("mirror_version", f.state.Version))
-			f.state.Epoch = epoch
-			if err := f.restoreIfLost(parent); err != nil {
-				return err
-			}
-			f.state.Version = 0
-			rebuild = false
+		if cur >= f.state.Version {
+			return f.follow(parent, epoch, apply)
+		}
+		// Redis lost writes of this epoch (its version is below the
+		// mirror's): the namespace gets a new epoch, so what is written
+		// after the loss is told from what survived it.
+		if epoch, err = lossScript.Run(ctx, rdb, []string{f.k.epoch, f.k.ver}, f.state.Epoch, f.state.Version, newEpoch()).Text(); err != nil {
+			return err
 		}
 	}
-	if rebuild {
-		if f.state.Epoch != "" {
-			f.o.Log.Warn("the redis source store's namespace has a new epoch: the mirror is rebuilt from it", zap.String("namespace", f.o.Namespace), zap.String("was", f.state.Epoch), zap.String("now", epoch))
+	if f.state.Epoch != "" {
+		f.o.Log.Warn("the redis source store's namespace is at another epoch (Redis lost it or part of it, or it was emptied): the node gives it back its mirror, then reads it whole",
+			zap.String("namespace", f.o.Namespace), zap.String("was", f.state.Epoch), zap.String("now", epoch), zap.Uint64("mirror_version", f.state.Version))
+		if err := f.restore(parent, epoch); err != nil {
+			return err
 		}
-		f.state = meta.MirrorState{Namespace: f.o.Namespace, Epoch: epoch}
-	} else if err := f.restoreIfLost(parent); err != nil {
-		return err
 	}
+	return f.rebuild(parent, epoch, apply)
+}
+
+// follow reads what changed since the mirror's version, in batches, each
+// kept in the meta store and applied before the next. f.mu is held.
+func (f *Fleet) follow(parent context.Context, epoch string, apply func(cs []change, rebuild bool)) error {
 	for {
 		ctx, cancel := context.WithTimeout(parent, f.o.Timeout)
-		b, err := f.k.fetchChanges(ctx, rdb, f.state.Version, fleetBatchLimit)
+		b, err := f.k.fetchChanges(ctx, f.o.Redis, f.state.Version, fleetBatchLimit)
 		cancel()
 		if err != nil {
 			return err
@@ -401,41 +394,63 @@ func (f *Fleet) sync(parent context.Context, apply func(cs []change, rebuild boo
 		if b.epoch != epoch {
 			return fmt.Errorf("the namespace's epoch changed while the node read it (%q, then %q)", epoch, b.epoch)
 		}
-		if len(b.changes) == 0 && !rebuild {
+		if len(b.changes) == 0 {
 			return nil
 		}
 		next := f.state
 		for _, c := range b.changes {
 			next.Version = max(next.Version, c.version)
 		}
-		if err := f.keep(b.changes, next, rebuild); err != nil {
+		if err := f.keep(b.changes, next, false); err != nil {
 			return err
 		}
-		apply(b.changes, rebuild)
+		apply(b.changes, false)
 		f.state = next
 		fleetVersion.Store(next.Version)
-		rebuild = false
 		if len(b.changes) < fleetBatchLimit {
 			return nil
 		}
 	}
 }
 
-// restoreIfLost gives Redis back the entities it no longer holds at this
-// node's version: its version counter is below the mirror's, so it lost
-// writes (a restart without persistence, a failover, a flush). Writes made
-// since by other nodes win: an entity is restored only where Redis holds
-// an older version of it. f.mu is held.
-func (f *Fleet) restoreIfLost(parent context.Context) error {
-	ctx, cancel := context.WithTimeout(parent, f.o.Timeout)
-	defer cancel()
-	cur, err := f.o.Redis.Get(ctx, f.k.ver).Uint64()
-	if err != nil && !errors.Is(err, redis.Nil) {
+// rebuild reads the whole namespace at epoch, then makes it the mirror in
+// one step: one meta batch and one published snapshot, so no reader sees
+// a mirror half read, and the mirror's state moves only once it is all
+// there (a rebuild cut short is done again). f.mu is held.
+func (f *Fleet) rebuild(parent context.Context, epoch string, apply func(cs []change, rebuild bool)) error {
+	var all []change
+	next := meta.MirrorState{Namespace: f.o.Namespace, Epoch: epoch}
+	for {
+		ctx, cancel := context.WithTimeout(parent, f.o.Timeout)
+		b, err := f.k.fetchChanges(ctx, f.o.Redis, next.Version, fleetBatchLimit)
+		cancel()
+		if err != nil {
+			return err
+		}
+		if b.epoch != epoch {
+			return fmt.Errorf("the namespace's epoch changed while the node read it (%q, then %q)", epoch, b.epoch)
+		}
+		all = append(all, b.changes...)
+		for _, c := range b.changes {
+			next.Version = max(next.Version, c.version)
+		}
+		if len(b.changes) < fleetBatchLimit {
+			break
+		}
+	}
+	if err := f.keep(all, next, true); err != nil {
 		return err
 	}
-	if cur >= f.state.Version {
-		return nil
-	}
+	apply(all, true)
+	f.state = next
+	fleetVersion.Store(next.Version)
+	return nil
+}
+
+// restore gives Redis, at epoch, the mirror's entities (removals too)
+// that it does not hold a later form of (restoreScript), and the token
+// claims of the routes it gave back. f.mu is held.
+func (f *Fleet) restore(parent context.Context, epoch string) error {
 	var args []any
 	restored := 0
 	flush := func() error {
@@ -445,7 +460,7 @@ func (f *Fleet) restoreIfLost(parent context.Context) error {
 		ctx, cancel := context.WithTimeout(parent, f.o.Timeout)
 		defer cancel()
 		n, err := restoreScript.Run(ctx, f.o.Redis, []string{f.k.epoch, f.k.ver, f.k.log},
-			append([]any{f.state.Epoch, f.state.Version, f.k.prefix}, args...)...).Int()
+			append([]any{epoch, f.state.Epoch, f.k.prefix, f.k.channel}, args...)...).Int()
 		if err != nil {
 			return err
 		}
@@ -475,9 +490,34 @@ func (f *Fleet) restoreIfLost(parent context.Context) error {
 	if err := flush(); err != nil {
 		return err
 	}
+	// The token claims went with the namespace: the routes' tokens are
+	// claimed again for their routes (the first claim stands).
+	ctx, cancel := context.WithTimeout(parent, f.o.Timeout)
+	defer cancel()
+	pipe := f.o.Redis.Pipeline()
+	err := f.o.Meta.Mirrored(meta.MirrorRoute, func(tenant, id string, _ uint64, record []byte) error {
+		if len(record) == 0 {
+			return nil
+		}
+		r, err := decodeRouteRecord(tenant, id, record)
+		if err != nil {
+			return nil // the rebuild refuses it, naming it
+		}
+		for _, t := range r.Tokens {
+			pipe.SetNX(ctx, f.k.prefix+"tok/"+hex.EncodeToString(t.Digest[:]), tenant+"/"+id, 0)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if pipe.Len() > 0 {
+		if _, err := pipe.Exec(ctx); err != nil {
+			return err
+		}
+	}
 	fleetRestored.Add(restored)
-	f.o.Log.Warn("the redis source store had lost writes (its version is below this node's mirror): the node gave it back its mirror's entities",
-		zap.String("namespace", f.o.Namespace), zap.Uint64("redis_version", cur), zap.Uint64("mirror_version", f.state.Version), zap.Int("restored", restored))
+	f.o.Log.Warn("the node gave the redis source store back its mirror", zap.String("namespace", f.o.Namespace), zap.String("epoch", epoch), zap.Int("entities_restored", restored))
 	return nil
 }
 
@@ -486,7 +526,7 @@ func (f *Fleet) restoreIfLost(parent context.Context) error {
 // it), the version of that form, and whether that form is its removal.
 // A removal is kept (an entry with an empty record): a node giving Redis
 // back its mirror gives back the removals it saw too, so a restore by a
-// node that missed them does not bring the entity back for good.
+// node that missed them does not bring the entity back.
 type mirrored struct {
 	tenant  string
 	version uint64

@@ -595,8 +595,11 @@ func TestFleetRestore(t *testing.T) {
 	}
 }
 
-// A namespace with a new epoch (emptied and written by someone else) is
-// rebuilt: the node then holds exactly what Redis holds.
+// A namespace at another epoch (emptied and written again by a node that
+// had no mirror) gets the node's mirror back: the node gives Redis its
+// entities, each at a fresh version of the new epoch, keeps the new
+// epoch's own, and then holds exactly what Redis holds, in its snapshot
+// and in its local mirror, published at once.
 func TestFleetEpochChange(t *testing.T) {
 	u := redistest.URL(t)
 	ns := redistest.Namespace(t, u)
@@ -609,6 +612,7 @@ func TestFleetEpochChange(t *testing.T) {
 	if _, _, err := a.PutRoute(RouteWrite{Tenant: "acme", Create: true, ID: "rt-old", SourceID: "old1", Token: TokenAuto, Audit: meta.AuditRow{Principal: "ops", Action: "route.create"}}); err != nil {
 		t.Fatal(err)
 	}
+	waitFor(t, 2*time.Second, "A's mirror does not reach its writes", func() bool { return a.version() >= 3 })
 	newSrc := Build("new1", ghSpec(t, "new1", "https://example.com/new"), 1<<20, false)
 	rdb := redistest.Client(t, u)
 	ctx := context.Background()
@@ -617,52 +621,58 @@ func TestFleetEpochChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	k := newFleetKeys(ns)
-	// One transaction, so the node never sees the namespace empty (it
-	// would give Redis its mirror back instead).
 	_, err = rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.Del(ctx, keys...)
 		p.Set(ctx, k.epoch, "another-epoch", 0)
-		p.Set(ctx, k.ver, 7, 0)
-		p.ZAdd(ctx, k.log, redis.Z{Score: 7, Member: "s/new1"})
-		p.HSet(ctx, k.prefix+"s/new1", "v", 7, "t", "acme", "r", string(encodeSourceRecord(newSrc, nil)))
+		p.Set(ctx, k.ver, 1, 0)
+		p.ZAdd(ctx, k.log, redis.Z{Score: 1, Member: "s/new1"})
+		p.HSet(ctx, k.prefix+"s/new1", "v", 1, "e", "another-epoch", "t", "acme", "r", string(encodeSourceRecord(newSrc, nil)))
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 2*time.Second, "A did not rebuild from the new epoch", func() bool {
-		return a.Snapshot().Lookup([]byte("new1")) != nil
+	waitFor(t, 2*time.Second, "A did not join the new epoch", func() bool {
+		st, _, _ := a.m.Mirror()
+		return st.Epoch == "another-epoch"
 	})
 	s := a.Snapshot()
-	if s.Lookup([]byte("old1")) != nil || s.Lookup([]byte("old2")) != nil || s.Route("acme", "rt-old") != nil {
-		t.Errorf("after the rebuild A still serves the old epoch's entities")
+	for _, name := range []string{"new1", "old1", "old2"} {
+		if s.Lookup([]byte(name)) == nil {
+			t.Errorf("A does not serve %s after joining the new epoch", name)
+		}
 	}
-	if s.Len() != 2 { // new1 and the config's seeded
-		t.Errorf("A serves %d sources, want new1 and the seed", s.Len())
+	if s.Route("acme", "rt-old") == nil {
+		t.Error("A does not serve its route after joining the new epoch")
 	}
-	if got := s.Lookup([]byte("new1")); got.Version != 7 || got.Spec.Sinks[0].URL != "https://example.com/new" {
-		t.Errorf("new1: version %d %s", got.Version, got.Spec.Sinks[0].URL)
+	if got := s.Lookup([]byte("new1")); got == nil || got.Spec.Sinks[0].URL != "https://example.com/new" {
+		t.Errorf("new1 is not the new epoch's: %+v", got)
 	}
-	if s.LookupForDelivery([]byte("old1")) == nil {
-		t.Error("a source the rebuild removed is gone from LookupForDelivery at once")
+	// Redis holds A's entities again, each at a version of the new epoch
+	// above the new epoch's own.
+	for _, m := range []string{"s/old1", "s/old2", "r/acme/rt-old"} {
+		v, err := rdb.HGet(ctx, k.prefix+m, "v").Uint64()
+		if err != nil || v <= 1 {
+			t.Errorf("%s in Redis: version %d (%v), want above 1", m, v, err)
+		}
 	}
-	// The mirror in the meta store is the new epoch's too.
+	if n, err := rdb.Keys(ctx, k.prefix+"tok/*").Result(); err != nil || len(n) != 1 {
+		t.Errorf("the route's token claim: %v %v, want it claimed again", n, err)
+	}
+	// The local mirror is Redis's, and so is its state.
 	var mirrored []string
 	if err := a.m.Mirrored(meta.MirrorSource, func(_, name string, _ uint64, _ []byte) error { mirrored = append(mirrored, name); return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if len(mirrored) != 1 || mirrored[0] != "new1" {
-		t.Errorf("the local mirror holds %v, want [new1]", mirrored)
+	if strings.Join(mirrored, " ") != "new1 old1 old2" {
+		t.Errorf("the local mirror holds %v, want [new1 old1 old2]", mirrored)
 	}
-	if st, _, _ := a.m.Mirror(); st.Epoch != "another-epoch" || st.Version != 7 {
-		t.Errorf("the mirror's state %+v", st)
+	ver, _ := rdb.Get(ctx, k.ver).Uint64()
+	if st, _, _ := a.m.Mirror(); st.Version != ver {
+		t.Errorf("the mirror's state %+v, want Redis's version %d", st, ver)
 	}
-	// And nothing of the old epoch went back into Redis.
-	if n, _ := rdb.Exists(ctx, k.prefix+"s/old1", k.prefix+"s/old2").Result(); n != 0 {
-		t.Errorf("%d entities of the old epoch are back in Redis", n)
-	}
-	if src, err := a.PutSource(ghDoc(t, "new2", "https://example.com/in")); err != nil || src.Version != 8 {
-		t.Fatalf("a write in the new epoch: %v (version %d, want 8)", err, src.Version)
+	if src, err := a.PutSource(ghDoc(t, "new2", "https://example.com/in")); err != nil || src.Version != ver+1 {
+		t.Fatalf("a write in the new epoch: %v (version %d, want %d)", err, src.Version, ver+1)
 	}
 }
 

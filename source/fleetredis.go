@@ -21,8 +21,12 @@ import (
 //	                        version of its last write, removals included: a
 //	                        node that is at version V reads what changed
 //	                        since with one range, never the whole store
-//	ns "ss:" member         hash {v: version, t: tenant, r: record}: a
-//	                        source or a route (record.go's records)
+//	ns "ss:" member         hash {v: version, e: epoch, t: tenant, r: record,
+//	                        o: origin}: a source or a route (record.go's
+//	                        records); without r, the entity's removal (kept,
+//	                        so a restore can tell it from an entity Redis
+//	                        lost); o, on an entity a node gave back after a
+//	                        loss, is its version in the epoch it came from
 //	ns "ss:tok/" digest     string "<tenant>/<id>": the route holding a token
 //	                        (hex SHA-256), so two nodes cannot give one
 //	                        token to two routes
@@ -77,7 +81,8 @@ for i = 1, n do
   local k, b = KEYS[4+i], 3 + (i-1)*5
   local kind = ARGV[b+1]
   if kind == 'put' or kind == 'del' then
-    local cur = redis.call('HGET', k, 'v') or '0'
+    local cur = '0'
+    if redis.call('HEXISTS', k, 'r') == 1 then cur = redis.call('HGET', k, 'v') end
     if cur ~= ARGV[b+2] then return {'conflict', tostring(i), cur} end
   elseif kind == 'claim' then
     local cur = redis.call('GET', k)
@@ -89,10 +94,12 @@ for i = 1, n do
   local k, b = KEYS[4+i], 3 + (i-1)*5
   local kind, member, value = ARGV[b+1], ARGV[b+3], ARGV[b+4]
   if kind == 'put' then
-    redis.call('HSET', k, 'v', v, 't', ARGV[b+5], 'r', value)
+    redis.call('HSET', k, 'v', v, 'e', ARGV[3], 't', ARGV[b+5], 'r', value)
+    redis.call('HDEL', k, 'o')
     redis.call('ZADD', KEYS[2], v, member)
   elseif kind == 'del' then
-    redis.call('DEL', k)
+    redis.call('HSET', k, 'v', v, 'e', ARGV[3], 't', ARGV[b+5])
+    redis.call('HDEL', k, 'r', 'o')
     redis.call('ZADD', KEYS[2], v, member)
   elseif kind == 'claim' then
     redis.call('SET', k, value)
@@ -124,34 +131,66 @@ end
 return out
 `)
 
-// restoreScript gives Redis back entities it lost: KEYS[1] epoch, KEYS[2]
-// ver, KEYS[3] log; ARGV[1] the epoch, ARGV[2] the version the restoring
-// node is at, ARGV[3] the key prefix, then four per entity: member,
-// version, tenant, record ("": the entity's removal). An entity is
-// written (or removed) only when Redis holds an older version of it (and
-// no later removal): a restore never undoes a write. The version counter
-// is raised to the node's. Answers how many entities it wrote, or -1 when
-// the namespace has another epoch.
+// restoreScript gives Redis back what it lost, from a node's mirror:
+// KEYS[1] epoch, KEYS[2] ver, KEYS[3] log; ARGV[1] the epoch Redis must
+// be at (the restore
+// goes into it), ARGV[2] the epoch the mirror is of, ARGV[3] the key
+// prefix, ARGV[4] the channel, then four per entity: member, the
+// entity's version in the mirror's epoch, tenant, record ("": its
+// removal). Which form of an entity is the later one:
+//   - one written in the current epoch by a write (e = the epoch, no o):
+//     Redis's, always (it was written after the loss);
+//   - one given back by a restore (o set): the higher origin wins;
+//   - one that survived from the mirror's epoch (e = that epoch, or no
+//     e): the higher version wins.
+//
+// The node's form, when later or absent from Redis, is written at a
+// fresh version (INCR), so every node reads it as a change. Answers how
+// many entities it wrote, or -1 when Redis is at another epoch.
 var restoreScript = redis.NewScript(`
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
 local n = 0
-for i = 4, #ARGV, 4 do
-  local k, v = ARGV[3] .. ARGV[i], tonumber(ARGV[i+1])
-  local cur = tonumber(redis.call('HGET', k, 'v') or '0')
-  local logged = tonumber(redis.call('ZSCORE', KEYS[3], ARGV[i]) or '0')
-  if cur < v and logged < v then
-    if ARGV[i+3] == '' then
-      redis.call('DEL', k)
+for i = 5, #ARGV, 4 do
+  local k, mv = ARGV[3] .. ARGV[i], tonumber(ARGV[i+1])
+  local h = redis.call('HMGET', k, 'v', 'e', 'o')
+  local later = false
+  if h[1] then
+    if h[3] then
+      later = tonumber(h[3]) >= mv
+    elseif h[2] == ARGV[1] and ARGV[1] ~= ARGV[2] then
+      later = true
     else
-      redis.call('HSET', k, 'v', ARGV[i+1], 't', ARGV[i+2], 'r', ARGV[i+3])
+      later = tonumber(h[1]) >= mv
+    end
+  end
+  if not later then
+    local v = redis.call('INCR', KEYS[2])
+    redis.call('HSET', k, 'v', v, 'e', ARGV[1], 'o', ARGV[i+1], 't', ARGV[i+2])
+    if ARGV[i+3] == '' then
+      redis.call('HDEL', k, 'r')
+    else
+      redis.call('HSET', k, 'r', ARGV[i+3])
     end
     redis.call('ZADD', KEYS[3], v, ARGV[i])
     n = n + 1
   end
 end
-local cv = tonumber(redis.call('GET', KEYS[2]) or '0')
-if cv < tonumber(ARGV[2]) then redis.call('SET', KEYS[2], ARGV[2]) end
+if n > 0 then redis.call('PUBLISH', ARGV[4], redis.call('GET', KEYS[2])) end
 return n
+`)
+
+// lossScript gives the namespace a new epoch when it lost writes of the
+// epoch it is at: KEYS[1] epoch, KEYS[2] ver; ARGV[1] the epoch the
+// node follows, ARGV[2] the version it is at, ARGV[3] the new epoch.
+// Writes after the loss are then told from what survived it by their
+// epoch. Answers the epoch Redis is at.
+var lossScript = redis.NewScript(`
+local ep = redis.call('GET', KEYS[1])
+if ep == ARGV[1] and tonumber(redis.call('GET', KEYS[2]) or '0') < tonumber(ARGV[2]) then
+  redis.call('SET', KEYS[1], ARGV[3])
+  return ARGV[3]
+end
+return ep or ''
 `)
 
 // change is one entity of a changes batch.

@@ -8,7 +8,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/ankusa/ankusa/config"
@@ -75,9 +77,18 @@ func encodeSourceRecord(src *Source, kr *secrets.Keyring) []byte {
 			*sec = config.Secret{}
 		})
 		for i := range spec.Sinks {
-			if bare, pw, ok := config.CutURLPassword(spec.Sinks[i].URL); ok {
+			sk := &spec.Sinks[i]
+			if bare, pw, ok := config.CutURLPassword(sk.URL); ok {
 				seal(fmt.Sprintf("sinks[%d].url", i), pw)
-				spec.Sinks[i].URL = bare
+				sk.URL = bare
+			}
+			// Header values are credentials as often as not (an answer
+			// redacts them all): sealed, their names left readable.
+			for _, name := range sortedKeys(sk.Headers) {
+				if v := sk.Headers[name]; v != "" {
+					seal(fmt.Sprintf("sinks[%d].headers.%s", i, name), v)
+					sk.Headers[name] = ""
+				}
 			}
 		}
 	}
@@ -98,6 +109,11 @@ func copySpec(s *config.Source) config.Source {
 	c := *s
 	c.Verify.Secrets = append([]config.Secret(nil), s.Verify.Secrets...)
 	c.Sinks = append([]config.Sink(nil), s.Sinks...)
+	for i := range c.Sinks {
+		if c.Sinks[i].Headers != nil {
+			c.Sinks[i].Headers = maps.Clone(c.Sinks[i].Headers)
+		}
+	}
 	return c
 }
 
@@ -134,6 +150,11 @@ func decodeSourceRecord(tenant, name string, v []byte, dedupeTTL config.Duration
 		if _, _, ok := config.CutURLPassword(spec.Sinks[i].URL); ok {
 			st.Clear++
 		}
+		for _, v := range spec.Sinks[i].Headers {
+			if v != "" {
+				st.Clear++
+			}
+		}
 	}
 	for _, path := range sortedKeys(rec.Sealed) {
 		fail := func(format string, args ...any) error {
@@ -167,6 +188,16 @@ func decodeSourceRecord(tenant, name string, v []byte, dedupeTTL config.Duration
 // setSealedField puts an opened secret back at its path of spec.
 func setSealedField(spec *config.Source, path, plain string) error {
 	var i int
+	if head, name, ok := strings.Cut(path, ".headers."); ok {
+		if !scanIndex(head, "sinks[%d]", &i) || i >= len(spec.Sinks) {
+			return fmt.Errorf("the spec has no such element")
+		}
+		if _, ok := spec.Sinks[i].Headers[name]; !ok {
+			return fmt.Errorf("the spec's sink has no header %q to give the sealed value to", name)
+		}
+		spec.Sinks[i].Headers[name] = plain
+		return nil
+	}
 	switch {
 	case path == "verify.secret":
 		spec.Verify.Secret = config.Secret{Ref: plain, Value: plain}
