@@ -44,7 +44,12 @@ func rewrap(args []string) int {
 		fmt.Fprintln(os.Stderr, "rewrap:", err)
 		return exitConfig
 	}
-	ms, err := meta.Open(meta.Options{Dir: filepath.Join(cfg.Node.DataDir, "meta")})
+	dir := filepath.Join(cfg.Node.DataDir, "meta")
+	if _, err := os.Stat(dir); err != nil {
+		fmt.Fprintf(os.Stderr, "rewrap: node.data_dir %q holds no meta store (%v): nothing to rewrap there; is it the node's?\n", cfg.Node.DataDir, err)
+		return 1
+	}
+	ms, err := meta.Open(meta.Options{Dir: dir})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "rewrap: cannot open the meta store under node.data_dir %q (stop the node first): %v\n", cfg.Node.DataDir, err)
 		return 1
@@ -55,7 +60,7 @@ func rewrap(args []string) int {
 			fmt.Printf("rewrap: %s: %d sources read, %d rewrapped\n", part, read, rewrapped)
 		}}
 	if cfg.SourceStore.Type == "redis" {
-		rdb, addr, err := redisx.NewClientOf("source_store.url", cfg.SourceStore.URL)
+		rdb, addr, err := redisx.NewClientWith("source_store.url", cfg.SourceStore.URL, source.FleetTimeout)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "rewrap:", err)
 			return exitConfig

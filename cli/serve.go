@@ -246,6 +246,11 @@ func (n *node) closeStorage() bool {
 			good = false
 		}
 	}
+	// The redis source store stops following Redis first: a change it
+	// applies reaches dispatch, which closes next.
+	if n.sourceFleet != nil {
+		n.sourceFleet.Close()
+	}
 	if n.dispatch != nil {
 		check("dispatch", n.dispatch.Close())
 	}
@@ -263,9 +268,6 @@ func (n *node) closeStorage() bool {
 	}
 	if n.rdb != nil {
 		_ = n.rdb.Close()
-	}
-	if n.sourceFleet != nil {
-		n.sourceFleet.Close()
 	}
 	if n.sourceRDB != nil {
 		_ = n.sourceRDB.Close()

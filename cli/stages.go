@@ -73,7 +73,7 @@ func (n *node) openSources() error {
 	switch n.cfg.SourceStore.Type {
 	case "redis":
 		redis.SetLogger(redisLogger{n.log.Named("redis")})
-		rdb, addr, err := redisx.NewClientOf("source_store.url", n.cfg.SourceStore.URL)
+		rdb, addr, err := redisx.NewClientWith("source_store.url", n.cfg.SourceStore.URL, source.FleetTimeout)
 		if err != nil {
 			return err
 		}
@@ -87,7 +87,7 @@ func (n *node) openSources() error {
 		if err != nil {
 			return err
 		}
-		f.Run(context.Background())
+		// Run starts once dispatch follows the store (followSources).
 		n.sourceFleet, n.sources, warnings = f, f, w
 	default:
 		po.Backend = source.MetaBackend{Store: n.meta}
@@ -134,6 +134,11 @@ func keyring(cfg *config.Config) (*secrets.Keyring, error) {
 // followSources has dispatch follow the store's writes: a changed sink is
 // rebuilt for its next attempt, a removed one closed once idle.
 func (n *node) followSources() {
+	if n.sourceFleet != nil {
+		// The redis store follows Redis from here: every change it
+		// applies reaches dispatch.
+		defer n.sourceFleet.Run(context.Background())
+	}
 	p, ok := n.sources.(interface{ OnPublish(func(*source.Snapshot)) })
 	if !ok {
 		return

@@ -140,8 +140,16 @@ func TestValidateSecrets(t *testing.T) {
 		{name: "kek unresolved",
 			yaml: "secrets: {kek: env:ANKUSA_TEST_UNSET, kek_previous: " + prevB64 + "}",
 			want: []string{"secrets.kek: cannot resolve secret: environment variable ANKUSA_TEST_UNSET is not set"}},
+		// The static store stores no secret: a kek would seal nothing.
+		{name: "kek with the static store",
+			yaml: "source_store: {type: static}\nsecrets: {kek: " + kekHex + "}",
+			want: []string{"secrets.kek: source_store.type is static"}},
 	} {
-		probs := problemsOf(t, c.yaml, ValidateOptions{})
+		yaml := c.yaml
+		if !strings.Contains(yaml, "source_store:") {
+			yaml = "source_store: {type: persistent}\n" + yaml
+		}
+		probs := problemsOf(t, yaml, ValidateOptions{})
 		ok := len(probs) == len(c.want)
 		for i := 0; ok && i < len(probs); i++ {
 			ok = strings.HasPrefix(probs[i], c.want[i])

@@ -29,6 +29,9 @@ func Validate(c *Config, opts ValidateOptions) Problems {
 	validateLog(&p, c.Log)
 	validateNotYetBuilt(&p, c)
 	validateSecrets(&p, c.Secrets)
+	if c.Secrets.KEK.Value != "" && c.SourceStore.Type == "static" {
+		p.add("secrets.kek: source_store.type is static, which stores no secret: there is nothing to seal; use source_store persistent or redis, or leave the secrets section out")
+	}
 	validateLifecycle(&p, &c.Lifecycle, opts)
 	for _, name := range c.SourceNames() {
 		src := c.Sources[name]

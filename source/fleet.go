@@ -19,6 +19,11 @@ import (
 	"github.com/ankusa/ankusa/meta"
 )
 
+// FleetTimeout is the default bound of one exchange with Redis; the
+// client's read and write timeouts must be at least as long (redisx.
+// NewClientWith).
+const FleetTimeout = 2 * time.Second
+
 // FleetOptions configure the redis store (source_store: redis).
 type FleetOptions struct {
 	// PersistentOptions are the store's, as for the persistent store;
@@ -110,7 +115,7 @@ func boolGauge(b bool) float64 {
 // configured key opens is an error naming the source and the field.
 func OpenFleet(o FleetOptions) (f *Fleet, warnings []string, err error) {
 	if o.Timeout == 0 {
-		o.Timeout = 2 * time.Second
+		o.Timeout = FleetTimeout
 	}
 	if o.Log == nil {
 		o.Log = zap.NewNop()

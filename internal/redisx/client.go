@@ -30,6 +30,14 @@ func NewClient(rawURL string) (c *redis.Client, addr string, err error) {
 // NewClientOf is NewClient for the URL of the config key key (errors
 // name it).
 func NewClientOf(key, rawURL string) (c *redis.Client, addr string, err error) {
+	return NewClientWith(key, rawURL, DefaultTimeout)
+}
+
+// NewClientWith is NewClientOf with timeout in place of DefaultTimeout for
+// reads, writes and the pool (the dial keeps DefaultTimeout, so a Redis
+// that is down is found at once): for a client whose exchanges carry more
+// than a key (the redis source store's catch-up batches and scripts).
+func NewClientWith(key, rawURL string, timeout time.Duration) (c *redis.Client, addr string, err error) {
 	if rawURL == "" {
 		return nil, "", fmt.Errorf("%s: empty; want redis://host:port/db", key)
 	}
@@ -52,13 +60,13 @@ func NewClientOf(key, rawURL string) (c *redis.Client, addr string, err error) {
 		opt.DialTimeout = DefaultTimeout
 	}
 	if opt.ReadTimeout == 0 {
-		opt.ReadTimeout = DefaultTimeout
+		opt.ReadTimeout = timeout
 	}
 	if opt.WriteTimeout == 0 {
-		opt.WriteTimeout = DefaultTimeout
+		opt.WriteTimeout = timeout
 	}
 	if opt.PoolTimeout == 0 {
-		opt.PoolTimeout = DefaultTimeout
+		opt.PoolTimeout = timeout
 	}
 	if opt.PoolSize == 0 {
 		opt.PoolSize = min(10*runtime.GOMAXPROCS(0), 64)
