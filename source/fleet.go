@@ -795,6 +795,7 @@ func (f *Fleet) Commit(ops []Op, audit meta.AuditRow) (uint64, error) {
 	case "ok":
 		v, err := strconv.ParseUint(res[1], 10, 64)
 		if err != nil {
+			f.reconcile.Store(true) // it happened: its mark says so
 			return 0, fmt.Errorf("source_store.url %s: the write script answered version %q", f.o.Addr, res[1])
 		}
 		f.keepOwn(ops, v)

@@ -59,7 +59,10 @@ func Rewrap(ctx context.Context, o RewrapOptions) ([]RewrapPart, error) {
 		next := time.Now()
 		pace = func() {
 			next = next.Add(every)
-			time.Sleep(time.Until(next))
+			select {
+			case <-time.After(time.Until(next)):
+			case <-ctx.Done():
+			}
 		}
 	}
 	rewrap := func(tenant, name string, record []byte) (out []byte, n int, err error) {
@@ -111,6 +114,9 @@ func Rewrap(ctx context.Context, o RewrapOptions) ([]RewrapPart, error) {
 			if len(record) == 0 {
 				return nil // the mirror's record of a removal
 			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
 			out, n, err := rewrap(tenant, name, record)
 			if err != nil {
 				return err
@@ -154,6 +160,7 @@ func Rewrap(ctx context.Context, o RewrapOptions) ([]RewrapPart, error) {
 	// that, and is not read twice.
 	k := newFleetKeys(o.Namespace)
 	p := RewrapPart{Part: fmt.Sprintf("redis namespace %q", o.Namespace)}
+	mark := newChangeID() // one write mark for the whole run: no audit row waits on it
 	var after, upTo uint64
 	for first := true; ; first = false {
 		batch, err := k.fetchChanges(ctx, o.Redis, after, fleetBatchLimit)
@@ -179,7 +186,7 @@ func Rewrap(ctx context.Context, o RewrapOptions) ([]RewrapPart, error) {
 			}
 			p.Read++
 			if out != nil {
-				ok, err := k.rewrite(ctx, o.Redis, batch.epoch, c, out)
+				ok, err := k.rewrite(ctx, o.Redis, batch.epoch, mark, c, out)
 				if err != nil {
 					return parts, fmt.Errorf("source_store.url %s: %w", o.Addr, err)
 				}
@@ -201,8 +208,8 @@ func Rewrap(ctx context.Context, o RewrapOptions) ([]RewrapPart, error) {
 
 // rewrite writes a source's record back re-sealed, if it is still at the
 // version it was read at; false when a node changed it since.
-func (k fleetKeys) rewrite(ctx context.Context, rdb *redis.Client, epoch string, c change, record []byte) (bool, error) {
-	keys := []string{k.ver, k.log, k.prefix + "w/" + newChangeID(), k.epoch, k.prefix + c.member}
+func (k fleetKeys) rewrite(ctx context.Context, rdb *redis.Client, epoch, mark string, c change, record []byte) (bool, error) {
+	keys := []string{k.ver, k.log, k.prefix + "w/" + mark, k.epoch, k.prefix + c.member}
 	args := []any{k.channel, markTTL, epoch, "put", c.version, c.member, string(record), c.tenant}
 	res, err := writeScript.Run(ctx, rdb, keys, args...).StringSlice()
 	if err != nil {

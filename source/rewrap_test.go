@@ -62,7 +62,7 @@ func newRewrapFixture(t *testing.T) *rewrapFixture {
 		t.Fatal(err)
 	}
 	for _, name := range rewrapNames {
-		ok, err := k.rewrite(ctx, x.rdb, "e1", change{member: sourceMember(name), tenant: "acme", name: name}, records[name])
+		ok, err := k.rewrite(ctx, x.rdb, "e1", "m1", change{member: sourceMember(name), tenant: "acme", name: name}, records[name])
 		if err != nil || !ok {
 			t.Fatalf("planting %s: %v %v", name, ok, err)
 		}
@@ -178,7 +178,7 @@ func TestRewrapSkipsConcurrentChange(t *testing.T) {
 	ctx := context.Background()
 	// Directly: a rewrite checked against a version the record left.
 	c := change{member: sourceMember("prev"), tenant: "acme", name: "prev", version: 99}
-	if ok, err := k.rewrite(ctx, x.rdb, "e1", c, []byte(`{}`)); err != nil || ok {
+	if ok, err := k.rewrite(ctx, x.rdb, "e1", "m1", c, []byte(`{}`)); err != nil || ok {
 		t.Fatalf("a rewrite at a stale version: %v %v, want refused", ok, err)
 	}
 	// And within a run: at -rate 2 the first rewrite waits 500 ms after
