@@ -23,11 +23,13 @@ import (
 // route keeps its tokens' digests only.
 //
 // With secrets.kek set, a source record keeps none of its secrets in its
-// spec: each verify secret, sink secret and sink URL password is sealed
-// (package secrets, bound to the tenant, the source and the field's path)
-// into "sealed", by path ("verify.secret", "verify.secrets[1]",
-// "sinks[0].secret", "sinks[0].url" for the URL's password, which the
-// spec's URL then goes without). The rest of the spec stays readable.
+// spec: each verify secret, sink secret, sink header value and sink URL
+// password is sealed (package secrets, bound to the tenant, the source and
+// the field's path) into "sealed", by path ("verify.secret",
+// "verify.secrets[1]", "sinks[0].secret", "sinks[0].headers.<name>" (the
+// spec keeps the header's name with an empty value), "sinks[0].url" for
+// the URL's password, which the spec's URL then goes without). The rest
+// of the spec stays readable.
 
 const recordVersion = 1
 
