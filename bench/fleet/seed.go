@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	"github.com/ankusa/ankusa/config"
+	"github.com/ankusa/ankusa/internal/redisx"
+	"github.com/ankusa/ankusa/meta"
+	"github.com/ankusa/ankusa/secrets"
+	"github.com/ankusa/ankusa/source"
+)
+
+// seedName is the name of seeded source i, and seedTenant its tenant.
+func seedName(i int) string            { return fmt.Sprintf("s%06d", i) }
+func seedTenant(i, tenants int) string { return fmt.Sprintf("t%05d", i%tenants) }
+
+// seedBody is the document of a seeded source, as bench/controlplane
+// seeds: a generic HMAC verifier (its secret sealed under secrets.kek)
+// and one HTTP sink nobody listens on.
+func seedBody(name string) string {
+	return fmt.Sprintf(`{"name": %q, "verify": {"type": "hmac", "header": "X-Sig", "secret": "secret-%s"}, "sinks": [{"type": "http", "url": "http://127.0.0.1:9/in", "allow_private": true}]}`, name, name)
+}
+
+// seed writes count sources over tenants tenants into the namespace
+// through source.OpenFleet over a meta store of its own (in a directory
+// under -tmp, removed after), from -seeders goroutines: each write is an
+// admin create's (a synced pending record, the Lua check-and-set, a
+// synced audit row). It returns the time the writes took.
+func seed(o *options, namespace string, count, tenants int) (time.Duration, error) {
+	if count == 0 {
+		return 0, nil
+	}
+	dir, err := os.MkdirTemp(o.tmp, "ankusa-bench-fleet-seed-")
+	if err != nil {
+		return 0, fmt.Errorf("cannot create the seeding's directory (set -tmp): %w", err)
+	}
+	defer os.RemoveAll(dir)
+	cfg, err := config.Load([]byte(configOf(dir, "127.0.0.1:1", "127.0.0.1:2", "bench-fleet-seed", o.redis, namespace)), config.ValidateOptions{})
+	if err != nil {
+		return 0, fmt.Errorf("cannot load the seeding's config: %w", err)
+	}
+	key, err := config.ParseKEK(kek)
+	if err != nil {
+		return 0, err
+	}
+	kr, err := secrets.NewKeyring(key, nil)
+	if err != nil {
+		return 0, err
+	}
+	rdb, addr, err := redisx.NewClientOf("-redis", o.redis)
+	if err != nil {
+		return 0, err
+	}
+	defer rdb.Close()
+	ms, err := meta.Open(meta.Options{Dir: filepath.Join(dir, "meta")})
+	if err != nil {
+		return 0, err
+	}
+	defer ms.Close()
+	f, _, err := source.OpenFleet(source.FleetOptions{
+		PersistentOptions: source.PersistentOptions{
+			Config:  cfg,
+			Context: config.SourceContext{Resolver: cfg.RouteResolver.Type, WALType: cfg.WAL.Type, DedupeScope: cfg.Dedupe.Scope},
+			Keyring: kr,
+		},
+		Redis: rdb, Addr: addr, Namespace: namespace, Tick: time.Second, Meta: ms,
+	})
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	began := time.Now()
+	if err := seedAll(f, o.seeders, count, tenants); err != nil {
+		return 0, err
+	}
+	return time.Since(began), nil
+}
+
+// seedAll puts the count sources from workers goroutines.
+func seedAll(f *source.Fleet, workers, count, tenants int) error {
+	var next atomic.Int64
+	var done atomic.Int64
+	errs := make([]error, workers)
+	stop := progress(&done, count)
+	defer stop()
+	each(context.Background(), workers, func(w, _ int) bool {
+		i := int(next.Add(1) - 1)
+		if i < count {
+			errs[w] = put(f, seedTenant(i, tenants), seedBody(seedName(i)))
+			done.Add(1)
+		}
+		return i < count && errs[w] == nil
+	})
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if got := f.Snapshot().Len(); got != count {
+		return fmt.Errorf("seeded %d sources, want %d", got, count)
+	}
+	return nil
+}
+
+// progress prints every 10 s how many of count sources are seeded, until
+// the returned function is called.
+func progress(done *atomic.Int64, count int) (stop func()) {
+	quit := make(chan struct{})
+	go func() {
+		t := time.NewTicker(10 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-t.C:
+				fmt.Printf("seeded %d of %d sources...\n", done.Load(), count)
+			}
+		}
+	}()
+	return func() { close(quit) }
+}
+
+func put(f *source.Fleet, tenant, body string) error {
+	doc, probs := config.ParseSourceDoc([]byte(body))
+	if len(probs) > 0 {
+		return fmt.Errorf("BUG: the seed document %s: %v", body, probs)
+	}
+	_, err := f.PutSource(source.SourceWrite{Tenant: tenant, Create: true, Doc: doc, Audit: meta.AuditRow{Principal: "bench-seed", Action: "source.create"}})
+	if err != nil {
+		return fmt.Errorf("cannot seed source %q of tenant %q: %w", doc.Name, tenant, err)
+	}
+	return nil
+}
