@@ -94,7 +94,7 @@ func bootBoth(ctx context.Context, o *options, rep *report, ns string) (a, b *no
 				return a, b, err
 			}
 		}
-		r, err := a.boot(ctx, o, s.what, s.url, ns)
+		r, err := a.boot(ctx, o, s.what, s.url, ns, o.sources)
 		if err != nil {
 			return a, b, err
 		}
@@ -103,10 +103,10 @@ func bootBoth(ctx context.Context, o *options, rep *report, ns string) (a, b *no
 	if err := a.stop(); err != nil {
 		return a, b, err
 	}
-	if _, err := a.boot(ctx, o, "with its local mirror, Redis back (not reported)", o.redis, ns); err != nil {
+	if _, err := a.boot(ctx, o, "with its local mirror, Redis back (not reported)", o.redis, ns, o.sources); err != nil {
 		return a, b, err
 	}
-	r, err := b.boot(ctx, o, "first boot of a second node, A running", o.redis, ns)
+	r, err := b.boot(ctx, o, "first boot of a second node, A running", o.redis, ns, o.sources)
 	if err != nil {
 		return a, b, err
 	}
@@ -142,10 +142,10 @@ func measureSmall(ctx context.Context, o *options, rep *report) error {
 		return err
 	}
 	defer b.remove()
-	if _, err := a.boot(ctx, o, fmt.Sprintf("first boot with %d sources", o.small), o.redis, ns); err != nil {
+	if _, err := a.boot(ctx, o, fmt.Sprintf("first boot with %d sources", o.small), o.redis, ns, o.small); err != nil {
 		return err
 	}
-	if _, err := b.boot(ctx, o, fmt.Sprintf("first boot with %d sources", o.small), o.redis, ns); err != nil {
+	if _, err := b.boot(ctx, o, fmt.Sprintf("first boot with %d sources", o.small), o.redis, ns, o.small); err != nil {
 		return err
 	}
 	if err := o.alone.Wait(ctx); err != nil {

@@ -76,8 +76,9 @@ type bootRun struct {
 
 // boot waits for a quiet machine, starts the node on source_store.url
 // redisURL and waits up to 5 minutes for /readyz 200: the time from the
-// process's start to that answer, and the RSS then.
-func (n *node) boot(ctx context.Context, o *options, what, redisURL, namespace string) (bootRun, error) {
+// process's start to that answer, and the RSS then. With sources stored,
+// the node must then serve the first seeded one (checkServes).
+func (n *node) boot(ctx context.Context, o *options, what, redisURL, namespace string, stored int) (bootRun, error) {
 	if err := o.alone.Wait(ctx); err != nil {
 		return bootRun{}, err
 	}
@@ -90,6 +91,11 @@ func (n *node) boot(ctx context.Context, o *options, what, redisURL, namespace s
 		return bootRun{}, err
 	}
 	fmt.Printf("node %s, %s: ready in %s, RSS %d MiB\n", n.name, what, ready.Round(time.Millisecond), int64(rss)>>20)
+	if stored > 0 {
+		if err := checkServes(n); err != nil {
+			return bootRun{}, fmt.Errorf("%s: %w", what, err)
+		}
+	}
 	return bootRun{What: what, Ready: ready, RSS: int64(rss)}, nil
 }
 

@@ -24,8 +24,11 @@ func seedTenant(i, tenants int) string { return fmt.Sprintf("t%05d", i%tenants) 
 // seeds: a generic HMAC verifier (its secret sealed under secrets.kek)
 // and one HTTP sink nobody listens on.
 func seedBody(name string) string {
-	return fmt.Sprintf(`{"name": %q, "verify": {"type": "hmac", "header": "X-Sig", "secret": "secret-%s"}, "sinks": [{"type": "http", "url": "http://127.0.0.1:9/in", "allow_private": true}]}`, name, name)
+	return fmt.Sprintf(`{"name": %q, "verify": {"type": "hmac", "header": "X-Sig", "secret": %q}, "sinks": [{"type": "http", "url": "http://127.0.0.1:9/in", "allow_private": true}]}`, name, seedSecret(name))
 }
+
+// seedSecret is the verifier secret of the seeded source named name.
+func seedSecret(name string) string { return "secret-" + name }
 
 // seed writes count sources over tenants tenants into the namespace
 // through source.OpenFleet over a meta store of its own (in a directory

@@ -3,6 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -31,9 +34,27 @@ func createSource(n *node, tenant, name string) error {
 	return err
 }
 
-// postHook posts a small JSON hook to the source name of tenant on n.
-func postHook(n *node, tenant, name string) (int, []byte, error) {
-	return call("POST", "http://"+n.Listen+"/webhooks/"+tenant+"/"+name, []byte(`{"type":"bench.fleet"}`), "Content-Type", "application/json")
+// postHook posts a small JSON hook to the source name of tenant on n,
+// with the headers given as name and value in turn.
+func postHook(n *node, tenant, name string, header ...string) (int, []byte, error) {
+	return call("POST", "http://"+n.Listen+"/webhooks/"+tenant+"/"+name, []byte(hookBody), append([]string{"Content-Type", "application/json"}, header...)...)
+}
+
+// hookBody is the body of every hook the bench posts.
+const hookBody = `{"type":"bench.fleet"}`
+
+// checkServes posts a hook to the first seeded source, signed with its
+// secret (X-Sig, the hex HMAC-SHA256 of the body): a node that serves
+// the store (its secrets opened) answers 201.
+func checkServes(n *node) error {
+	tenant, name := seedTenant(0, 1), seedName(0)
+	mac := hmac.New(sha256.New, []byte(seedSecret(name)))
+	mac.Write([]byte(hookBody))
+	status, body, err := postHook(n, tenant, name, "X-Sig", hex.EncodeToString(mac.Sum(nil)))
+	if err == nil && status != http.StatusCreated {
+		err = fmt.Errorf("node %s answered a signed hook to seeded source %q of tenant %q: %d %s, want 201", n.name, name, tenant, status, bytes.TrimSpace(body))
+	}
+	return err
 }
 
 // call sends a request with the bench's client, its headers given as
@@ -83,7 +104,10 @@ type propagationRun struct {
 	// Hook is B's 201 hook alone (the last request of each loop): the
 	// floor the propagation figures include.
 	Hook  benchkit.Latency `json:"hook_201"`
-	Polls int              `json:"hooks_before_201"` // B's answers but 201 while it had not the source yet
+	Polls int              `json:"hooks_before_201"` // B's 404s while it had not the source yet
+	// FirstTry counts the writes whose first hook to B was answered 201:
+	// B had the source before the bench could ask.
+	FirstTry int `json:"served_at_first_hook"`
 }
 
 // propagationLimit is how long B may take to serve a source A created:
@@ -112,11 +136,14 @@ func propagate(ctx context.Context, a, b *node, prefix string, count, tenants, s
 			continue
 		}
 		created := time.Now()
-		for {
+		for try := 0; ; try++ {
 			sent := time.Now()
 			status, body, err := postHook(b, tenant, name)
 			if err == nil && status == http.StatusCreated {
 				lat, create, hook = append(lat, time.Since(created)), append(create, created.Sub(t0)), append(hook, time.Since(sent))
+				if try == 0 {
+					run.FirstTry++
+				}
 				break
 			}
 			if status != http.StatusNotFound || err != nil {
