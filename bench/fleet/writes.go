@@ -92,15 +92,15 @@ func each(ctx context.Context, workers int, f func(w, i int) bool) {
 // propagationRun is the propagation of count creates on A to B with
 // Stored sources in the store.
 type propagationRun struct {
-	Stored   int              `json:"stored"`
-	Writes   int              `json:"writes"`
-	Late     int              `json:"not_served_within_limit"` // must be 0
-	Failures []string         `json:"failures"`                // the first few
-	P50      time.Duration    `json:"p50_ns"`
-	P99      time.Duration    `json:"p99_ns"`
-	P999     time.Duration    `json:"p999_ns"`
-	Max      time.Duration    `json:"max_ns"`
-	Create   benchkit.Latency `json:"create"`
+	Stored    int              `json:"stored"`
+	Writes    int              `json:"writes"`
+	NotServed int              `json:"not_served"` // a create refused, an answer but 404 or 201, or 404 past propagationLimit: must be 0
+	Failures  []string         `json:"failures"`   // the first few
+	P50       time.Duration    `json:"p50_ns"`
+	P99       time.Duration    `json:"p99_ns"`
+	P999      time.Duration    `json:"p999_ns"`
+	Max       time.Duration    `json:"max_ns"`
+	Create    benchkit.Latency `json:"create"`
 	// Hook is B's 201 hook alone (the last request of each loop): the
 	// floor the propagation figures include.
 	Hook  benchkit.Latency `json:"hook_201"`
@@ -123,7 +123,7 @@ func propagate(ctx context.Context, a, b *node, prefix string, count, tenants, s
 	run := propagationRun{Stored: stored, Writes: count}
 	var lat, create, hook []time.Duration
 	fail := func(msg string) {
-		run.Late++
+		run.NotServed++
 		if len(run.Failures) < 5 {
 			run.Failures = append(run.Failures, msg)
 		}
