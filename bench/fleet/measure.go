@@ -44,6 +44,13 @@ func measureLarge(ctx context.Context, o *options, rep *report) error {
 		return err
 	}
 	fmt.Printf("seeded in %s: %.0f sources/s\n", rep.seed.Round(time.Millisecond), rep.seedRate())
+	if err := o.alone.Wait(ctx); err != nil {
+		return err
+	}
+	if rep.firstRead, err = firstRead(o, ns, o.sources); err != nil {
+		return err
+	}
+	fmt.Printf("the first read of the store (in-process OpenFleet over an empty meta store): %s\n", rep.firstRead.Round(time.Millisecond))
 	a, b, err := bootBoth(ctx, o, rep, ns)
 	defer a.remove()
 	defer b.remove()

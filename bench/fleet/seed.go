@@ -31,58 +31,102 @@ func seedBody(name string) string {
 func seedSecret(name string) string { return "secret-" + name }
 
 // seed writes count sources over tenants tenants into the namespace
-// through source.OpenFleet over a meta store of its own (in a directory
-// under -tmp, removed after), from -seeders goroutines: each write is an
-// admin create's (a synced pending record, the Lua check-and-set, a
-// synced audit row). It returns the time the writes took.
+// through source.OpenFleet over a meta store of its own (removed after),
+// from -seeders goroutines: each write is an admin create's (a synced
+// pending record, the Lua check-and-set, a synced audit row). It returns
+// the time the writes took.
 func seed(o *options, namespace string, count, tenants int) (time.Duration, error) {
 	if count == 0 {
 		return 0, nil
 	}
+	f, closeFleet, _, err := openFleet(o, namespace)
+	if err != nil {
+		return 0, err
+	}
+	defer closeFleet()
+	began := time.Now()
+	if err := seedAll(f, o.seeders, count, tenants); err != nil {
+		return 0, err
+	}
+	return time.Since(began), nil
+}
+
+// firstRead opens the namespace in-process through source.OpenFleet over
+// an empty meta store, as a node's first boot does, but with a boot
+// timeout of 5 minutes, and returns the time OpenFleet took: the first
+// boot's read of the whole store, which FleetOptions.BootTimeout (5 s
+// unless set) bounds in a node.
+func firstRead(o *options, namespace string, want int) (time.Duration, error) {
+	f, closeFleet, took, err := openFleet(o, namespace)
+	if err != nil {
+		return 0, err
+	}
+	defer closeFleet()
+	if got := f.Snapshot().Len(); got != want {
+		return 0, fmt.Errorf("the first read found %d sources, want %d", got, want)
+	}
+	return took, nil
+}
+
+// openFleet opens the redis store of the namespace through
+// source.OpenFleet over a fresh meta store in a directory under -tmp,
+// with the nodes' config and keyring: release closes it and removes the
+// directory; took is OpenFleet's time.
+func openFleet(o *options, namespace string) (f *source.Fleet, release func(), took time.Duration, err error) {
 	dir, err := os.MkdirTemp(o.tmp, "ankusa-bench-fleet-seed-")
 	if err != nil {
-		return 0, fmt.Errorf("cannot create the seeding's directory (set -tmp): %w", err)
+		return nil, nil, 0, fmt.Errorf("cannot create the seeding's directory (set -tmp): %w", err)
 	}
-	defer os.RemoveAll(dir)
+	var closers []func()
+	release = func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+		os.RemoveAll(dir)
+	}
+	defer func() {
+		if err != nil {
+			release()
+		}
+	}()
 	cfg, err := config.Load([]byte(configOf(dir, "127.0.0.1:1", "127.0.0.1:2", "bench-fleet-seed", o.redis, namespace)), config.ValidateOptions{})
 	if err != nil {
-		return 0, fmt.Errorf("cannot load the seeding's config: %w", err)
+		return nil, nil, 0, fmt.Errorf("cannot load the seeding's config: %w", err)
 	}
 	key, err := config.ParseKEK(kek)
 	if err != nil {
-		return 0, err
+		return nil, nil, 0, err
 	}
 	kr, err := secrets.NewKeyring(key, nil)
 	if err != nil {
-		return 0, err
+		return nil, nil, 0, err
 	}
 	rdb, addr, err := redisx.NewClientOf("-redis", o.redis)
 	if err != nil {
-		return 0, err
+		return nil, nil, 0, err
 	}
-	defer rdb.Close()
+	closers = append(closers, func() { rdb.Close() })
 	ms, err := meta.Open(meta.Options{Dir: filepath.Join(dir, "meta")})
 	if err != nil {
-		return 0, err
+		return nil, nil, 0, err
 	}
-	defer ms.Close()
-	f, _, err := source.OpenFleet(source.FleetOptions{
+	closers = append(closers, func() { ms.Close() })
+	began := time.Now()
+	f, _, err = source.OpenFleet(source.FleetOptions{
 		PersistentOptions: source.PersistentOptions{
 			Config:  cfg,
 			Context: config.SourceContext{Resolver: cfg.RouteResolver.Type, WALType: cfg.WAL.Type, DedupeScope: cfg.Dedupe.Scope},
 			Keyring: kr,
 		},
 		Redis: rdb, Addr: addr, Namespace: namespace, Tick: time.Second, Meta: ms,
+		BootTimeout: 5 * time.Minute,
 	})
 	if err != nil {
-		return 0, err
+		return nil, nil, 0, err
 	}
-	defer f.Close()
-	began := time.Now()
-	if err := seedAll(f, o.seeders, count, tenants); err != nil {
-		return 0, err
-	}
-	return time.Since(began), nil
+	took = time.Since(began)
+	closers = append(closers, f.Close)
+	return f, release, took, nil
 }
 
 // seedAll puts the count sources from workers goroutines.
