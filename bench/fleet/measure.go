@@ -47,10 +47,10 @@ func measureLarge(ctx context.Context, o *options, rep *report) error {
 	if err := o.alone.Wait(ctx); err != nil {
 		return err
 	}
-	if rep.firstRead, err = firstRead(o, ns, o.sources); err != nil {
+	if rep.reads, err = reads(o, ns, o.sources); err != nil {
 		return err
 	}
-	fmt.Printf("the first read of the store (in-process OpenFleet over an empty meta store): %s\n", rep.firstRead.Round(time.Millisecond))
+	fmt.Printf("in-process source.OpenFleet: over an empty meta store %s, over its mirror %s\n", rep.reads.First.Round(time.Millisecond), rep.reads.Mirror.Round(time.Millisecond))
 	a, b, err := bootBoth(ctx, o, rep, ns)
 	defer a.remove()
 	defer b.remove()
