@@ -173,7 +173,7 @@ bench-controlplane: bench-build
 # create's 201 on A to B serving the new source, p50 to max, with 100,000
 # sources and with none; creates/s over the admin API at 1 and 16 clients.
 # As markdown in $(BIN)/bench-fleet.md and raw in $(BIN)/bench-fleet.json;
-# about 3 minutes on a quiet machine. FLEET_FLAGS adds flags (-sources,
+# under 2 minutes on a quiet machine. FLEET_FLAGS adds flags (-sources,
 # -tenants, -writes, -clients, -redis, -settle, -tmp).
 FLEET_FLAGS ?=
 
