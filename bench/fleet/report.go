@@ -69,7 +69,7 @@ func (r *report) markdown() string {
 	fmt.Fprintf(&b, "- %s sources over %s tenants (each a generic HMAC verifier, its secret sealed, and one HTTP sink) seeded through source.OpenFleet from %d goroutines in %s: %s sources/s (each a synced pending record, the Lua check-and-set, a synced audit row)\n",
 		benchkit.Thousands(float64(r.o.sources)), benchkit.Thousands(float64(r.o.tenants)), r.o.seeders, r.seed.Round(time.Millisecond), benchkit.Thousands(r.seedRate()))
 	b.WriteString(benchkit.BusyNote(r.busy))
-	fmt.Fprintf(&b, "- the store opened in-process (source.OpenFleet, as a node's boot opens it): over an empty meta store (a first boot: every record read from Redis and kept in the mirror, then unsealed and built) %s; over the mirror that left (Redis up, nothing new) %s; the difference, about the first boot's read from Redis, %s, which FleetOptions.BootTimeout (5 s by default) bounds in a node\n",
+	fmt.Fprintf(&b, "- the store opened in-process (source.OpenFleet, as a node's boot opens it): over an empty meta store (a first boot: every record read from Redis and kept in the mirror, then unsealed and built) %s; over the mirror that left (Redis up, nothing new) %s; the difference, about the first boot's read from Redis, %s (each exchange bounded by source.FleetTimeout, the whole read by nothing)\n",
 		dur(r.reads.First), dur(r.reads.Mirror), dur(r.reads.Remote()))
 	fmt.Fprintf(&b, "\nBoot with %s sources stored (process start to the admin listener's /readyz 200) and the RSS then:\n\n", benchkit.Thousands(float64(r.o.sources)))
 	t := benchkit.Table{Header: []string{"node", "start → /readyz", "RSS after boot"}, Left: map[int]bool{0: true}}

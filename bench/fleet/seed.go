@@ -66,13 +66,12 @@ type readRun struct {
 
 // Remote is the first open less the second: about the time the first
 // boot takes to read the store from Redis and keep it in its mirror,
-// which FleetOptions.BootTimeout (5 s unless set) bounds in a node; the
-// rest (each record unsealed and built) both opens share.
+// each exchange bounded by source.FleetTimeout as in a node; the rest
+// (each record unsealed and built) both opens share.
 func (r readRun) Remote() time.Duration { return r.First - r.Mirror }
 
 // reads opens the namespace in-process twice over one meta store (see
-// readRun), with a boot timeout of 5 minutes; each open must find want
-// sources.
+// readRun); each open must find want sources.
 func reads(o *options, namespace string, want int) (readRun, error) {
 	dir, err := tempDir(o)
 	if err != nil {
@@ -106,8 +105,8 @@ func tempDir(o *options) (string, error) {
 
 // openFleet opens the redis store of the namespace through
 // source.OpenFleet over the meta store in dir, with the nodes' config
-// and keyring and a boot timeout of 5 minutes: release closes it; took
-// is OpenFleet's time.
+// and keyring, over a client built as a node builds it: release closes
+// it; took is OpenFleet's time.
 func openFleet(o *options, namespace, dir string) (f *source.Fleet, release func(), took time.Duration, err error) {
 	var closers []func()
 	release = func() {
@@ -132,7 +131,7 @@ func openFleet(o *options, namespace, dir string) (f *source.Fleet, release func
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	rdb, addr, err := redisx.NewClientOf("-redis", o.redis)
+	rdb, addr, err := redisx.NewClientWith("-redis", o.redis, source.FleetTimeout)
 	if err != nil {
 		return nil, nil, 0, err
 	}
@@ -150,7 +149,6 @@ func openFleet(o *options, namespace, dir string) (f *source.Fleet, release func
 			Keyring: kr,
 		},
 		Redis: rdb, Addr: addr, Namespace: namespace, Tick: time.Second, Meta: ms,
-		BootTimeout: 5 * time.Minute,
 	})
 	if err != nil {
 		return nil, nil, 0, err
