@@ -111,6 +111,9 @@ func TestFleetLossRebuildPublishedOnce(t *testing.T) {
 	if _, err := a.PutSource(ghDoc(t, "x", "https://a.example.com/in")); err != nil {
 		t.Fatal(err)
 	}
+	// A's catch-up of its own write publishes (the seed and x) before the
+	// rebuild begins: only what comes after is watched.
+	waitFor(t, 2*time.Second, "A's mirror does not reach its write", func() bool { return a.version() >= 1 })
 	var mu sync.Mutex
 	var sizes []int
 	a.OnPublish(func(s *Snapshot) { mu.Lock(); sizes = append(sizes, s.Len()); mu.Unlock() })
