@@ -71,6 +71,11 @@ type Fleet struct {
 
 	kick     chan struct{}
 	inflight sync.Map // pending change id → struct{}: writes under way
+	// whole makes the next sync read the namespace whole even at the
+	// mirror's epoch: the boot's, so a node serves what Redis holds, not
+	// what its mirror says Redis held (a record changed in Redis under
+	// the same version, by hand or by damage, is read and checked).
+	whole bool
 	// earlier are the pending changes an earlier run of the node left:
 	// no write of theirs can still be on its way, so they are settled at
 	// once, without waiting settleAfter.
@@ -184,6 +189,7 @@ func OpenFleet(o FleetOptions) (f *Fleet, warnings []string, err error) {
 	if err := stale.Commit(meta.NoSync); err != nil {
 		return nil, nil, err
 	}
+	f.whole = true
 	err = f.sync(context.Background(), func(cs []change, rebuild bool) {
 		if rebuild {
 			clear(raw)
@@ -344,7 +350,8 @@ func (f *Fleet) beforeWrite() error {
 // lost and another node numbered afresh, or one that lost writes and got
 // a new epoch here, lossScript): the node gives it back its mirror
 // (restore), then reads it whole and makes that its mirror (rebuild). A
-// node's first sync has no mirror and only reads.
+// node's first sync has no mirror and only reads; the boot's sync reads
+// the namespace whole at any epoch (f.whole).
 func (f *Fleet) sync(parent context.Context, apply func(cs []change, rebuild bool)) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -366,8 +373,11 @@ func (f *Fleet) sync(parent context.Context, apply func(cs []change, rebuild boo
 		if err != nil && !errors.Is(err, redis.Nil) {
 			return err
 		}
-		if cur >= f.state.Version {
+		if cur >= f.state.Version && !f.whole {
 			return f.follow(parent, epoch, apply)
+		}
+		if cur >= f.state.Version {
+			return f.rebuild(parent, epoch, apply)
 		}
 		// Redis lost writes of this epoch (its version is below the
 		// mirror's): the namespace gets a new epoch, so what is written
@@ -448,6 +458,7 @@ func (f *Fleet) rebuild(parent context.Context, epoch string, apply func(cs []ch
 	}
 	apply(all, true)
 	f.state = next
+	f.whole = false
 	fleetVersion.Store(next.Version)
 	return nil
 }

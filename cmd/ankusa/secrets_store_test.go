@@ -267,8 +267,9 @@ func TestSecretsSwappedAndWrongKey(t *testing.T) {
 		for k, rec := range secSwapped(t, orig["acme/sw-a"], orig["acme/sw-b"]) {
 			secSetRedisRecord(t, c, store.ns, strings.TrimPrefix(k, "acme/"), rec)
 		}
-		// A node whose mirror is at the version of these records does not
-		// read them again: a fresh node (first boot on the namespace) does.
+		// A boot reads the namespace whole: the node with a mirror of these
+		// records refuses as a fresh node (first boot on the namespace) does.
+		secWantRefusal(t, "the boot of the node with a mirror after the swap", secServeRefuses(t, n.testNode, "the boot of the node with a mirror after the swap"))
 		fresh := secNode(t, store, k1, "")
 		secWantRefusal(t, "a fresh node's boot after the swap", secServeRefuses(t, fresh.testNode, "a fresh node's boot after the swap"))
 
