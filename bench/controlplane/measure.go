@@ -167,7 +167,7 @@ func cpuProfile(n *node, path string, d time.Duration) error {
 // fetchProfile gets the admin listener's profile at uri into path (the
 // profiles need the token's debug scope).
 func fetchProfile(n *node, uri, path string, timeout time.Duration) error {
-	status, body, err := call(&http.Client{Timeout: timeout}, "GET", "http://"+n.Admin+uri, nil, "Authorization", "Bearer "+adminToken)
+	status, body, err := benchkit.Call(&http.Client{Timeout: timeout}, "GET", "http://"+n.Admin+uri, nil, "Authorization", "Bearer "+adminToken)
 	if err == nil && status != http.StatusOK {
 		err = fmt.Errorf("GET %s: %d %s", uri, status, benchkit.Tail(string(body)))
 	}

@@ -181,7 +181,7 @@ func seed(n *node, count, tenants int) (time.Duration, error) {
 func seedAll(p *source.Persistent, count, tenants int) error {
 	var next atomic.Int64
 	errs := make([]error, 4)
-	each(context.Background(), len(errs), func(w, _ int) bool {
+	benchkit.Each(context.Background(), len(errs), func(w, _ int) bool {
 		i := int(next.Add(1) - 1)
 		if i < count {
 			errs[w] = put(p, seedTenant(i, tenants), createBody(seedName(i)))

@@ -104,7 +104,7 @@ func (r *report) markdown() string {
 	b.WriteString(r.createTable())
 	fmt.Fprintf(&b, "\nWrite-to-serve: %d creates from %d clients, each followed at once by a signed hook to the new source, %s sources stored:\n\n", r.serve.Creates, r.serve.Clients, benchkit.Thousands(float64(r.serveExisting)))
 	t := benchkit.Table{Header: []string{"creates", "hooks not 201 at once", "admin 201 → edge 201 p50", "p99", "max", "create p50", "create p99"}}
-	t.Add(fmt.Sprint(r.serve.Creates), fmt.Sprint(r.serve.NotServed), dur(r.serve.Latency.P50), dur(r.serve.Latency.P99), dur(r.serve.Latency.Max), dur(r.serve.Create.P50), dur(r.serve.Create.P99))
+	t.Add(fmt.Sprint(r.serve.Creates), fmt.Sprint(r.serve.NotServed), benchkit.Dur(r.serve.Latency.P50), benchkit.Dur(r.serve.Latency.P99), benchkit.Dur(r.serve.Latency.Max), benchkit.Dur(r.serve.Create.P50), benchkit.Dur(r.serve.Create.P99))
 	b.WriteString(t.String())
 	b.WriteString("\nAims:\n\n")
 	for _, a := range r.aims {
@@ -122,13 +122,13 @@ func (r *report) markdown() string {
 
 func (r *report) bootTable() string {
 	t := benchkit.Table{Header: []string{"sources", "boots", "start → /readyz", "min–max", "RSS after boot", "bytes per source"}}
-	t.Add(benchkit.Thousands(float64(r.smallBoot.Sources)), "1", dur(r.smallBoot.Ready), "–", mib(r.smallBoot.RSS), "–")
+	t.Add(benchkit.Thousands(float64(r.smallBoot.Sources)), "1", benchkit.Dur(r.smallBoot.Ready), "–", benchkit.MiB(r.smallBoot.RSS), "–")
 	lo, hi := r.boots[0].Ready, r.boots[0].Ready
 	for _, x := range r.boots {
 		lo, hi = min(lo, x.Ready), max(hi, x.Ready)
 	}
 	m := r.bootMedian()
-	t.Add(benchkit.Thousands(float64(m.Sources)), fmt.Sprint(len(r.boots)), dur(m.Ready), dur(lo)+"–"+dur(hi), mib(m.RSS), benchkit.Thousands(r.perSource()))
+	t.Add(benchkit.Thousands(float64(m.Sources)), fmt.Sprint(len(r.boots)), benchkit.Dur(m.Ready), benchkit.Dur(lo)+"–"+benchkit.Dur(hi), benchkit.MiB(m.RSS), benchkit.Thousands(r.perSource()))
 	return t.String()
 }
 
@@ -153,7 +153,7 @@ func (r *report) loadTable() string {
 func (r *report) createTable() string {
 	t := benchkit.Table{Header: []string{"clients", "sources stored", "creates", "creates/s", "p50", "p99", "max", "not 201"}}
 	for _, c := range r.creates {
-		t.Add(fmt.Sprint(c.Clients), benchkit.Thousands(float64(c.Existing)), benchkit.Thousands(float64(c.Created)), benchkit.Thousands(c.PerSecond), dur(c.Latency.P50), dur(c.Latency.P99), dur(c.Latency.Max), fmt.Sprint(c.Refused))
+		t.Add(fmt.Sprint(c.Clients), benchkit.Thousands(float64(c.Existing)), benchkit.Thousands(float64(c.Created)), benchkit.Thousands(c.PerSecond), benchkit.Dur(c.Latency.P50), benchkit.Dur(c.Latency.P99), benchkit.Dur(c.Latency.Max), fmt.Sprint(c.Refused))
 	}
 	return t.String()
 }
@@ -168,16 +168,4 @@ func (r *report) figures() any {
 	}
 }
 
-func mib(n int64) string { return fmt.Sprintf("%.0f MiB", float64(n)/(1<<20)) }
-
-func us(v int64) string { return dur(time.Duration(v) * time.Microsecond) }
-
-func dur(d time.Duration) string {
-	switch {
-	case d < time.Millisecond:
-		return fmt.Sprintf("%.0f µs", float64(d)/1e3)
-	case d < time.Second:
-		return fmt.Sprintf("%.2f ms", float64(d)/1e6)
-	}
-	return fmt.Sprintf("%.2f s", d.Seconds())
-}
+func us(v int64) string { return benchkit.Dur(time.Duration(v) * time.Microsecond) }

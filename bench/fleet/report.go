@@ -18,7 +18,7 @@ type report struct {
 	reads       readRun
 	boots       []bootRun
 	propagation []propagationRun // the large store's, then the small one's
-	creates     []createRun
+	creates     []benchkit.CreateRun
 	failures    []string
 	busy        int
 	wall        time.Duration
@@ -37,7 +37,7 @@ func (r *report) seedRate() float64 { return float64(r.o.sources) / r.seed.Secon
 func (r *report) printPropagation() {
 	p := r.propagation[len(r.propagation)-1]
 	fmt.Printf("propagation with %d sources stored: %d writes, p50 %s p99 %s p99.9 %s max %s, %d not served within %s\n",
-		p.Stored, p.Writes, dur(p.P50), dur(p.P99), dur(p.P999), dur(p.Max), p.NotServed, propagationLimit)
+		p.Stored, p.Writes, benchkit.Dur(p.P50), benchkit.Dur(p.P99), benchkit.Dur(p.P999), benchkit.Dur(p.Max), p.NotServed, propagationLimit)
 }
 
 // check counts what is wrong as failures: a source B did not serve
@@ -70,23 +70,23 @@ func (r *report) markdown() string {
 		benchkit.Thousands(float64(r.o.sources)), benchkit.Thousands(float64(r.o.tenants)), r.o.seeders, r.seed.Round(time.Millisecond), benchkit.Thousands(r.seedRate()))
 	b.WriteString(benchkit.BusyNote(r.busy))
 	fmt.Fprintf(&b, "- the store opened in-process (source.OpenFleet, as a node's boot opens it): over an empty meta store (a first boot: every record read from Redis and kept in the mirror, then unsealed and built) %s; over the mirror that left (Redis up, nothing new) %s; the difference, about the first boot's read from Redis, %s (each exchange bounded by source.FleetTimeout, the whole read by nothing)\n",
-		dur(r.reads.First), dur(r.reads.Mirror), dur(r.reads.Remote()))
+		benchkit.Dur(r.reads.First), benchkit.Dur(r.reads.Mirror), benchkit.Dur(r.reads.Remote()))
 	fmt.Fprintf(&b, "\nBoot with %s sources stored (process start to the admin listener's /readyz 200) and the RSS then:\n\n", benchkit.Thousands(float64(r.o.sources)))
 	t := benchkit.Table{Header: []string{"node", "start → /readyz", "RSS after boot"}, Left: map[int]bool{0: true}}
 	for _, x := range r.boots {
-		t.Add(x.What, dur(x.Ready), mib(x.RSS))
+		t.Add(x.What, benchkit.Dur(x.Ready), benchkit.MiB(x.RSS))
 	}
 	b.WriteString(t.String())
 	fmt.Fprintf(&b, "\nPropagation: %d sequential creates on A (verify none), each followed by hooks to B for the new source in a tight loop until B answers 201; the time from A's 201 to B's (it includes that last hook's own round trip, whose median is given):\n\n", r.o.writes)
 	t = benchkit.Table{Header: []string{"sources stored", "writes", "p50", "p99", "p99.9", "max", "not served (10 s limit)", "B had it at the first hook", "404s before the 201", "B's 201 hook p50", "A's create p50", "create p99"}}
 	for _, p := range r.propagation {
-		t.Add(benchkit.Thousands(float64(p.Stored)), fmt.Sprint(p.Writes), dur(p.P50), dur(p.P99), dur(p.P999), dur(p.Max), fmt.Sprint(p.NotServed), fmt.Sprint(p.FirstTry), fmt.Sprint(p.Polls), dur(p.Hook.P50), dur(p.Create.P50), dur(p.Create.P99))
+		t.Add(benchkit.Thousands(float64(p.Stored)), fmt.Sprint(p.Writes), benchkit.Dur(p.P50), benchkit.Dur(p.P99), benchkit.Dur(p.P999), benchkit.Dur(p.Max), fmt.Sprint(p.NotServed), fmt.Sprint(p.FirstTry), fmt.Sprint(p.Polls), benchkit.Dur(p.Hook.P50), benchkit.Dur(p.Create.P50), benchkit.Dur(p.Create.P99))
 	}
 	b.WriteString(t.String())
 	fmt.Fprintf(&b, "\nCreates over A's admin API (POST /v1/tenants/{t}/sources, random tenant, verify none; each a synced pending record, one Lua script, a synced audit row), %s per run, %s+ sources stored:\n\n", r.o.createD, benchkit.Thousands(float64(r.o.sources)))
 	t = benchkit.Table{Header: []string{"clients", "creates", "creates/s", "p50", "p99", "max", "not 201"}}
 	for _, c := range r.creates {
-		t.Add(fmt.Sprint(c.Clients), benchkit.Thousands(float64(c.Created)), benchkit.Thousands(c.PerSecond), dur(c.Latency.P50), dur(c.Latency.P99), dur(c.Latency.Max), fmt.Sprint(c.Refused))
+		t.Add(fmt.Sprint(c.Clients), benchkit.Thousands(float64(c.Created)), benchkit.Thousands(c.PerSecond), benchkit.Dur(c.Latency.P50), benchkit.Dur(c.Latency.P99), benchkit.Dur(c.Latency.Max), fmt.Sprint(c.Refused))
 	}
 	b.WriteString(t.String())
 	b.WriteString("\n" + benchkit.Footer("every create 201, every new source served by B", r.failures, r.wall.Seconds()))
@@ -101,16 +101,4 @@ func (r *report) figures() any {
 		"propagation": r.propagation, "creates": r.creates, "failures": r.failures,
 		"busy_measurements": r.busy, "wall_s": r.wall.Seconds(),
 	}
-}
-
-func mib(n int64) string { return fmt.Sprintf("%.0f MiB", float64(n)/(1<<20)) }
-
-func dur(d time.Duration) string {
-	switch {
-	case d < time.Millisecond:
-		return fmt.Sprintf("%.0f µs", float64(d)/1e3)
-	case d < time.Second:
-		return fmt.Sprintf("%.2f ms", float64(d)/1e6)
-	}
-	return fmt.Sprintf("%.2f s", d.Seconds())
 }

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ankusa/ankusa/bench/internal/benchkit"
 	"github.com/ankusa/ankusa/config"
 	"github.com/ankusa/ankusa/internal/redisx"
 	"github.com/ankusa/ankusa/meta"
@@ -165,7 +166,7 @@ func seedAll(f *source.Fleet, workers, count, tenants int) error {
 	errs := make([]error, workers)
 	stop := progress(&done, count)
 	defer stop()
-	each(context.Background(), workers, func(w, _ int) bool {
+	benchkit.Each(context.Background(), workers, func(w, _ int) bool {
 		i := int(next.Add(1) - 1)
 		if i < count {
 			errs[w] = put(f, seedTenant(i, tenants), seedBody(seedName(i)))

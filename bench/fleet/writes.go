@@ -7,11 +7,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/ankusa/ankusa/bench/internal/benchkit"
@@ -26,7 +24,7 @@ func createBody(name string) string {
 
 // createSource posts a create of the source name of tenant to n.
 func createSource(n *node, tenant, name string) error {
-	status, body, err := call("POST", "http://"+n.Admin+"/v1/tenants/"+tenant+"/sources", []byte(createBody(name)),
+	status, body, err := benchkit.Call(client, "POST", "http://"+n.Admin+"/v1/tenants/"+tenant+"/sources", []byte(createBody(name)),
 		"Authorization", "Bearer "+adminToken, "Content-Type", "application/json")
 	if err == nil && status != http.StatusCreated {
 		err = fmt.Errorf("POST /v1/tenants/%s/sources (%s) on node %s: %d %s", tenant, name, n.name, status, bytes.TrimSpace(body))
@@ -37,7 +35,7 @@ func createSource(n *node, tenant, name string) error {
 // postHook posts a small JSON hook to the source name of tenant on n,
 // with the headers given as name and value in turn.
 func postHook(n *node, tenant, name string, header ...string) (int, []byte, error) {
-	return call("POST", "http://"+n.Listen+"/webhooks/"+tenant+"/"+name, []byte(hookBody), append([]string{"Content-Type", "application/json"}, header...)...)
+	return benchkit.Call(client, "POST", "http://"+n.Listen+"/webhooks/"+tenant+"/"+name, []byte(hookBody), append([]string{"Content-Type", "application/json"}, header...)...)
 }
 
 // hookBody is the body of every hook the bench posts.
@@ -55,38 +53,6 @@ func checkServes(n *node) error {
 		err = fmt.Errorf("node %s answered a signed hook to seeded source %q of tenant %q: %d %s, want 201", n.name, name, tenant, status, bytes.TrimSpace(body))
 	}
 	return err
-}
-
-// call sends a request with the bench's client, its headers given as
-// name and value in turn, and returns the answer's status and body.
-func call(method, url string, body []byte, header ...string) (int, []byte, error) {
-	req, err := http.NewRequest(method, url, bytes.NewReader(body))
-	if err != nil {
-		return 0, nil, err
-	}
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	answer, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, answer, err
-}
-
-// each runs f(w, i), the i-th call of worker w, on workers goroutines
-// until f returns false or ctx is done.
-func each(ctx context.Context, workers int, f func(w, i int) bool) {
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Go(func() {
-			for i := 0; ctx.Err() == nil && f(w, i); i++ {
-			}
-		})
-	}
-	wg.Wait()
 }
 
 // propagationRun is the propagation of count creates on A to B with
@@ -174,47 +140,10 @@ func quantile(d []time.Duration, q float64) time.Duration {
 	return s[min(len(s)-1, int(q*float64(len(s))))]
 }
 
-// createRun is one creates/s run at one concurrency.
-type createRun struct {
-	Clients   int              `json:"clients"`
-	Created   int              `json:"created"`
-	Seconds   float64          `json:"seconds"`
-	PerSecond float64          `json:"creates_per_s"`
-	Latency   benchkit.Latency `json:"latency"`
-	Refused   int              `json:"refused"` // answers but 201
-	Errors    []string         `json:"errors"`  // the first few refusals and failures
-}
-
 // creates runs clients workers creating sources on n for d, each source
 // under a random one of tenants tenants.
-func creates(ctx context.Context, n *node, clients, tenants int, d time.Duration) createRun {
-	run := createRun{Clients: clients}
-	var mu sync.Mutex
-	var lat []time.Duration
-	began := time.Now()
-	end := began.Add(d)
-	each(ctx, clients, func(w, i int) bool {
-		if !time.Now().Before(end) {
-			return false
-		}
-		t0 := time.Now()
-		err := createSource(n, fmt.Sprintf("t%05d", rand.IntN(tenants)), fmt.Sprintf("c%d-%d-%d", clients, w, i))
-		took := time.Since(t0)
-		mu.Lock()
-		defer mu.Unlock()
-		if err != nil {
-			run.Refused++
-			if len(run.Errors) < 5 {
-				run.Errors = append(run.Errors, err.Error())
-			}
-		} else {
-			lat = append(lat, took)
-		}
-		return true
+func creates(ctx context.Context, n *node, clients, tenants int, d time.Duration) benchkit.CreateRun {
+	return benchkit.Creates(ctx, clients, d, func(w, i int) error {
+		return createSource(n, fmt.Sprintf("t%05d", rand.IntN(tenants)), fmt.Sprintf("c%d-%d-%d", clients, w, i))
 	})
-	run.Seconds = time.Since(began).Seconds()
-	run.Created = len(lat)
-	run.PerSecond = float64(run.Created) / run.Seconds
-	run.Latency = benchkit.Percentiles(lat)
-	return run
 }
