@@ -34,10 +34,29 @@ func (b *Buffer) String() string {
 
 // FreeAddr returns a loopback address whose port was free a moment ago.
 func FreeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("cannot find a free loopback port: %w", err)
+	// The kernel may hand a port just closed out again: a process never
+	// gets the same one twice from here (two listeners of one node, one
+	// address, was a test failure).
+	for range 100 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return "", fmt.Errorf("cannot find a free loopback port: %w", err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		given.Lock()
+		fresh := !given.addrs[addr]
+		given.addrs[addr] = true
+		given.Unlock()
+		if fresh {
+			return addr, nil
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
+	return "", fmt.Errorf("cannot find a loopback port not given out before")
 }
+
+// given are the addresses FreeAddr has returned.
+var given = struct {
+	sync.Mutex
+	addrs map[string]bool
+}{addrs: map[string]bool{}}

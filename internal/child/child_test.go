@@ -38,3 +38,19 @@ func TestFreeAddr(t *testing.T) {
 	}
 	ln.Close()
 }
+
+// FreeAddr never gives one address twice in a process, however quickly
+// the kernel hands a closed port out again.
+func TestFreeAddrNeverTwice(t *testing.T) {
+	seen := map[string]bool{}
+	for range 2000 {
+		addr, err := FreeAddr()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seen[addr] {
+			t.Fatalf("FreeAddr gave %s twice", addr)
+		}
+		seen[addr] = true
+	}
+}
