@@ -23,7 +23,7 @@ import (
 func sourceContext(cfg *config.Config) config.SourceContext {
 	return config.SourceContext{
 		Resolver: cfg.RouteResolver.Type, WALType: cfg.WAL.Type, DedupeScope: cfg.Dedupe.Scope,
-		ValidateOptions: validateOptions(),
+		ClaimStores: cfg.ClaimStoreNames(), ValidateOptions: validateOptions(),
 	}
 }
 

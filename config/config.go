@@ -21,6 +21,7 @@ type Config struct {
 	Segment             Segment           `yaml:"segment"`
 	Storage             Storage           `yaml:"storage"`
 	Archive             Archive           `yaml:"archive"`
+	Claims              Claims            `yaml:"claims"`
 	Dispatch            Dispatch          `yaml:"dispatch"`
 	SourceStore         SourceStore       `yaml:"source_store"`
 	Redis               Redis             `yaml:"redis"`
@@ -236,6 +237,42 @@ type Archive struct {
 	Concurrency int `yaml:"concurrency"`
 }
 
+// Claims are the stores of claim packs (DESIGN.md §2.6): a sink with
+// claim: {store, over_bytes} delivers a body larger than over_bytes as a
+// reference into a pack of bodies in the named store.
+type Claims struct {
+	Stores map[string]ClaimStore `yaml:"stores"`
+}
+
+// ClaimStore is one claim store: the archive's keys (type s3 or dir) and
+// how packs are made and kept.
+type ClaimStore struct {
+	Type      string `yaml:"type"`
+	Path      string `yaml:"path"`
+	Endpoint  string `yaml:"endpoint"`
+	Bucket    string `yaml:"bucket"`
+	Prefix    string `yaml:"prefix"`
+	Region    string `yaml:"region"`
+	AccessKey Secret `yaml:"access_key"`
+	SecretKey Secret `yaml:"secret_key"`
+	TLS       bool   `yaml:"tls"`
+	// Retain is how long a pack is kept after it was written (default
+	// 7 days); a pack that a pending delivery still references is kept
+	// past it.
+	Retain Duration `yaml:"retain"`
+	// PackBytes closes a pack at this size (default 16 MiB); PackDelay
+	// closes one this long after its first body (default 50ms). A
+	// delivery waits for its pack's upload.
+	PackBytes Size     `yaml:"pack_bytes"`
+	PackDelay Duration `yaml:"pack_delay"`
+}
+
+// ArchiveSpec is the store's backend as an archive section.
+func (c ClaimStore) ArchiveSpec() Archive {
+	return Archive{Type: c.Type, Path: c.Path, Endpoint: c.Endpoint, Bucket: c.Bucket, Prefix: c.Prefix,
+		Region: c.Region, AccessKey: c.AccessKey, SecretKey: c.SecretKey, TLS: c.TLS}
+}
+
 // Dispatch tunes the delivery stage (sinks carry their own retry keys).
 type Dispatch struct {
 	// IntakeBytes bounds the hooks held in memory for first attempts;
@@ -358,7 +395,67 @@ type Sink struct {
 	Exchange   string `yaml:"exchange" json:"exchange,omitempty"`
 	RoutingKey string `yaml:"routing_key" json:"routing_key,omitempty"`
 	Channels   int    `yaml:"channels" json:"channels,omitempty"`
-	Claim      *Claim `yaml:"claim" json:"claim,omitempty"`
+	// Brokers, Topic, Key, Compression and SASL are the Kafka sink's;
+	// Topic and Key are templates over the envelope.
+	Brokers     []string `yaml:"brokers" json:"brokers,omitempty"`
+	Topic       string   `yaml:"topic" json:"topic,omitempty"`
+	Key         string   `yaml:"key" json:"key,omitempty"`
+	Compression string   `yaml:"compression" json:"compression,omitempty"`
+	SASL        *SASL    `yaml:"sasl" json:"sasl,omitempty"`
+	// Subject, Stream, CreateStream and Auth are the NATS JetStream
+	// sink's; Subject is a template over the envelope.
+	Subject      string        `yaml:"subject" json:"subject,omitempty"`
+	Stream       string        `yaml:"stream" json:"stream,omitempty"`
+	CreateStream *CreateStream `yaml:"create_stream" json:"create_stream,omitempty"`
+	Auth         *NATSAuth     `yaml:"auth" json:"auth,omitempty"`
+	// TLS is the Kafka and NATS sinks' client TLS (present: on).
+	TLS   *TLS   `yaml:"tls" json:"tls,omitempty"`
+	Claim *Claim `yaml:"claim" json:"claim,omitempty"`
+}
+
+// SASL is the Kafka sink's authentication.
+type SASL struct {
+	// Mechanism is plain, scram-sha-256 or scram-sha-512.
+	Mechanism string `yaml:"mechanism" json:"mechanism"`
+	Username  string `yaml:"username" json:"username"`
+	Password  Secret `yaml:"password" json:"-"`
+}
+
+// TLS is a broker client's TLS: the CA that signs the brokers'
+// certificates (default: the system's), a client certificate for mutual
+// TLS, and the name the brokers' certificates must carry (default: the
+// host dialled).
+type TLS struct {
+	CAFile             string `yaml:"ca_file" json:"ca_file,omitempty"`
+	CertFile           string `yaml:"cert_file" json:"cert_file,omitempty"`
+	KeyFile            string `yaml:"key_file" json:"key_file,omitempty"`
+	ServerName         string `yaml:"server_name" json:"server_name,omitempty"`
+	InsecureSkipVerify bool   `yaml:"insecure_skip_verify" json:"insecure_skip_verify,omitempty"`
+}
+
+// NATSAuth is the NATS sink's credentials: a user and password, a token,
+// or a credentials file (JWT and NKey seed); at most one of them.
+type NATSAuth struct {
+	Username  string `yaml:"username" json:"username,omitempty"`
+	Password  Secret `yaml:"password" json:"-"`
+	Token     Secret `yaml:"token" json:"-"`
+	CredsFile string `yaml:"creds_file" json:"creds_file,omitempty"`
+}
+
+// CreateStream has the NATS sink create its stream when it does not exist
+// (a test or a first setup; production streams are the operator's).
+type CreateStream struct {
+	// Subjects default to the sink's subject with each template field
+	// replaced by the wildcard "*".
+	Subjects []string `yaml:"subjects" json:"subjects,omitempty"`
+	// Storage is file (default) or memory.
+	Storage  string   `yaml:"storage" json:"storage,omitempty"`
+	Replicas int      `yaml:"replicas" json:"replicas,omitempty"`
+	MaxBytes Size     `yaml:"max_bytes" json:"max_bytes,omitempty"`
+	MaxAge   Duration `yaml:"max_age" json:"max_age,omitempty"`
+	// DuplicateWindow is how long JetStream remembers a Nats-Msg-Id
+	// (default 2m): a retried publish within it is dropped.
+	DuplicateWindow Duration `yaml:"duplicate_window" json:"duplicate_window,omitempty"`
 }
 
 // Claim delivers large bodies by reference.

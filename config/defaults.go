@@ -150,7 +150,20 @@ func (c *Config) applyStorageDefaults() {
 	setDur(&c.Dispatch.AttemptLogTTL, 24*time.Hour)
 	setString(&c.Archive.Type, "none")
 	setInt(&c.Archive.Concurrency, 4)
+	for name, st := range c.Claims.Stores {
+		setDur(&st.Retain, DefaultClaimRetain)
+		setSize(&st.PackBytes, DefaultClaimPackBytes)
+		setDur(&st.PackDelay, DefaultClaimPackDelay)
+		c.Claims.Stores[name] = st
+	}
 }
+
+// Claim store defaults.
+const (
+	DefaultClaimRetain    = 7 * 24 * time.Hour
+	DefaultClaimPackBytes = 16 << 20
+	DefaultClaimPackDelay = 50 * time.Millisecond
+)
 
 // applySharedDefaults fills where sources live and what a fleet shares.
 func (c *Config) applySharedDefaults() {

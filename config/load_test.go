@@ -198,7 +198,7 @@ func TestBadValuesNameTheirKey(t *testing.T) {
 	f("sources: {s: {verify: {type: none, tolerance: 5 minutes}}}", "sources.s.verify.tolerance")
 	f("sources: {s: {verify: {type: none}, max_body_bytes: big}}", "sources.s.max_body_bytes")
 	f("sources: {s: {verify: {type: none}, sinks: [{type: http, url: 'https://x.example/', timeout: 10}]}}", "sources.s.sinks[0].timeout")
-	f("sources: {s: {verify: {type: none}, sinks: [{type: http, url: 'https://x.example/', claim: {store: a, over_bytes: 1x}}]}}", "sources.s.sinks[0].claim.over_bytes", "sources.s.sinks[0].claim")
+	f("sources: {s: {verify: {type: none}, sinks: [{type: http, url: 'https://x.example/', claim: {store: a, over_bytes: 1x}}]}}", "sources.s.sinks[0].claim.over_bytes", "sources.s.sinks[0].claim.store")
 	// Several at once, sorted by key.
 	f("limits: {max_body_bytes: 1XB, idle_timeout: 1y}\nwal: {max_batch_bytes: 8 MB B}",
 		"limits.idle_timeout", "limits.max_body_bytes", "wal.max_batch_bytes")

@@ -83,7 +83,7 @@ func TestEveryProblemInOneRun(t *testing.T) {
 	f("an unknown key in a part this build refuses",
 		"sources: {s: {verify: {type: none}, sinks: [{type: http, url: 'https://x.example/', claim: {store: a, over: 1}}]}}",
 		"sources.s.sinks[0].claim.over: unknown key",
-		"sources.s.sinks[0].claim: claim stores are not available in this build yet")
+		`sources.s.sinks[0].claim.store: "a" is not a claim store (claims.stores has [])`)
 	f("an unknown key in the lifecycle sink hides nothing else of it",
 		"lifecycle: {sink: {type: http, ur: x, max_attempts: 2}, retain: 1s}",
 		"lifecycle.sink.ur: unknown key",

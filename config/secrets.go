@@ -3,7 +3,9 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -26,19 +28,19 @@ func (c *Config) ResolveSecrets() Problems {
 	resolve("secrets.kek", &c.Secrets.KEK)
 	resolve("secrets.kek_previous", &c.Secrets.KEKPrevious)
 	if c.Lifecycle.Sink != nil {
-		resolve("lifecycle.sink.secret", &c.Lifecycle.Sink.Secret)
+		WalkSinkSecrets(c.Lifecycle.Sink, func(path string, s *Secret) { resolve("lifecycle.sink."+path, s) })
 	}
 	for _, name := range c.SourceNames() {
 		src := c.Sources[name]
 		p := "sources." + name
-		resolve(p+".verify.secret", &src.Verify.Secret)
-		for i := range src.Verify.Secrets {
-			resolve(fmt.Sprintf("%s.verify.secrets[%d]", p, i), &src.Verify.Secrets[i])
-		}
-		for i := range src.Sinks {
-			resolve(fmt.Sprintf("%s.sinks[%d].secret", p, i), &src.Sinks[i].Secret)
-		}
+		WalkSecrets(&src, func(path string, s *Secret) { resolve(p+"."+path, s) })
 		c.Sources[name] = src
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.Claims.Stores)) {
+		st := c.Claims.Stores[name]
+		resolve("claims.stores."+name+".access_key", &st.AccessKey)
+		resolve("claims.stores."+name+".secret_key", &st.SecretKey)
+		c.Claims.Stores[name] = st
 	}
 	return probs
 }

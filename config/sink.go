@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"net"
 	"net/url"
 	"slices"
 	"strings"
@@ -14,9 +15,13 @@ import (
 // hook is safe at the target (the RabbitMQ sink waits for the publisher
 // confirm), which is what wal.type: none needs.
 var (
-	SinkTypes        = []string{"http", "rabbitmq"}
-	DurableSinkTypes = []string{"rabbitmq"}
+	SinkTypes        = []string{"http", "rabbitmq", "kafka", "nats"}
+	DurableSinkTypes = []string{"rabbitmq", "kafka", "nats"}
 	SinkFormats      = []string{"raw", "envelope"}
+	// KafkaCompressions are the Kafka sink's compression codecs.
+	KafkaCompressions = []string{"none", "gzip", "snappy", "lz4", "zstd"}
+	// SASLMechanisms are the Kafka sink's SASL mechanisms.
+	SASLMechanisms = []string{"plain", "scram-sha-256", "scram-sha-512"}
 )
 
 // Sink defaults.
@@ -30,6 +35,14 @@ const (
 	DefaultSinkConcurrency    = 32
 	DefaultSinkChannels       = 4
 	DefaultRoutingKey         = "ankusa.{source_id}"
+	// DefaultKafkaKey keeps a tenant's hooks in one partition, in order.
+	DefaultKafkaKey         = "{tenant_id}"
+	DefaultKafkaCompression = "zstd"
+	DefaultNATSSubject      = "ankusa.{tenant_id}.{source_id}"
+	// DefaultClaimOverBytes is claim.over_bytes when unset.
+	DefaultClaimOverBytes = 256 << 10
+	// DefaultDuplicateWindow is a created stream's duplicate window.
+	DefaultDuplicateWindow = 2 * time.Minute
 	// MaxExchangeBytes is the longest exchange name AMQP carries.
 	MaxExchangeBytes = 255
 )
@@ -40,7 +53,16 @@ func (s *Sink) Durable() bool { return slices.Contains(DurableSinkTypes, s.Type)
 // SinkID derives a sink's default id from what names its target, so the id
 // stays when other sinks of the source are added, removed or reordered.
 func SinkID(s *Sink) string {
-	h := sha256.Sum256([]byte(s.Type + "\x00" + s.URL + "\x00" + s.Exchange + "\x00" + s.RoutingKey))
+	var target string
+	switch s.Type {
+	case "kafka":
+		target = strings.Join(s.Brokers, ",") + "\x00" + s.Topic
+	case "nats":
+		target = RedactURL(s.URL) + "\x00" + s.Stream + "\x00" + s.Subject
+	default:
+		target = s.URL + "\x00" + s.Exchange + "\x00" + s.RoutingKey
+	}
+	h := sha256.Sum256([]byte(s.Type + "\x00" + target))
 	return s.Type + "-" + hex.EncodeToString(h[:4])
 }
 
@@ -68,7 +90,7 @@ func applySinkDefaults(sinks []Sink) {
 func ApplySinkDefaults(sk *Sink) {
 	if sk.Format == "" {
 		sk.Format = "raw"
-		if sk.Type == "rabbitmq" {
+		if sk.Durable() {
 			sk.Format = "envelope"
 		}
 	}
@@ -94,6 +116,21 @@ func ApplySinkDefaults(sk *Sink) {
 			sk.Channels = DefaultSinkChannels
 		}
 	}
+	if sk.Claim != nil && sk.Claim.OverBytes == 0 {
+		sk.Claim.OverBytes = DefaultClaimOverBytes
+	}
+	if sk.Type == "kafka" {
+		setString(&sk.Key, DefaultKafkaKey)
+		setString(&sk.Compression, DefaultKafkaCompression)
+	}
+	if sk.Type == "nats" {
+		setString(&sk.Subject, DefaultNATSSubject)
+		if cs := sk.CreateStream; cs != nil {
+			setString(&cs.Storage, "file")
+			setInt(&cs.Replicas, 1)
+			setDur(&cs.DuplicateWindow, DefaultDuplicateWindow)
+		}
+	}
 }
 
 // validateSinks checks a source's sinks; at is "sources.<name>".
@@ -109,6 +146,9 @@ func validateSinks(p *Problems, at string, sinks []Sink, ctx SourceContext) {
 		}
 		ids[sk.ID] = true
 		p.under(sp, sinkProblems(sk, true))
+		if c := sk.Claim; c != nil && c.Store != "" && !slices.Contains(ctx.ClaimStores, c.Store) {
+			p.add("%s.claim.store: %q is not a claim store (claims.stores has %v)", sp, c.Store, ctx.ClaimStores)
+		}
 		if ctx.CheckSink != nil && !(sk.Secret.IsSet() && sk.Secret.Value == "") {
 			p.stage(sp, ctx.CheckSink(*sk))
 		}
@@ -132,12 +172,155 @@ func sinkProblems(sk *Sink, urlShape bool) Problems {
 		checkHTTPSink(&p, sk, urlShape)
 	case "rabbitmq":
 		checkAMQPSink(&p, sk, urlShape)
+	case "kafka":
+		checkKafkaSink(&p, sk)
+	case "nats":
+		checkNATSSink(&p, sk, urlShape)
 	default:
 		p.add("type: %q must be one of %v", sk.Type, SinkTypes)
 		return p
 	}
+	checkForeignKeys(&p, sk)
 	checkSinkDelivery(&p, sk)
 	return p
+}
+
+// sinkKeys are the keys that belong to some sink types only, with the
+// types that take them: a key set on a sink of another type is refused,
+// never ignored.
+var sinkKeys = []struct {
+	key   string
+	types []string
+	set   func(*Sink) bool
+}{
+	{"url", []string{"http", "rabbitmq", "nats"}, func(s *Sink) bool { return s.URL != "" }},
+	{"headers", []string{"http"}, func(s *Sink) bool { return len(s.Headers) > 0 }},
+	{"secret", []string{"http"}, func(s *Sink) bool { return s.Secret.IsSet() }},
+	{"allow_private", []string{"http"}, func(s *Sink) bool { return s.AllowPrivate }},
+	{"exchange", []string{"rabbitmq"}, func(s *Sink) bool { return s.Exchange != "" }},
+	{"routing_key", []string{"rabbitmq"}, func(s *Sink) bool { return s.RoutingKey != "" }},
+	{"channels", []string{"rabbitmq"}, func(s *Sink) bool { return s.Channels != 0 }},
+	{"brokers", []string{"kafka"}, func(s *Sink) bool { return len(s.Brokers) > 0 }},
+	{"topic", []string{"kafka"}, func(s *Sink) bool { return s.Topic != "" }},
+	{"key", []string{"kafka"}, func(s *Sink) bool { return s.Key != "" }},
+	{"compression", []string{"kafka"}, func(s *Sink) bool { return s.Compression != "" }},
+	{"sasl", []string{"kafka"}, func(s *Sink) bool { return s.SASL != nil }},
+	{"subject", []string{"nats"}, func(s *Sink) bool { return s.Subject != "" }},
+	{"stream", []string{"nats"}, func(s *Sink) bool { return s.Stream != "" }},
+	{"create_stream", []string{"nats"}, func(s *Sink) bool { return s.CreateStream != nil }},
+	{"auth", []string{"nats"}, func(s *Sink) bool { return s.Auth != nil }},
+	{"tls", []string{"kafka", "nats"}, func(s *Sink) bool { return s.TLS != nil }},
+}
+
+func checkForeignKeys(p *Problems, sk *Sink) {
+	for _, k := range sinkKeys {
+		if !slices.Contains(k.types, sk.Type) && k.set(sk) {
+			p.add("%s: is a key of %s sinks; this sink is %s", k.key, joinAnd(k.types), sk.Type)
+		}
+	}
+}
+
+func checkKafkaSink(p *Problems, sk *Sink) {
+	if len(sk.Brokers) == 0 {
+		p.add("brokers: required for a kafka sink (a list of host:port)")
+	}
+	for i, b := range sk.Brokers {
+		if host, port, err := net.SplitHostPort(b); err != nil || host == "" || port == "" {
+			p.add("brokers[%d]: %q must be host:port", i, b)
+		}
+	}
+	if sk.Topic == "" {
+		p.add("topic: required for a kafka sink")
+	} else if _, err := ParseTemplate(sk.Topic); err != nil {
+		p.add("topic: %v", err)
+	}
+	if _, err := ParseTemplate(sk.Key); err != nil {
+		p.add("key: %v", err)
+	}
+	if !slices.Contains(KafkaCompressions, sk.Compression) {
+		p.add("compression: %q must be one of %v", sk.Compression, KafkaCompressions)
+	}
+	if a := sk.SASL; a != nil {
+		if !slices.Contains(SASLMechanisms, a.Mechanism) {
+			p.add("sasl.mechanism: %q must be one of %v", a.Mechanism, SASLMechanisms)
+		}
+		if a.Username == "" {
+			p.add("sasl.username: required with sasl")
+		}
+		if !a.Password.IsSet() {
+			p.add("sasl.password: required with sasl")
+		}
+	}
+	checkTLS(p, sk.TLS)
+}
+
+func checkNATSSink(p *Problems, sk *Sink, urlShape bool) {
+	if sk.URL == "" {
+		p.add("url: required for a nats sink")
+	} else if urlShape {
+		for _, one := range strings.Split(sk.URL, ",") {
+			if u, err := url.Parse(strings.TrimSpace(one)); err != nil || !slices.Contains([]string{"nats", "tls", "ws", "wss"}, u.Scheme) || u.Host == "" {
+				p.add("url: %q must be nats://host:port (or tls://, a comma-separated list for a cluster)", redactURL(sk.URL))
+				break
+			}
+		}
+	}
+	if _, err := ParseTemplate(sk.Subject); err != nil {
+		p.add("subject: %v", err)
+	}
+	if sk.Stream == "" {
+		p.add("stream: required for a nats sink (the JetStream stream that must hold the hooks; create_stream creates it)")
+	} else if strings.ContainsAny(sk.Stream, " \t.*>/\\") {
+		p.add("stream: %q is not a JetStream stream name (no spaces, '.', '*', '>', '/' or '\\')", sk.Stream)
+	}
+	if cs := sk.CreateStream; cs != nil {
+		if !slices.Contains([]string{"file", "memory"}, cs.Storage) {
+			p.add("create_stream.storage: %q must be file or memory", cs.Storage)
+		}
+		if cs.Replicas < 1 || cs.Replicas > 5 {
+			p.add("create_stream.replicas: %d must be between 1 and 5", cs.Replicas)
+		}
+		if cs.MaxBytes < 0 {
+			p.add("create_stream.max_bytes: %d must not be negative", cs.MaxBytes)
+		}
+		if cs.MaxAge < 0 {
+			p.add("create_stream.max_age: %v must not be negative", time.Duration(cs.MaxAge))
+		}
+		if cs.DuplicateWindow < Duration(time.Second) {
+			p.add("create_stream.duplicate_window: %v must be at least 1s (a retried publish within it is dropped)", time.Duration(cs.DuplicateWindow))
+		}
+		for i, subj := range cs.Subjects {
+			if subj == "" || strings.ContainsAny(subj, " \t") {
+				p.add("create_stream.subjects[%d]: %q is not a NATS subject", i, subj)
+			}
+		}
+	}
+	if a := sk.Auth; a != nil {
+		n := 0
+		for _, set := range []bool{a.Username != "" || a.Password.IsSet(), a.Token.IsSet(), a.CredsFile != ""} {
+			if set {
+				n++
+			}
+		}
+		switch {
+		case n == 0:
+			p.add("auth: give username and password, token, or creds_file")
+		case n > 1:
+			p.add("auth: give one of username and password, token, or creds_file")
+		case (a.Username != "") != a.Password.IsSet():
+			p.add("auth: username and password go together")
+		}
+	}
+	checkTLS(p, sk.TLS)
+}
+
+func checkTLS(p *Problems, t *TLS) {
+	if t == nil {
+		return
+	}
+	if (t.CertFile == "") != (t.KeyFile == "") {
+		p.add("tls: cert_file and key_file go together (a client certificate and its key)")
+	}
 }
 
 // checkSinkDelivery holds the rules every sink type shares: the body
@@ -169,8 +352,13 @@ func checkSinkDelivery(p *Problems, sk *Sink) {
 	if sk.RetryMax < sk.RetryBase {
 		p.add("retry_max: %v must not be below retry_base (%v)", time.Duration(sk.RetryMax), time.Duration(sk.RetryBase))
 	}
-	if sk.Claim != nil {
-		p.add("claim: claim stores are not available in this build yet")
+	if c := sk.Claim; c != nil {
+		if c.Store == "" {
+			p.add("claim.store: required with claim (a name under claims.stores)")
+		}
+		if c.OverBytes < 1024 {
+			p.add("claim.over_bytes: %d must be at least 1KiB (bodies larger than it are delivered by reference)", c.OverBytes)
+		}
 	}
 }
 
@@ -191,14 +379,6 @@ func checkHTTPSink(p *Problems, sk *Sink, urlShape bool) {
 	if sk.Secret.Value != "" {
 		if _, err := ParseTemplate(sk.Secret.Value); err != nil {
 			p.add("secret: %v", err)
-		}
-	}
-	for _, k := range []struct {
-		key string
-		set bool
-	}{{"exchange", sk.Exchange != ""}, {"routing_key", sk.RoutingKey != ""}, {"channels", sk.Channels != 0}} {
-		if k.set {
-			p.add("%s: is a rabbitmq sink key; this sink is http", k.key)
 		}
 	}
 }
@@ -239,14 +419,6 @@ func checkAMQPSink(p *Problems, sk *Sink, urlShape bool) {
 	if len(sk.Exchange) > MaxExchangeBytes {
 		p.add("exchange: %d bytes, AMQP allows %d", len(sk.Exchange), MaxExchangeBytes)
 	}
-	for _, k := range []struct {
-		key string
-		set bool
-	}{{"headers", len(sk.Headers) > 0}, {"secret", sk.Secret.IsSet()}, {"allow_private", sk.AllowPrivate}} {
-		if k.set {
-			p.add("%s: is an http sink key; this sink is rabbitmq", k.key)
-		}
-	}
 }
 
 // redactURL hides a URL's password in messages.
@@ -269,4 +441,12 @@ func validHeaderName(s string) bool {
 		}
 	}
 	return true
+}
+
+// joinAnd joins words as a list is written: "a", "a and b", "a, b and c".
+func joinAnd(w []string) string {
+	if len(w) < 2 {
+		return strings.Join(w, "")
+	}
+	return strings.Join(w[:len(w)-1], ", ") + " and " + w[len(w)-1]
 }

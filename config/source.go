@@ -15,6 +15,9 @@ type SourceContext struct {
 	WALType string
 	// DedupeScope is dedupe.scope (node or fleet).
 	DedupeScope string
+	// ClaimStores are the names under claims.stores: a sink's claim.store
+	// must be one of them.
+	ClaimStores []string
 	ValidateOptions
 }
 

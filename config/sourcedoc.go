@@ -114,10 +114,77 @@ func WalkSecrets(s *Source, fn func(path string, sec *Secret)) {
 		}
 	}
 	for i := range s.Sinks {
-		if s.Sinks[i].Secret.IsSet() {
-			fn(fmt.Sprintf("sinks[%d].secret", i), &s.Sinks[i].Secret)
+		at := fmt.Sprintf("sinks[%d].", i)
+		WalkSinkSecrets(&s.Sinks[i], func(path string, sec *Secret) { fn(at+path, sec) })
+	}
+}
+
+// WalkSinkSecrets calls fn with the path under the sink ("secret",
+// "sasl.password") and the address of every secret field of sk that is
+// set, in a fixed order.
+func WalkSinkSecrets(sk *Sink, fn func(path string, sec *Secret)) {
+	for _, f := range sinkSecretFields {
+		if sec := f.at(sk); sec != nil && sec.IsSet() {
+			fn(f.name, sec)
 		}
 	}
+}
+
+// sinkSecretFields are a sink's secret fields, by their path under the
+// sink; at returns nil when the field's section is absent.
+var sinkSecretFields = []struct {
+	name string
+	at   func(*Sink) *Secret
+}{
+	{"secret", func(s *Sink) *Secret { return &s.Secret }},
+	{"sasl.password", func(s *Sink) *Secret {
+		if s.SASL == nil {
+			return nil
+		}
+		return &s.SASL.Password
+	}},
+	{"auth.password", func(s *Sink) *Secret {
+		if s.Auth == nil {
+			return nil
+		}
+		return &s.Auth.Password
+	}},
+	{"auth.token", func(s *Sink) *Secret {
+		if s.Auth == nil {
+			return nil
+		}
+		return &s.Auth.Token
+	}},
+}
+
+// SecretAt returns the secret field of s at path (as WalkSecrets names
+// it), set or not; nil when s has no such field (an index past the end, a
+// section that is absent).
+func SecretAt(s *Source, path string) *Secret {
+	if path == "verify.secret" {
+		return &s.Verify.Secret
+	}
+	var i int
+	var rest string
+	if n, err := fmt.Sscanf(path, "verify.secrets[%d]", &i); err == nil && n == 1 && fmt.Sprintf("verify.secrets[%d]", i) == path {
+		if i >= 0 && i < len(s.Verify.Secrets) {
+			return &s.Verify.Secrets[i]
+		}
+		return nil
+	}
+	head, rest, ok := strings.Cut(path, "].")
+	if !ok {
+		return nil
+	}
+	if n, err := fmt.Sscanf(head+"]", "sinks[%d]", &i); err != nil || n != 1 || fmt.Sprintf("sinks[%d]", i) != head+"]" || i < 0 || i >= len(s.Sinks) {
+		return nil
+	}
+	for _, f := range sinkSecretFields {
+		if f.name == rest {
+			return f.at(&s.Sinks[i])
+		}
+	}
+	return nil
 }
 
 // EncodeSource writes the JSON form of a source spec: its yaml keys, zero

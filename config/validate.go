@@ -1,6 +1,7 @@
 package config
 
 import (
+	"maps"
 	"math"
 	"net"
 	"net/netip"
@@ -23,6 +24,7 @@ func Validate(c *Config, opts ValidateOptions) Problems {
 	validateTenants(&p, c.Tenants)
 	validateStorage(&p, c)
 	validateArchive(&p, c.Archive)
+	validateClaims(&p, c.Claims)
 	validateSourceStore(&p, c.SourceStore)
 	validateShared(&p, c)
 	validateQuarantinePen(&p, c.Limits)
@@ -39,6 +41,7 @@ func Validate(c *Config, opts ValidateOptions) Problems {
 			Resolver:        c.RouteResolver.Type,
 			WALType:         c.WAL.Type,
 			DedupeScope:     c.Dedupe.Scope,
+			ClaimStores:     c.ClaimStoreNames(),
 			ValidateOptions: opts,
 		})...)
 	}
@@ -215,6 +218,40 @@ func validateArchive(p *Problems, a Archive) {
 		p.add("archive: endpoint and bucket are required with archive.type: s3")
 	}
 }
+
+func validateClaims(p *Problems, c Claims) {
+	for _, name := range slices.Sorted(maps.Keys(c.Stores)) {
+		st := c.Stores[name]
+		at := "claims.stores." + name
+		if !NameRE.MatchString(name) {
+			p.add("%s: a claim store's name must match %s", at, NameRE)
+		}
+		switch st.Type {
+		case "dir":
+			if st.Path == "" {
+				p.add("%s.path: required with type: dir", at)
+			}
+		case "s3":
+			if st.Endpoint == "" || st.Bucket == "" {
+				p.add("%s: endpoint and bucket are required with type: s3", at)
+			}
+		default:
+			p.add("%s.type: %q must be s3 or dir", at, st.Type)
+		}
+		if st.Retain < Duration(time.Minute) {
+			p.add("%s.retain: %v must be at least 1m", at, time.Duration(st.Retain))
+		}
+		if st.PackBytes < 1<<20 || st.PackBytes > 5<<30 {
+			p.add("%s.pack_bytes: %d must be between 1MiB and 5GiB", at, st.PackBytes)
+		}
+		if st.PackDelay < Duration(time.Millisecond) || st.PackDelay > Duration(time.Minute) {
+			p.add("%s.pack_delay: %v must be between 1ms and 1m (a delivery waits for its pack)", at, time.Duration(st.PackDelay))
+		}
+	}
+}
+
+// ClaimStoreNames are the names under claims.stores, sorted.
+func (c *Config) ClaimStoreNames() []string { return slices.Sorted(maps.Keys(c.Claims.Stores)) }
 
 func validateSourceStore(p *Problems, s SourceStore) {
 	switch s.Type {

@@ -104,6 +104,11 @@ type Envelope struct {
 	// at receipt: the PROXY header's sender behind a trusted balancer,
 	// else the peer. Empty when unknown (records written before it).
 	RemoteAddr string
+	// BodyClaim, when set, says the body is delivered by reference (a
+	// sink's claim: DESIGN.md §2.6): the JSON form writes body_claim in
+	// place of the body. Never stored: the binary form has no field for
+	// it and Decode leaves it nil.
+	BodyClaim *Claim
 }
 
 // Flags encodes the verification flags byte.

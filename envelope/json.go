@@ -52,6 +52,10 @@ const groupLinear = 32
 //   - body is the body's text with body_encoding "utf8" when it is valid UTF-8
 //     (an empty body is "" and "utf8"), otherwise standard padded base64 with
 //     body_encoding "base64". Either way the body round-trips byte for byte.
+//   - A body delivered by reference (a sink's claim) is "" with
+//     body_encoding "claim", followed by body_claim, the reference
+//     (Claim.AppendJSON): "body":"","body_encoding":"claim","body_claim":
+//     {"store":..,"key":..,"offset":..,"length":..,"sha256":..}.
 //   - Strings are escaped as encoding/json escapes them with HTML escaping off:
 //     ", \ and control characters are escaped (\b \f \n \r \t, else \u00XX),
 //     U+2028 and U+2029 become \u2028 and \u2029, everything else is written as
@@ -90,7 +94,10 @@ func (e *Envelope) AppendJSON(dst []byte) []byte {
 	dst = append(dst, `},"headers":`...)
 	dst = appendHeaders(dst, e.Headers)
 	dst = append(dst, `,"body":`...)
-	if utf8.Valid(e.Body) {
+	if e.BodyClaim != nil {
+		dst = append(dst, `"","body_encoding":"`+BodyClaim+`","body_claim":`...)
+		dst = e.BodyClaim.AppendJSON(dst)
+	} else if utf8.Valid(e.Body) {
 		// The string view lives only for this call.
 		dst = appendJSONString(dst, unsafe.String(unsafe.SliceData(e.Body), len(e.Body)))
 		dst = append(dst, `,"body_encoding":"`+BodyUTF8+`"`...)
@@ -271,8 +278,15 @@ func (e *Envelope) UnmarshalJSON(b []byte) error {
 		if body, err = base64.StdEncoding.DecodeString(f.Body); err != nil {
 			return fmt.Errorf("envelope: JSON field body is not standard base64: %w", err)
 		}
+	case BodyClaim:
+		if f.BodyClaim == nil {
+			return fmt.Errorf("envelope: JSON field body_encoding is %q but body_claim is absent", BodyClaim)
+		}
+		if err := f.BodyClaim.Check(); err != nil {
+			return err
+		}
 	default:
-		return fmt.Errorf("envelope: JSON field body_encoding %q must be %q or %q", f.BodyEncoding, BodyUTF8, BodyBase64)
+		return fmt.Errorf("envelope: JSON field body_encoding %q must be %q, %q or %q", f.BodyEncoding, BodyUTF8, BodyBase64, BodyClaim)
 	}
 	*e = Envelope{
 		Seq:         f.Seq,
@@ -291,6 +305,9 @@ func (e *Envelope) UnmarshalJSON(b []byte) error {
 		DedupeKey:  f.DedupeKey,
 		RemoteAddr: f.RemoteAddr,
 	}
+	if f.BodyEncoding == BodyClaim {
+		e.BodyClaim = f.BodyClaim
+	}
 	return nil
 }
 
@@ -305,6 +322,7 @@ type jsonForm struct {
 	Headers      jsonHeaders `json:"headers"`
 	Body         string      `json:"body"`
 	BodyEncoding string      `json:"body_encoding"`
+	BodyClaim    *Claim      `json:"body_claim"`
 	Verification struct {
 		Verifier string `json:"verifier"`
 		Verified bool   `json:"verified"`

@@ -200,20 +200,11 @@ func setSealedField(spec *config.Source, path, plain string) error {
 		spec.Sinks[i].Headers[name] = plain
 		return nil
 	}
-	switch {
-	case path == "verify.secret":
-		spec.Verify.Secret = config.Secret{Ref: plain, Value: plain}
+	if sec := config.SecretAt(spec, path); sec != nil {
+		*sec = config.Secret{Ref: plain, Value: plain}
 		return nil
-	case scanIndex(path, "verify.secrets[%d]", &i):
-		if i < len(spec.Verify.Secrets) {
-			spec.Verify.Secrets[i] = config.Secret{Ref: plain, Value: plain}
-			return nil
-		}
-	case scanIndex(path, "sinks[%d].secret", &i):
-		if i < len(spec.Sinks) {
-			spec.Sinks[i].Secret = config.Secret{Ref: plain, Value: plain}
-			return nil
-		}
+	}
+	switch {
 	case scanIndex(path, "sinks[%d].url", &i):
 		if i < len(spec.Sinks) {
 			u, ok := config.WithURLPassword(spec.Sinks[i].URL, plain)
@@ -224,7 +215,7 @@ func setSealedField(spec *config.Source, path, plain string) error {
 			return nil
 		}
 	default:
-		return fmt.Errorf("no such secret field")
+		return fmt.Errorf("no such secret field (or the spec has no such element)")
 	}
 	return fmt.Errorf("the spec has no such element")
 }
