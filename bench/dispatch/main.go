@@ -5,9 +5,12 @@
 //
 //   - gcref: bench/gcref's closed-loop maximum under the same loadgen
 //     request shape, the reference the open-loop rate is a fraction of;
-//   - live, HTTP and RabbitMQ: loadgen closed loop at full speed for -d
-//     while the node delivers to an in-process fasthttp receiver (204) or
-//     to RabbitMQ (a queue of its own, consumed here); ingest req/s,
+//   - live, HTTP, RabbitMQ, Kafka and NATS JetStream: loadgen closed
+//     loop at full speed for -d while the node delivers to an in-process
+//     fasthttp receiver (204), to RabbitMQ (a queue of its own, consumed
+//     here), to Kafka (a three-broker kfake cluster in this process: no
+//     Kafka broker can be installed here) or to JetStream (a stream of its
+//     own on the NATS server, consumed here); ingest req/s,
 //     delivered hooks/s over the window, and how long the backlog takes
 //     to drain once ingest stops. A first attempt goes from memory when
 //     the sink's queue has room, else the hook is read back from the
@@ -47,8 +50,8 @@ import (
 
 // options are the command's flags.
 type options struct {
-	bin, tmp, out, jsonOut, amqpURL              string
-	quick, skipAMQP                              bool
+	bin, tmp, out, jsonOut, amqpURL, natsURL     string
+	quick, skipAMQP, skipKafka, skipNATS         bool
 	conns, tenants, gcrefRounds, openSteps, redo int
 	duration, warmup, openD, settle, drainLimit  time.Duration
 	openFrac, maxFrac                            float64
@@ -76,6 +79,9 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.openSteps, "open-steps", 4, "when -open-frac is not bounded: runs halving the interval between 0 and the lowest unbounded fraction")
 	fs.StringVar(&o.amqpURL, "amqp", "amqp://guest:guest@127.0.0.1:5672/", "RabbitMQ URL; the runs declare their own exchange and queue and delete them")
 	fs.BoolVar(&o.skipAMQP, "no-amqp", false, "skip the RabbitMQ runs")
+	fs.BoolVar(&o.skipKafka, "no-kafka", false, "skip the Kafka runs (an in-process kfake cluster)")
+	fs.StringVar(&o.natsURL, "nats", "nats://127.0.0.1:4222", "NATS server with JetStream; the runs create a stream of their own and delete it")
+	fs.BoolVar(&o.skipNATS, "no-nats", false, "skip the NATS JetStream runs")
 	only := fs.String("only", "live,open", "the kinds of run to make, comma-separated (gcref runs with open)")
 	fs.DurationVar(&o.settle, "settle", 15*time.Minute, "before each run, wait up to this long for a quiet machine")
 	fs.IntVar(&o.redo, "redo", 2, "run again, up to this many times, a run during which a test or another benchmark started")

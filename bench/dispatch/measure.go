@@ -13,8 +13,10 @@ import (
 
 // Targets.
 const (
-	targetHTTP = "http"
-	targetAMQP = "rabbitmq"
+	targetHTTP  = "http"
+	targetAMQP  = "rabbitmq"
+	targetKafka = "kafka"
+	targetNATS  = "nats"
 )
 
 // measureAll runs gcref, the live runs, then the open-loop search.
@@ -29,6 +31,12 @@ func measureAll(ctx context.Context, o *options) (*report, error) {
 	targets := []string{targetHTTP}
 	if !o.skipAMQP {
 		targets = append(targets, targetAMQP)
+	}
+	if !o.skipKafka {
+		targets = append(targets, targetKafka)
+	}
+	if !o.skipNATS {
+		targets = append(targets, targetNATS)
 	}
 	for _, t := range targets {
 		if !o.only["live"] {

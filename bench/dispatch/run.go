@@ -126,9 +126,14 @@ type nodeRun struct {
 func startRun(ctx context.Context, o *options, kind string) (*nodeRun, error) {
 	var t target
 	var err error
-	if kind == targetAMQP {
+	switch kind {
+	case targetAMQP:
 		t, err = openBroker(o.amqpURL)
-	} else {
+	case targetKafka:
+		t, err = openKafka()
+	case targetNATS:
+		t, err = openNATS(o.natsURL)
+	default:
 		t, err = startReceiver()
 	}
 	if err != nil {
