@@ -179,9 +179,16 @@ func SecretAt(s *Source, path string) *Secret {
 	if n, err := fmt.Sscanf(head+"]", "sinks[%d]", &i); err != nil || n != 1 || fmt.Sprintf("sinks[%d]", i) != head+"]" || i < 0 || i >= len(s.Sinks) {
 		return nil
 	}
+	return SinkSecretAt(&s.Sinks[i], rest)
+}
+
+// SinkSecretAt returns the secret field of sk at path under the sink (as
+// WalkSinkSecrets names it), set or not; nil when sk has no such field or
+// its section is absent.
+func SinkSecretAt(sk *Sink, path string) *Secret {
 	for _, f := range sinkSecretFields {
-		if f.name == rest {
-			return f.at(&s.Sinks[i])
+		if f.name == path {
+			return f.at(sk)
 		}
 	}
 	return nil

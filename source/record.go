@@ -112,8 +112,19 @@ func copySpec(s *config.Source) config.Source {
 	c.Verify.Secrets = append([]config.Secret(nil), s.Verify.Secrets...)
 	c.Sinks = append([]config.Sink(nil), s.Sinks...)
 	for i := range c.Sinks {
-		if c.Sinks[i].Headers != nil {
-			c.Sinks[i].Headers = maps.Clone(c.Sinks[i].Headers)
+		sk := &c.Sinks[i]
+		if sk.Headers != nil {
+			sk.Headers = maps.Clone(sk.Headers)
+		}
+		// The sections that hold secrets are pointers: sealing clears
+		// the copy's, never the served spec's.
+		if sk.SASL != nil {
+			sasl := *sk.SASL
+			sk.SASL = &sasl
+		}
+		if sk.Auth != nil {
+			auth := *sk.Auth
+			sk.Auth = &auth
 		}
 	}
 	return c

@@ -17,18 +17,22 @@ import (
 // The secrets of sealedSpecJSON, each its own text so that a leak of any
 // one of them is seen.
 var sealedPlaintexts = map[string]string{
-	"verify.secret":     "vsec0-plain-000",
-	"verify.secrets[0]": "vsecA-plain-111",
-	"verify.secrets[1]": "vsecB-plain-222",
-	"sinks[0].secret":   "sink0-plain-333",
-	"sinks[1].url":      "mqpw-plain-444",
+	"verify.secret":          "vsec0-plain-000",
+	"verify.secrets[0]":      "vsecA-plain-111",
+	"verify.secrets[1]":      "vsecB-plain-222",
+	"sinks[0].secret":        "sink0-plain-333",
+	"sinks[1].url":           "mqpw-plain-444",
+	"sinks[2].sasl.password": "kafkapw-plain-555",
+	"sinks[3].auth.token":    "natstok-plain-666",
 }
 
 const sealedSpecJSON = `{"name": "%s",
 	"verify": {"type": "hmac", "header": "X-Sig", "secret": "vsec0-plain-000", "secrets": ["vsecA-plain-111", "vsecB-plain-222"]},
 	"sinks": [
 		{"id": "h", "type": "http", "url": "https://example.com/in", "secret": "sink0-plain-333"},
-		{"id": "mq", "type": "rabbitmq", "url": "amqp://guest:mqpw-plain-444@127.0.0.1:5672/", "exchange": "hooks", "routing_key": "k"}]}`
+		{"id": "mq", "type": "rabbitmq", "url": "amqp://guest:mqpw-plain-444@127.0.0.1:5672/", "exchange": "hooks", "routing_key": "k"},
+		{"id": "k", "type": "kafka", "brokers": ["127.0.0.1:9092"], "topic": "hooks", "sasl": {"mechanism": "scram-sha-512", "username": "u", "password": "kafkapw-plain-555"}},
+		{"id": "n", "type": "nats", "url": "nats://127.0.0.1:4222", "stream": "HOOKS", "auth": {"token": "natstok-plain-666"}}]}`
 
 // testKey is a 32-byte key whose bytes are all b.
 func testKey(b byte) []byte { return bytes.Repeat([]byte{b}, secrets.KeySize) }
@@ -123,7 +127,7 @@ func TestSourceRecordSealed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st != (SecretsState{Current: 5}) || st.NeedsRewrap() {
+	if st != (SecretsState{Current: 7}) || st.NeedsRewrap() {
 		t.Errorf("state %+v, want 5 current, no rewrap", st)
 	}
 	if got, want := config.EncodeSource(&spec, true), config.EncodeSource(&src.Spec, true); !bytes.Equal(got, want) {
@@ -209,10 +213,10 @@ func TestSourceRecordSecretsState(t *testing.T) {
 		st     SecretsState
 		rewrap bool
 	}{
-		{"previous key", encodeSourceRecord(src, oldKR), rotated, SecretsState{Previous: 5}, true},
-		{"current key", encodeSourceRecord(src, rotated), rotated, SecretsState{Current: 5}, false},
-		{"clear, kek set", encodeSourceRecord(src, nil), rotated, SecretsState{Clear: 5}, true},
-		{"clear, no kek", encodeSourceRecord(src, nil), nil, SecretsState{Clear: 5}, true},
+		{"previous key", encodeSourceRecord(src, oldKR), rotated, SecretsState{Previous: 7}, true},
+		{"current key", encodeSourceRecord(src, rotated), rotated, SecretsState{Current: 7}, false},
+		{"clear, kek set", encodeSourceRecord(src, nil), rotated, SecretsState{Clear: 7}, true},
+		{"clear, no kek", encodeSourceRecord(src, nil), nil, SecretsState{Clear: 7}, true},
 	} {
 		_, spec, st, err := decodeSourceRecord("acme", "gh1", c.record, 0, c.kr)
 		if err != nil {

@@ -28,10 +28,10 @@ type rewrapFixture struct {
 }
 
 // The names of the fixture's sources, and how many secrets each rewrap
-// touches: 5 under the previous key, 5 in clear.
+// touches: 7 under the previous key, 7 in clear.
 var rewrapNames = []string{"prev", "clear", "cur"}
 
-const rewrapSecrets = 10
+const rewrapSecrets = 14
 
 func newRewrapFixture(t *testing.T) *rewrapFixture {
 	t.Helper()
@@ -129,8 +129,8 @@ func TestRewrap(t *testing.T) {
 				t.Errorf("%s %s: without the previous key: %v", part, name, err)
 				continue
 			}
-			if st != (SecretsState{Current: 5}) {
-				t.Errorf("%s %s: %+v, want 5 secrets under the current key", part, name, st)
+			if st != (SecretsState{Current: 7}) {
+				t.Errorf("%s %s: %+v, want 7 secrets under the current key", part, name, st)
 			}
 			if spec.Sinks[1].URL != "amqp://guest:mqpw-plain-444@127.0.0.1:5672/" || spec.Verify.Secrets[1].Value != "vsecB-plain-222" {
 				t.Errorf("%s %s: opens to %+v", part, name, spec)
@@ -262,7 +262,7 @@ func TestRewrapProgress(t *testing.T) {
 	if want := []string{"meta store 100 50", "meta store 200 100"}; fmt.Sprint(calls) != fmt.Sprint(want) {
 		t.Errorf("progress %q, want %q", calls, want)
 	}
-	want := []RewrapPart{{Part: "meta store", Read: 250, Rewrapped: 125, Secrets: 625}, {Part: "local mirror"}}
+	want := []RewrapPart{{Part: "meta store", Read: 250, Rewrapped: 125, Secrets: 875}, {Part: "local mirror"}}
 	if fmt.Sprint(parts) != fmt.Sprint(want) {
 		t.Errorf("parts %+v, want %+v", parts, want)
 	}

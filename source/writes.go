@@ -260,9 +260,14 @@ func keepSecrets(next, old *config.Source) {
 			if o.ID != sk.ID {
 				continue
 			}
-			if !sk.Secret.IsSet() {
-				sk.Secret = o.Secret
-			}
+			// Each secret the update leaves out (the sink's secret, sasl's
+			// or auth's password and token) is the stored one, where the
+			// update keeps the section that holds it.
+			config.WalkSinkSecrets(&o, func(path string, sec *config.Secret) {
+				if dst := config.SinkSecretAt(sk, path); dst != nil && !dst.IsSet() {
+					*dst = *sec
+				}
+			})
 			// A URL given back as an answer showed it (its password
 			// redacted) keeps the stored password, if the rest of it is
 			// the stored URL's: the password never goes to another host.

@@ -1,0 +1,46 @@
+package source
+
+import (
+	"testing"
+)
+
+// An update that leaves out a broker sink's password or token keeps the
+// stored one while it keeps the section that holds it; an update that
+// drops the section drops the secret with it (and is refused where the
+// sink needs it).
+func TestKeepBrokerSecrets(t *testing.T) {
+	m := openMeta(t, t.TempDir())
+	defer m.Close()
+	p, _ := openStore(t, m, testConfig(t))
+	create := `{"name": "brokers", "verify": {"type": "none"}, "trust_url_tenant": true, "sinks": [
+		{"id": "k", "type": "kafka", "brokers": ["127.0.0.1:9092"], "topic": "hooks", "sasl": {"mechanism": "plain", "username": "u", "password": "kpw"}},
+		{"id": "n", "type": "nats", "url": "nats://127.0.0.1:4222", "stream": "HOOKS", "auth": {"token": "ntok"}}]}`
+	if _, err := p.PutSource(SourceWrite{Tenant: "acme", Create: true, Doc: doc(t, create)}); err != nil {
+		t.Fatal(err)
+	}
+	// Another topic, the secrets left out: kept.
+	upd, err := p.PutSource(SourceWrite{Tenant: "acme", Doc: doc(t, `{"name": "brokers", "verify": {"type": "none"}, "trust_url_tenant": true, "sinks": [
+		{"id": "k", "type": "kafka", "brokers": ["127.0.0.1:9092"], "topic": "hooks2", "sasl": {"mechanism": "plain", "username": "u"}},
+		{"id": "n", "type": "nats", "url": "nats://127.0.0.1:4222", "stream": "HOOKS", "auth": {}}]}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k, n := upd.Spec.Sinks[0], upd.Spec.Sinks[1]; k.Topic != "hooks2" || k.SASL.Password.Value != "kpw" || n.Auth.Token.Value != "ntok" {
+		t.Fatalf("update kept %+v %+v / %+v", k, k.SASL, n.Auth)
+	}
+	// A new password replaces the stored one.
+	upd, err = p.PutSource(SourceWrite{Tenant: "acme", Doc: doc(t, `{"name": "brokers", "verify": {"type": "none"}, "trust_url_tenant": true, "sinks": [
+		{"id": "k", "type": "kafka", "brokers": ["127.0.0.1:9092"], "topic": "hooks2", "sasl": {"mechanism": "plain", "username": "u", "password": "kpw2"}},
+		{"id": "n", "type": "nats", "url": "nats://127.0.0.1:4222", "stream": "HOOKS"}]}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k, n := upd.Spec.Sinks[0], upd.Spec.Sinks[1]; k.SASL.Password.Value != "kpw2" || n.Auth != nil {
+		t.Fatalf("second update: %+v / %+v", k.SASL, n.Auth)
+	}
+	// The served spec of the stored source still holds its password
+	// after the store sealed its record (no shared section cleared).
+	if got := p.Snapshot().Lookup([]byte("brokers")).Spec.Sinks[0].SASL.Password.Value; got != "kpw2" {
+		t.Fatalf("served spec's sasl.password %q after the write", got)
+	}
+}
