@@ -11,6 +11,9 @@
 // never stop it and never touch a stream of another test: each makes its
 // own with Names.
 //
+// The private server's binary is ANKUSA_NATS_SERVER, else nats-server in
+// PATH, else <repo>/bin/nats-server.
+//
 // A test that cannot reach NATS, or finds no nats-server to start, is
 // skipped, or fails when CI=true: CI must not pass by skipping what it was
 // meant to run (see Need).

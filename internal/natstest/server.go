@@ -47,7 +47,7 @@ type Server struct {
 // installed) and stops it when the test ends.
 func StartServer(t testing.TB, o ServerOptions) *Server {
 	t.Helper()
-	bin, err := exec.LookPath("nats-server")
+	bin, err := binary()
 	if err != nil {
 		Need(t, "nats-server is not installed: %v (scripts/ensure-nats.sh installs it)", err)
 	}
@@ -75,6 +75,36 @@ func StartServer(t testing.TB, o ServerOptions) *Server {
 	t.Cleanup(s.Stop)
 	s.Start()
 	return s
+}
+
+// binary is ANKUSA_NATS_SERVER when set, else nats-server in PATH, else
+// <repo>/bin/nats-server (where scripts/ensure-nats.sh puts the one it
+// builds when it can install none).
+func binary() (string, error) {
+	if p := os.Getenv("ANKUSA_NATS_SERVER"); p != "" {
+		_, err := os.Stat(p)
+		return p, err
+	}
+	p, err := exec.LookPath("nats-server")
+	if err == nil {
+		return p, nil
+	}
+	dir, werr := os.Getwd()
+	for werr == nil {
+		if _, serr := os.Stat(filepath.Join(dir, "go.mod")); serr == nil {
+			local := filepath.Join(dir, "bin", "nats-server")
+			if fi, serr := os.Stat(local); serr == nil && fi.Mode()&0o111 != 0 {
+				return local, nil
+			}
+			break
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			break
+		}
+		dir = parent
+	}
+	return "", err
 }
 
 func (s *Server) confPath() string { return filepath.Join(s.dir, "nats.conf") }
