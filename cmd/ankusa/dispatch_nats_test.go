@@ -261,3 +261,79 @@ func TestNATSSinkIDStableAcrossEdit(t *testing.T) {
 	p.stop()
 	t.Logf("sink %s: %d attempts before the PUT, the hook delivered at attempt %d after it", id, len(before), len(after))
 }
+
+// natsWALNoneYAML: no WAL; source orders delivers to the stream %[5]s
+// only (subject %[6]s.<tenant>.orders). %[7]s is the server's url.
+const natsWALNoneYAML = `node: {name: %[1]s, data_dir: %[2]s}
+listen: %[3]s
+admin: {listen: %[4]s}
+limits: {max_body_bytes: 64KiB, max_header_bytes: 16KiB}
+route_resolver: {type: tenantpath, prefix: [webhooks]}
+rate_limits:
+  default: {rate: 1000000, burst: 1000000}
+wal: {type: none}
+log: {level: warn, format: json}
+sources:
+  orders:
+    verify: {type: none}
+    trust_url_tenant: true
+    sinks:
+      - {id: js, type: nats, url: %[7]q, stream: %[5]q, subject: "%[6]s.{tenant_id}.{source_id}", connect_timeout: 1s, timeout: 2s}
+`
+
+// With wal.type: none the nats sink is the hook's only copy: a 201 comes
+// only after the stream's PubAck (every 201'd id is in the stream with
+// its body), and while the server is down the node answers 503 with
+// Retry-After, never a 201; once it is back, 201s resume.
+func TestNATSWALNone(t *testing.T) {
+	srv := natstest.StartServer(t, natstest.ServerOptions{})
+	stream, prefix := natstest.Names(t, srv.URL())
+	js := natstest.Connect(t, srv.URL())
+	js.CreateStream(jetstream.StreamConfig{Name: stream, Subjects: []string{prefix + ".>"}, Storage: jetstream.FileStorage})
+	n := newConfiguredNode(t, func(n *testNode) string {
+		return fmt.Sprintf(natsWALNoneYAML, fmt.Sprintf("nats-walnone-%08x", rand.Uint32()), n.dataDir, n.listen, n.admin, stream, prefix, srv.URL())
+	})
+	p := n.serve(t)
+	client := &http.Client{Timeout: 10 * time.Second}
+	defer client.CloseIdleConnections()
+	var acks []ack
+	send := func(i int) answered {
+		return postHook(client, n.listen, fmt.Sprintf("t%d", i%2), "orders", fmt.Appendf(nil, `{"order":%d}`, i))
+	}
+	for i := range 20 {
+		a := send(i)
+		if a.err != nil || a.status != http.StatusCreated {
+			t.Fatalf("hook %d with the server up: %v", i, a)
+		}
+		acks = append(acks, a.ack())
+	}
+	srv.Stop()
+	refused := 0
+	for i := 20; i < 30; i++ {
+		a := send(i)
+		switch {
+		case a.is503():
+			refused++
+		case a.status == http.StatusCreated:
+			t.Fatalf("hook %d answered 201 with the server down: %v", i, a)
+		default:
+			t.Fatalf("hook %d with the server down: %v, want 503 unavailable with Retry-After", i, a)
+		}
+	}
+	srv.Start()
+	var back answered
+	if !waitFor(15*time.Second, func() bool { back = send(30); return back.status == http.StatusCreated }) {
+		t.Fatalf("15s after the server came back: %v", back)
+	}
+	acks = append(acks, back.ack())
+	js = natstest.Connect(t, srv.URL())
+	seen := natsStored(t, js, stream, prefix, acks, len(acks))
+	for _, a := range acks {
+		if seen[a.id] == 0 {
+			t.Fatalf("hook %s was answered 201 but is not in the stream", a.id)
+		}
+	}
+	p.stop()
+	t.Logf("wal.type none: %d hooks answered 201, each in the stream; %d answered 503 while the server was down; 201 again after the restart",
+		len(acks), refused)
+}
