@@ -24,6 +24,9 @@ type ServerOptions struct {
 	// Token, when set, is the only credential the server takes (with
 	// User unset).
 	Token string
+	// TLSCert and TLSKey, when set, are the server's certificate and key
+	// files: it then takes TLS connections only (tls://).
+	TLSCert, TLSKey string
 	// MaxPayload, when positive, is the server's max_payload (bytes).
 	MaxPayload int
 }
@@ -62,6 +65,9 @@ func StartServer(t testing.TB, o ServerOptions) *Server {
 	fmt.Fprintf(&conf, "jetstream {\n  store_dir: %q\n}\n", filepath.Join(s.dir, "store"))
 	if o.MaxPayload > 0 {
 		fmt.Fprintf(&conf, "max_payload: %d\n", o.MaxPayload)
+	}
+	if o.TLSCert != "" {
+		fmt.Fprintf(&conf, "tls {\n  cert_file: %q\n  key_file: %q\n}\n", o.TLSCert, o.TLSKey)
 	}
 	if o.Token != "" {
 		fmt.Fprintf(&conf, "authorization {\n  token: %q\n}\n", o.Token)

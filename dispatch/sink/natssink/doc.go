@@ -111,6 +111,10 @@
 //	  error "refuses the sink's credentials" (the 1st, 2nd, 4th... time).
 //	  The operator fixes auth; nothing is dead-lettered meanwhile but by
 //	  max_attempts/max_age.
+//	no permission to publish to the subject: the server drops the
+//	  message and reports a permissions violation on the connection, which
+//	  the sink logs as the authorization error above; Deliver sees no
+//	  PubAck (below).
 //	missing stream (ErrNoStream), answered: the stream check found no
 //	  stream Spec.Stream (and create_stream is not set or cannot make it).
 //	no responders (ErrNoStream), answered: no stream holds the subject.
