@@ -27,6 +27,10 @@ type ServerOptions struct {
 	// TLSCert and TLSKey, when set, are the server's certificate and key
 	// files: it then takes TLS connections only (tls://).
 	TLSCert, TLSKey string
+	// Authorization, when set, is the server's authorization block's
+	// body verbatim (users with permissions...), instead of User,
+	// Password and Token.
+	Authorization string
 	// MaxPayload, when positive, is the server's max_payload (bytes).
 	MaxPayload int
 }
@@ -68,6 +72,9 @@ func StartServer(t testing.TB, o ServerOptions) *Server {
 	}
 	if o.TLSCert != "" {
 		fmt.Fprintf(&conf, "tls {\n  cert_file: %q\n  key_file: %q\n}\n", o.TLSCert, o.TLSKey)
+	}
+	if o.Authorization != "" {
+		fmt.Fprintf(&conf, "authorization {\n%s\n}\n", o.Authorization)
 	}
 	if o.Token != "" {
 		fmt.Fprintf(&conf, "authorization {\n  token: %q\n}\n", o.Token)

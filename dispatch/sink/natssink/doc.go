@@ -114,7 +114,8 @@
 //	no permission to publish to the subject: the server drops the
 //	  message and reports a permissions violation on the connection, which
 //	  the sink logs as the authorization error above; Deliver sees no
-//	  PubAck (below).
+//	  PubAck (below), and once the violation has arrived its error names
+//	  it.
 //	missing stream (ErrNoStream), answered: the stream check found no
 //	  stream Spec.Stream (and create_stream is not set or cannot make it).
 //	no responders (ErrNoStream), answered: no stream holds the subject.

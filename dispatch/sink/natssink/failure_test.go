@@ -3,6 +3,7 @@ package natssink
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -255,5 +256,47 @@ func TestDownAtBoot(t *testing.T) {
 	}
 	if err := deliver(s, testEnvelope(), 1); !errors.Is(err, ErrClosed) {
 		t.Fatalf("after Close: %v", err)
+	}
+}
+
+// Credentials that may not publish to the subject: the server drops the
+// message, the sink logs the permissions violation as an error and the
+// attempt ends without a PubAck, retryably.
+func TestPublishPermissionDenied(t *testing.T) {
+	t.Parallel()
+	srv := natstest.StartServer(t, natstest.ServerOptions{Authorization: `  users: [
+    {user: admin, password: adminpw}
+    {user: ankusa, password: ankusapw, permissions: {publish: {allow: ["$JS.API.>"]}, subscribe: {allow: ["_INBOX.>"]}}}
+  ]`})
+	adminURL := "nats://admin:adminpw@" + srv.Addr()
+	stream, subject, _ := streamOn(t, adminURL, jetstream.StreamConfig{Storage: jetstream.FileStorage})
+	core, logs := observer.New(zapcore.InfoLevel)
+	s, err := New(Options{Spec: config.Sink{ID: "s1", Type: "nats", URL: "nats://ankusa:ankusapw@" + srv.Addr(), Stream: stream, Subject: subject,
+		Timeout: config.Duration(500 * time.Millisecond)}, Source: "test", Node: "n1", Logger: zap.New(core)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.Close() }()
+	err = deliver(s, testEnvelope(), 1)
+	de := dispatch.AsError(err)
+	if !errors.Is(err, ErrNoAck) || de.Permanent {
+		t.Fatalf("err = %v, want a retryable ErrNoAck", err)
+	}
+	t.Log(err)
+	// Once the violation is known, the next attempt's error names it.
+	if err := deliver(s, testEnvelope(), 1); !errors.Is(err, ErrNoAck) || !strings.Contains(err.Error(), "permission to publish") {
+		t.Fatalf("second attempt: err = %v, want ErrNoAck naming the permission", err)
+	} else {
+		t.Log(err)
+	}
+	var l []observer.LoggedEntry
+	if !waitForErr(func() bool { l = logs.FilterMessageSnippet("refuses the sink's credentials").All(); return len(l) > 0 }) {
+		t.Fatalf("no error logged for the permissions violation; logs: %v", logs.All())
+	}
+	if l[0].Level != zapcore.ErrorLevel || !strings.Contains(strings.ToLower(l[0].ContextMap()["error"].(string)), "permissions violation") {
+		t.Fatalf("log %v", l[0])
+	}
+	if strings.Contains(fmt.Sprint(logs.All()), "ankusapw") {
+		t.Fatal("the password is in the log")
 	}
 }

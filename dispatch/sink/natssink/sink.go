@@ -35,6 +35,10 @@ type Sink struct {
 
 	// Counters that thin out repeated log lines (1, 2, 4, 8...).
 	authFails, connFails, wrongStream atomic.Int64
+	// lastDenied is the server's last permissions violation, which names
+	// the subject: an attempt that ends without a PubAck says so when
+	// its subject is the one named, and the violation is recent.
+	lastDenied atomic.Pointer[denied]
 
 	mu      sync.Mutex
 	c       *conn
@@ -47,6 +51,16 @@ type Sink struct {
 	streamErr   error // the last stream check's failure (a *dispatch.Error)
 	streamErrAt time.Time
 }
+
+// denied is a permissions violation the server reported.
+type denied struct {
+	msg string
+	at  time.Time
+}
+
+// deniedFor is how long a permissions violation explains a missing
+// PubAck of its subject.
+const deniedFor = time.Minute
 
 // conn is the sink's one connection and its JetStream context.
 type conn struct {
@@ -182,6 +196,10 @@ func (s *Sink) classify(c *conn, m *nats.Msg, err error) error {
 			ErrNoStream, s.redacted, m.Subject, m.Subject, s.o.Spec.Stream), true)
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled), errors.Is(err, nats.ErrTimeout):
 		noAckTotal.Inc()
+		if d := s.lastDenied.Load(); d != nil && s.o.Now().Sub(d.at) < deniedFor && strings.Contains(d.msg, `"`+m.Subject+`"`) {
+			return retryable(fmt.Errorf("%w within %v from %s: the server refuses the credentials' permission to publish (%s): fix the user's permissions",
+				ErrNoAck, s.timeout, s.redacted, d.msg), false)
+		}
 		return retryable(fmt.Errorf("%w within %v from %s (%v); the message may still be in the stream",
 			ErrNoAck, s.timeout, s.redacted, err), false)
 	case errors.Is(err, nats.ErrBadSubject):
@@ -328,6 +346,9 @@ func (s *Sink) connError(err error) {
 		return
 	}
 	if isAuthError(err) {
+		if strings.Contains(strings.ToLower(err.Error()), "permissions violation") {
+			s.lastDenied.Store(&denied{msg: s.scrub(err), at: s.o.Now()})
+		}
 		authErrorsTotal.Inc()
 		if n := s.authFails.Add(1); n&(n-1) == 0 {
 			s.log.Error("NATS refuses the sink's credentials; fix auth (or the url's user info); retrying",
