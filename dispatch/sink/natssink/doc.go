@@ -95,7 +95,10 @@
 // Nats-Msg-Id, stored by an earlier attempt whose answer was lost. So a
 // retry within the stream's duplicate window (2 minutes by default) is
 // stored once; a retry after it is stored again (at-least-once, as every
-// sink: consumers de-duplicate by ankusa-event-id).
+// sink: consumers de-duplicate by ankusa-event-id). The window is per
+// stream and the id is the hook's: two sinks of one source that publish
+// to the same stream (under different subjects) store the hook once, the
+// second sink's publish acked as a duplicate. Give each its own stream.
 //
 // # Errors
 //
