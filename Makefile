@@ -38,13 +38,16 @@ test: lint build services
 	$(GO) test -count=1 -race -timeout 20m $(RACE_PKGS)
 	$(MAKE) fuzz
 
-# The real services the tests use: RabbitMQ on 127.0.0.1:5672 and Redis on
-# 127.0.0.1:6379 (each started, and installed if missing, when nothing
-# answers there), and the S3 server bin/versitygw (built with go install
-# if missing; each test starts its own, see internal/s3test).
+# The real services the tests use: RabbitMQ on 127.0.0.1:5672, Redis on
+# 127.0.0.1:6379 and NATS with JetStream on 127.0.0.1:4222 (each started,
+# and installed if missing, when nothing answers there; nats-server is
+# built with go install when apt-get cannot install it), and the S3 server
+# bin/versitygw (built with go install if missing; each test starts its
+# own, see internal/s3test).
 services:
 	@scripts/ensure-rabbitmq.sh
 	@scripts/ensure-redis.sh
+	@scripts/ensure-nats.sh
 	@scripts/ensure-versitygw.sh
 
 # Each fuzz target for FUZZTIME: 18 targets, 108 s of fuzzing, about two
