@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/ankusa/ankusa/envelope"
 )
 
 // pack is one claim pack being filled or uploaded. buf, held and sealed
@@ -19,7 +21,8 @@ type pack struct {
 	owner  packOwner
 	key    string
 	buf    []byte
-	held   int64 // room taken for the bodies in buf
+	held   int64         // room taken for the bodies in buf
+	ids    []envelope.ID // the hooks whose bodies are in buf
 	timer  *time.Timer
 	sealed bool
 	done   chan struct{}
@@ -77,6 +80,13 @@ func (c *Claims) upload(st *claimStore, p *pack) {
 		claimUploadSeconds.UpdateDuration(start)
 	}
 	p.buf = nil
+	st.mu.Lock()
+	for _, id := range p.ids {
+		if st.inPack[id].p == p {
+			delete(st.inPack, id)
+		}
+	}
+	st.mu.Unlock()
 	c.room.give(p.held)
 	close(p.done)
 }

@@ -89,6 +89,17 @@ type claimStore struct {
 
 	mu   sync.Mutex
 	open map[packOwner]*pack
+	// inPack are the bodies in open and uploading packs, by event id: a
+	// second claim of a hook while its first is waiting (two sinks of one
+	// source) waits on the same pack instead of packing the body again.
+	inPack map[envelope.ID]packed
+}
+
+// packed is where a body waiting for its pack's upload is.
+type packed struct {
+	p      *pack
+	tenant string
+	off, n int64
 }
 
 // packOwner is whose bodies a pack holds.
@@ -127,7 +138,7 @@ func OpenClaims(o ClaimsOptions) (*Claims, error) {
 			return nil, fmt.Errorf("claims.stores.%s.type: %q must be s3 or dir", name, spec.Type)
 		}
 		st := &claimStore{name: name, b: b, layout: layout, packBytes: int64(spec.PackBytes),
-			packDelay: time.Duration(spec.PackDelay), retain: time.Duration(spec.Retain), open: map[packOwner]*pack{}}
+			packDelay: time.Duration(spec.PackDelay), retain: time.Duration(spec.Retain), open: map[packOwner]*pack{}, inPack: map[envelope.ID]packed{}}
 		if st.packBytes <= 0 {
 			st.packBytes = config.DefaultClaimPackBytes
 		}
@@ -196,13 +207,16 @@ func (c *Claims) Claim(ctx context.Context, store string, e *envelope.Envelope) 
 	}
 	sum := sha256.Sum256(e.Body)
 	n := int64(len(e.Body))
-	if err := c.room.take(ctx, n); err != nil {
-		return envelope.Claim{}, err
-	}
-	p, off, err := c.add(st, e, n)
-	if err != nil {
-		c.room.give(n)
-		return envelope.Claim{}, err
+	p, off, ok := st.waiting(e, n)
+	if !ok {
+		if err := c.room.take(ctx, n); err != nil {
+			return envelope.Claim{}, err
+		}
+		var err error
+		if p, off, err = c.add(st, e, n); err != nil {
+			c.room.give(n)
+			return envelope.Claim{}, err
+		}
 	}
 	select {
 	case <-p.done:
@@ -246,10 +260,24 @@ func (c *Claims) add(st *claimStore, e *envelope.Envelope, n int64) (*pack, int6
 	off := int64(len(p.buf))
 	p.buf = append(p.buf, e.Body...)
 	p.held += n
+	p.ids = append(p.ids, e.ID)
+	st.inPack[e.ID] = packed{p: p, tenant: e.TenantID, off: off, n: n}
 	if int64(len(p.buf)) >= st.packBytes {
 		c.sealLocked(st, p)
 	}
 	return p, off, nil
+}
+
+// waiting finds e's body in a pack not uploaded yet (a claim of the same
+// hook is waiting on it).
+func (st *claimStore) waiting(e *envelope.Envelope, n int64) (*pack, int64, bool) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	w, ok := st.inPack[e.ID]
+	if !ok || w.tenant != e.TenantID || w.n != n {
+		return nil, 0, false
+	}
+	return w.p, w.off, true
 }
 
 // Close seals every open pack at once and waits for the uploads; Claim

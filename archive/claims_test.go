@@ -471,3 +471,22 @@ func TestParsePackKey(t *testing.T) {
 		t.Fatal("ClaimKeyInTenant confuses tenants a and ab")
 	}
 }
+
+// TestClaimsSameHookAtOnce: two claims of one hook at once (two sinks of
+// its source) get the same reference, and the body is packed once.
+func TestClaimsSameHookAtOnce(t *testing.T) {
+	d, err := NewDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := openTestClaims(t, d, nil)
+	e := claimHook("t1", "s1", 5000)
+	refs := claimAll(t, c, []*envelope.Envelope{e, e, e})
+	if refs[0] != refs[1] || refs[1] != refs[2] {
+		t.Fatalf("three claims of one hook: %+v", refs)
+	}
+	obj, err := d.Stat(context.Background(), refs[0].Key)
+	if err != nil || obj.Size != 5000 {
+		t.Fatalf("the pack holds %d bytes (%v), want the body once", obj.Size, err)
+	}
+}
