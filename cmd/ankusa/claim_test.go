@@ -22,10 +22,11 @@ import (
 	"time"
 
 	"github.com/ankusa/ankusa/envelope"
+	"github.com/ankusa/ankusa/internal/s3test"
 )
 
 // claimNodeYAML: %[1]s data_dir, %[2]s listen, %[3]s admin, %[4]s the ops
-// token's digest, %[5]s the claim store's directory, %[6]s the receiver.
+// token's digest, %[5]s the claim store's keys, %[6]s the receiver.
 const claimNodeYAML = `node: {name: edge-claims, data_dir: %[1]s}
 listen: %[2]s
 admin:
@@ -40,7 +41,7 @@ wal: {type: disk, max_file_bytes: 4MiB}
 log: {level: warn, format: json}
 claims:
   stores:
-    packs: {type: dir, path: %[5]s, pack_delay: 20ms}
+    packs: {%[5]s, pack_delay: 20ms}
 sources:
   open:
     verify: {type: none}
@@ -121,7 +122,7 @@ func TestClaimPacksEndToEnd(t *testing.T) {
 	defer srv.Close()
 	n := newTestNode(t)
 	store := filepath.Join(n.dir, "claims")
-	writeConfig(t, n, fmt.Sprintf(claimNodeYAML, n.dataDir, n.listen, n.admin, sha256Hex(opsToken), store, strings.TrimPrefix(srv.URL, "http://")))
+	writeConfig(t, n, fmt.Sprintf(claimNodeYAML, n.dataDir, n.listen, n.admin, sha256Hex(opsToken), "type: dir, path: "+store, strings.TrimPrefix(srv.URL, "http://")))
 	p := n.serve(t)
 	defer p.stop()
 
@@ -221,5 +222,54 @@ func TestClaimPacksEndToEnd(t *testing.T) {
 	}
 	if code, _, stderr := runBin(t, n.dir, "claim"); code != 2 || !strings.Contains(stderr, "usage: ankusa claim get") {
 		t.Fatalf("claim without get: exit %d: %s", code, stderr)
+	}
+}
+
+// TestClaimS3Store: an s3 claim store whose bucket is missing stops the
+// boot, naming claims.stores.<name>; with the bucket, a large hook goes by
+// reference into a pack in the bucket and resolves through the admin API.
+func TestClaimS3Store(t *testing.T) {
+	s3 := s3test.Start(t)
+	s3.MakeBucket(t, "claims")
+	recv := &claimReceiver{got: map[string]claimDelivery{}}
+	srv := httptest.NewServer(recv)
+	defer srv.Close()
+	n := newTestNode(t)
+	ak, sk := filepath.Join(n.dir, "s3.key"), filepath.Join(n.dir, "s3.secret")
+	for path, v := range map[string]string{ak: s3.AccessKey, sk: s3.SecretKey} {
+		if err := os.WriteFile(path, []byte(v), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	storeKeys := func(bucket string) string {
+		return fmt.Sprintf("type: s3, endpoint: %q, bucket: %s, prefix: tenants-data, access_key: file:%s, secret_key: file:%s", s3.Endpoint, bucket, ak, sk)
+	}
+	write := func(bucket string) {
+		writeConfig(t, n, fmt.Sprintf(claimNodeYAML, n.dataDir, n.listen, n.admin, sha256Hex(opsToken), storeKeys(bucket), strings.TrimPrefix(srv.URL, "http://")))
+	}
+	write("no-such-bucket")
+	p := startProc(t, n.dir, "serve", "-config", n.config)
+	if code := p.wait(30 * time.Second); code == 0 || !strings.Contains(p.stderr.String(), "claims.stores.packs") || !strings.Contains(p.stderr.String(), "no such bucket") {
+		t.Fatalf("serve with a missing claims bucket: exit %d:\n%s", code, p.stderr)
+	}
+	if strings.Contains(p.stderr.String(), s3.SecretKey) {
+		t.Fatal("the boot error prints the secret key")
+	}
+	write("claims")
+	p = n.serve(t)
+	defer p.stop()
+	large := bytes.Repeat([]byte{0, 1, 2, 0xfe, 0xff}, 20000)
+	id := claimPost(t, n.listen, "acme", large)
+	var e envelope.Envelope
+	if err := e.UnmarshalJSON(recv.wait(t, "/env/acme "+id).body); err != nil {
+		t.Fatal(err)
+	}
+	if e.BodyClaim == nil || !strings.HasPrefix(e.BodyClaim.Key, "tenants-data/claims/tenant=acme/source=open/") {
+		t.Fatalf("claim %+v, want a key under the store's prefix", e.BodyClaim)
+	}
+	c := newAdminClient(t, n.admin)
+	a := c.get("/v1/tenants/acme/claims/"+string(e.BodyClaim.AppendRef(nil)), opsToken)
+	if a.status != 200 || !bytes.Equal(a.body, large) {
+		t.Fatalf("admin claim from s3: %d, %d bytes (equal %v)", a.status, len(a.body), bytes.Equal(a.body, large))
 	}
 }
