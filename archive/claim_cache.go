@@ -66,9 +66,3 @@ func (c *refCache) dropTenant(tenant string) {
 		}
 	}
 }
-
-func (c *refCache) len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.m)
-}
