@@ -17,14 +17,14 @@ import (
 
 // Read reads the body a claim names with one ranged read and checks its
 // SHA-256. Errors: ErrUnknownStore, ErrNotExist (the pack is gone),
-// ErrClaimMismatch (naming the key), or the store's failure. The caller
-// owns the returned slice.
+// ErrClaimTooLong, ErrClaimMismatch (naming the key), or the store's
+// failure. The caller owns the returned slice.
 func (c *Claims) Read(ctx context.Context, ref envelope.Claim) ([]byte, error) {
 	claimReads.Inc()
 	b, err := c.read(ctx, ref)
 	if err != nil {
 		claimReadFailures.Inc()
-		if !errors.Is(err, ErrNotExist) && !errors.Is(err, ErrUnknownStore) {
+		if !errors.Is(err, ErrNotExist) && !errors.Is(err, ErrUnknownStore) && !errors.Is(err, ErrClaimTooLong) {
 			c.o.Logger.Warn("claims: cannot read a claim", zap.String("store", ref.Store), zap.String("key", ref.Key), zap.Error(err))
 		}
 	}
@@ -40,7 +40,7 @@ func (c *Claims) read(ctx context.Context, ref envelope.Claim) ([]byte, error) {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownStore, ref.Store)
 	}
 	if ref.Length > c.o.MaxReadBytes {
-		return nil, fmt.Errorf("archive: claim of %d bytes in %s: longer than any claim this node reads (%d)", ref.Length, ref.Key, c.o.MaxReadBytes)
+		return nil, fmt.Errorf("%w: %d bytes in %s, this node reads at most %d", ErrClaimTooLong, ref.Length, ref.Key, c.o.MaxReadBytes)
 	}
 	p := make([]byte, ref.Length)
 	if err := st.b.ReadAt(ctx, ref.Key, p, ref.Offset); err != nil {

@@ -25,6 +25,9 @@ var (
 	ErrUnknownStore = errors.New("archive: no such claim store")
 	// ErrClaimMismatch: the bytes a claim names do not have its SHA-256.
 	ErrClaimMismatch = errors.New("archive: claimed bytes do not match the claim's sha256")
+	// ErrClaimTooLong: a claim longer than any this node reads
+	// (ClaimsOptions.MaxReadBytes): no body of this node is that long.
+	ErrClaimTooLong = errors.New("archive: claim longer than any claimed body")
 	// ErrClaimsClosed: Claim after Close.
 	ErrClaimsClosed = errors.New("archive: claim stores are closed")
 )

@@ -125,6 +125,11 @@ func TestClaimsPackAndRead(t *testing.T) {
 		if _, err := c.Read(context.Background(), envelope.Claim{Store: "nope", Key: refs[0].Key, Length: 1, SHA256: refs[0].SHA256}); !errors.Is(err, ErrUnknownStore) {
 			t.Fatalf("read from an unknown store: %v", err)
 		}
+		long := refs[0]
+		long.Length = 1 << 40
+		if _, err := c.Read(context.Background(), long); !errors.Is(err, ErrClaimTooLong) {
+			t.Fatalf("read of a claim of 1TiB: %v, want ErrClaimTooLong", err)
+		}
 		gone := refs[0]
 		gone.Key = strings.Replace(gone.Key, ".pack", "0.pack", 1)
 		if _, err := c.Read(context.Background(), gone); !errors.Is(err, ErrNotExist) {

@@ -113,7 +113,7 @@ func (r claimReader) InTenant(ref envelope.Claim, tenant string) bool {
 func (r claimReader) Read(ctx context.Context, ref envelope.Claim) ([]byte, error) {
 	b, err := r.c.Read(ctx, ref)
 	switch {
-	case errors.Is(err, archive.ErrNotExist) || errors.Is(err, archive.ErrUnknownStore):
+	case errors.Is(err, archive.ErrNotExist) || errors.Is(err, archive.ErrUnknownStore) || errors.Is(err, archive.ErrClaimTooLong):
 		return nil, fmt.Errorf("%w: %v", admin.ErrClaimNotFound, err)
 	case errors.Is(err, archive.ErrClaimMismatch):
 		return nil, fmt.Errorf("%w: %v", admin.ErrClaimCorrupt, err)
