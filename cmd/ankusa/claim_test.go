@@ -272,4 +272,8 @@ func TestClaimS3Store(t *testing.T) {
 	if a.status != 200 || !bytes.Equal(a.body, large) {
 		t.Fatalf("admin claim from s3: %d, %d bytes (equal %v)", a.status, len(a.body), bytes.Equal(a.body, large))
 	}
+	code, stdout, stderr := runBin(t, n.dir, "claim", "get", "-config", n.config, string(e.BodyClaim.AppendJSON(nil)))
+	if code != 0 || stdout != string(large) {
+		t.Fatalf("claim get from s3: exit %d, %d bytes: %s", code, len(stdout), stderr)
+	}
 }
