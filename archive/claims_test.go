@@ -3,6 +3,8 @@ package archive
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -541,4 +543,37 @@ func TestClaimsManyTenants(t *testing.T) {
 		}
 		t.Logf("%d claims (%d tenants) in %d packs; t1's %d packs deleted", len(refs), 20, len(keys), want)
 	})
+}
+
+// TestClaimPackFormat pins a pack's bytes: the bodies back to back, each
+// claim's offset and length its place, nothing else in the object.
+func TestClaimPackFormat(t *testing.T) {
+	d, err := NewDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := openTestClaims(t, d, nil)
+	a, b := claimHook("t1", "s1", 1), claimHook("t1", "s1", 1)
+	a.Body, b.Body = []byte("first body"), []byte("second")
+	refs := claimAll(t, c, []*envelope.Envelope{a, b})
+	if refs[0].Key != refs[1].Key {
+		t.Fatalf("two claims at once in two packs: %v", refs)
+	}
+	r, err := d.Get(context.Background(), refs[0].Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := io.ReadAll(r)
+	r.Close()
+	want := "first bodysecond"
+	if refs[0].Offset != 0 {
+		want = "secondfirst body"
+	}
+	if string(data) != want || refs[0].Length != 10 || refs[1].Length != 6 {
+		t.Fatalf("pack %q, claims %+v; want %q", data, refs, want)
+	}
+	sum := sha256.Sum256(a.Body)
+	if refs[0].SHA256 != hex.EncodeToString(sum[:]) {
+		t.Fatalf("claim sha256 %s, want the body's %x", refs[0].SHA256, sum)
+	}
 }
