@@ -189,6 +189,23 @@
 // An unknown, malformed or other tenant's event id or sink is the same 404
 // as an unknown hook.
 //
+// # Claims
+//
+// A body delivered by reference (a sink's claim: {store, over_bytes}) is
+// read back from the node's claim stores (Options.Claims), with the tenant
+// scopes:
+//
+//	GET    claims/<ref>     200 the body (application/octet-stream), checked against the claim's sha256
+//
+// ref is the claim's JSON form ({"store","key","offset","length","sha256"},
+// as the envelope's body_claim and the raw format's x-ankusa-body-claim
+// header carry it) in base64url without padding. A claim of another
+// tenant (its key not under claims/tenant=<t>/), of an unknown store or
+// whose pack is gone is the one 404; a ref outside base64url is 400
+// invalid_name, one that does not decode to a claim 400
+// invalid_claim_ref; bytes that do not match the sha256 are 500 corrupt
+// (naming the key); a store that fails is 502 claim_store_unavailable.
+//
 // # Quarantine
 //
 // Hooks held under on_verify_failure: quarantine (Options.Quarantine,

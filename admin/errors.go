@@ -24,6 +24,8 @@ const (
 	codeNotAllowed   = "method_not_allowed"
 	codeTooLarge     = "payload_too_large"
 	codeOverloaded   = "overloaded"
+	codeBadClaimRef  = "invalid_claim_ref"
+	codeClaimStore   = "claim_store_unavailable"
 )
 
 type errorBody struct {

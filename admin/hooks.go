@@ -100,6 +100,9 @@ type Options struct {
 	// Events serves GET /v1/events, the lifecycle replay (the node's
 	// *lifecycle.Lifecycle, which a node always has); nil leaves it out.
 	Events EventLog
+	// Claims serves GET /v1/tenants/{tenant}/claims/{ref} (the node's
+	// claim stores); nil leaves it out.
+	Claims ClaimReader
 	// Listener bounds the admin listener (Listen only).
 	Listener ListenerOptions
 }
@@ -143,6 +146,9 @@ func register(mux router, auth *Auth, o Options) error {
 	}
 	if o.Hooks != nil {
 		mux.Handle("GET /v1/tenants/{tenant}/hooks/{event_id}", auth.TenantGuard(&hookHandler{fetch: o.Hooks, log: log}))
+	}
+	if o.Claims != nil {
+		mux.Handle("GET /v1/tenants/{tenant}/claims/{"+claimRefWildcard+"}", auth.TenantGuard(&claimHandler{claims: o.Claims, log: log}))
 	}
 	if o.Deliveries != nil {
 		registerDeliveries(mux, auth, o.Deliveries, now, log)

@@ -94,9 +94,9 @@ func (k tokenKind) allowed(scope, tenant string) bool {
 // sources and routes newFullNode creates, the fakes' hooks and sinks);
 // initech has none.
 var entities = map[string]map[string]string{
-	"acme":    {"name": "acme-api", "id": "acme-route", "event_id": goodID.String(), "sink": "http-acme", "profile": "heap"},
-	"globex":  {"name": "globex-api", "id": "globex-route", "event_id": globexID.String(), "sink": "http-globex", "profile": "heap"},
-	"initech": {"name": "initech-api", "id": "initech-route", "event_id": unknownID.String(), "sink": "http-initech", "profile": "heap"},
+	"acme":    {"name": "acme-api", "id": "acme-route", "event_id": goodID.String(), "sink": "http-acme", "profile": "heap", "ref": claimRef("acme", "packs", "p.pack")},
+	"globex":  {"name": "globex-api", "id": "globex-route", "event_id": globexID.String(), "sink": "http-globex", "profile": "heap", "ref": claimRef("globex", "packs", "p.pack")},
+	"initech": {"name": "initech-api", "id": "initech-route", "event_id": unknownID.String(), "sink": "http-initech", "profile": "heap", "ref": claimRef("initech", "packs", "p.pack")},
 }
 
 // matrixRequest is one request of the matrix and the answer it must get.

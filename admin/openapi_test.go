@@ -313,7 +313,7 @@ sources:
 	n.srv = startServer(t, Options{
 		Tokens: matrixTokens(), Hooks: &fakeFetcher{}, Deliveries: &fakeDeliveries{}, Quarantine: &fakePen{},
 		Sources: store, Backlog: n.backlog, Resolver: cfg.RouteResolver, Health: n.health, Logger: zap.NewNop(),
-		Tenants: ms, Counts: fakeCounts{}, Limits: policy, Overrides: ms, Audit: ms, Events: lc,
+		Tenants: ms, Counts: fakeCounts{}, Limits: policy, Overrides: ms, Audit: ms, Events: lc, Claims: fakeClaims{},
 		Listener: ListenerOptions{MaxBodyBytes: matrixMaxBody},
 	})
 	n.addr = n.srv.Addr().String()
@@ -400,7 +400,7 @@ func TestOpenAPIRoutes(t *testing.T) {
 			continue
 		}
 		target := strings.NewReplacer("{tenant}", "acme", "{name}", "stripe", "{id}", "r1", "{event_id}", goodID.String(),
-			"{sink}", "out", "{profile}", "heap").Replace(op.path)
+			"{sink}", "out", "{profile}", "heap", "{ref}", claimRef("acme", "packs", "p.pack")).Replace(op.path)
 		if _, got := mux.Handler(httptest.NewRequest(op.method, target, nil)); got != op.pattern {
 			t.Errorf("%s %s reaches the pattern %q, want %q", op.method, target, got, op.pattern)
 		}
@@ -413,7 +413,7 @@ func fullOptions(t *testing.T) Options {
 	t.Helper()
 	return Options{Tokens: matrixTokens(), Hooks: &fakeFetcher{}, Deliveries: &fakeDeliveries{}, Quarantine: &fakePen{},
 		Sources: penSources(), Backlog: &fakeBacklog{}, Tenants: &meta.Store{}, Limits: tenant.NewPolicy(config.RateLimits{}),
-		Overrides: &meta.Store{}, Audit: &meta.Store{}, Events: &lifecycle.Lifecycle{}}
+		Overrides: &meta.Store{}, Audit: &meta.Store{}, Events: &lifecycle.Lifecycle{}, Claims: fakeClaims{}}
 }
 
 // TestOpenAPISchemasClosed: an answer's object is closed (every object
@@ -532,6 +532,14 @@ func answerCases(n *fullNode) []answerCase {
 		{"GET", hook(goodID), "", "", 401},
 		{"GET", hook(goodID), "tok-b", "", 403},
 		{"GET", T + "/hooks/-bad", "tok-a", "", 400},
+		{"GET", T + "/claims/" + claimRef("acme", "packs", "p.pack"), "tok-a", "", 200},
+		{"GET", T + "/claims/" + claimRef("globex", "packs", "p.pack"), "tok-a", "", 404},
+		{"GET", T + "/claims/e30", "tok-a", "", 400},
+		{"GET", T + "/claims/a.b", "tok-a", "", 400},
+		{"GET", T + "/claims/" + claimRef("acme", "packs", "corrupt.pack"), "tok-a", "", 500},
+		{"GET", T + "/claims/" + claimRef("acme", "down", "p.pack"), "tok-a", "", 502},
+		{"GET", T + "/claims/" + claimRef("acme", "packs", "p.pack"), "", "", 401},
+		{"GET", T + "/claims/" + claimRef("acme", "packs", "p.pack"), "tok-b", "", 403},
 		{"GET", hook(goodID) + "/attempts", "tok-a", "", 200},
 		{"GET", hook(noTriesID) + "/attempts", "tok-a", "", 200},
 		{"GET", hook(unknownID) + "/attempts", "tok-a", "", 404},

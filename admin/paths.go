@@ -36,6 +36,12 @@ func checkPathValues(r *http.Request) string {
 		}
 		name := strings.TrimSuffix(seg[1:len(seg)-1], "...")
 		v := r.PathValue(name)
+		if name == claimRefWildcard {
+			if !claimRefText(v) {
+				return fmt.Sprintf("%s: a claim reference is base64url without padding, at most %d characters", name, maxClaimRef)
+			}
+			continue
+		}
 		if name == eventIDWildcard {
 			if !eventIDText(v) {
 				return fmt.Sprintf("%s: %q is not an event id (evt_ and 26 letters and digits)", name, v)

@@ -41,6 +41,9 @@ type Backend interface {
 	// List calls fn for every object whose key starts with prefix, in key
 	// order, until fn returns an error.
 	List(ctx context.Context, prefix string, fn func(Object) error) error
+	// Delete removes the object at key; a key with no object is not an
+	// error (a retried delete finds it gone).
+	Delete(ctx context.Context, key string) error
 	// String names the backend for logs ("s3://bucket/prefix", "dir:/path").
 	String() string
 }

@@ -144,6 +144,26 @@ func (d *Dir) ReadAt(_ context.Context, key string, p []byte, off int64) error {
 	return fmt.Errorf("archive: %s: read %d bytes at %d: %w", key, len(p), off, err)
 }
 
+// Delete implements Backend: the file goes and its directory is synced,
+// so a deleted object stays deleted after a crash. Empty directories are
+// left in place (a Put may be about to write into one).
+func (d *Dir) Delete(_ context.Context, key string) error {
+	path, err := d.path(key)
+	if err != nil {
+		return err
+	}
+	if err := os.Remove(path); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return fmt.Errorf("archive: delete %s: %w", key, err)
+	}
+	if err := vfsutil.SyncDir(vfs.Default, filepath.Dir(path)); err != nil {
+		return fmt.Errorf("archive: delete %s: %w", key, err)
+	}
+	return nil
+}
+
 // Get implements Backend.
 func (d *Dir) Get(_ context.Context, key string) (io.ReadCloser, error) {
 	return d.open(key)

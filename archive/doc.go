@@ -32,6 +32,22 @@
 // its catalogue object. Verify checks a whole archive against its
 // catalogue objects (ankusa verify-archive).
 //
+// Claims are the claim stores (claims.stores): large bodies that a sink
+// delivers by reference (sinks[].claim) are appended to packs, one open
+// pack per (store, tenant, source), closed at pack_bytes or pack_delay
+// after its first body and uploaded as
+//
+//	<prefix>/claims/tenant=<t>/source=<s>/<yyyy>/<mm>/<dd>/<node>-<pack id>.pack
+//
+// (claim_keys.go). A pack is the bodies back to back, nothing else; a
+// reference {store, key, offset, length, sha256} names one body, read back
+// with one ranged read and checked against its SHA-256. A Claim returns
+// only once its pack is uploaded with its SHA-256 checked by the store
+// (and a dir store synced the file and its directory), so no message
+// names a pack that is not durable. A tenant's packs are deleted by the
+// prefix claims/tenant=<t>/; retention deletes the node's own packs
+// opened before min(now - retain, the oldest undelivered hook's receipt).
+//
 // archive imports config, envelope, meta, segment, internal/backoff and
 // internal/vfsutil; never dispatch, the edge or the admin API.
 package archive

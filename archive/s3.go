@@ -261,3 +261,34 @@ func (s *S3) List(ctx context.Context, prefix string, fn func(Object) error) err
 	}
 	return ctx.Err()
 }
+
+// Delete implements Backend. S3 answers a delete of a missing key with
+// success; a 404 from another server is taken the same way.
+func (s *S3) Delete(ctx context.Context, key string) error {
+	if err := s.c.RemoveObject(ctx, s.bucket, key, minio.RemoveObjectOptions{}); err != nil && !isNotFound(err) {
+		return fmt.Errorf("archive: delete %s: %w", key, err)
+	}
+	return nil
+}
+
+// DeleteKeys deletes keys with one DeleteObjects request per 1000 keys and
+// returns how many went; the first failure names its key.
+func (s *S3) DeleteKeys(ctx context.Context, keys []string) (int, error) {
+	ch := make(chan minio.ObjectInfo, len(keys))
+	for _, k := range keys {
+		ch <- minio.ObjectInfo{Key: k}
+	}
+	close(ch)
+	failed := 0
+	var first error
+	for r := range s.c.RemoveObjects(ctx, s.bucket, ch, minio.RemoveObjectsOptions{}) {
+		if r.Err == nil || isNotFound(r.Err) {
+			continue
+		}
+		failed++
+		if first == nil {
+			first = fmt.Errorf("archive: delete %s: %w", r.ObjectName, r.Err)
+		}
+	}
+	return len(keys) - failed, first
+}

@@ -22,6 +22,7 @@ commands:
   inspect segments DIR                                         verify every segment in a segment directory: one line each, the damaged seqs named
   replay        -config FILE [-since T] [-until T] [-tenant T] [-source S] [-node N] [-quarantined] [-to URL [-c N]]   print archived hooks as NDJSON, or post them to URL
   verify-archive -config FILE [-node N]                        check every archived segment against its catalogue object; exit 1 on any problem
+  claim get     -config FILE [-o FILE] REF                      write the body a claim reference names (its JSON, or base64url), checked against its sha256
   rewrap        -config FILE [-rate N]                         seal every stored secret under secrets.kek (after a rotation; the node stopped)
   version                                                      print the version
 `
@@ -46,6 +47,8 @@ func Main(args []string) int {
 		return verifyArchive(args[1:])
 	case "rewrap":
 		return rewrap(args[1:])
+	case "claim":
+		return claim(args[1:])
 	case "version", "-version", "--version":
 		fmt.Println("ankusa", Version)
 		return 0

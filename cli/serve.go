@@ -96,6 +96,10 @@ type node struct {
 	// sourceFleet and sourceRDB are the redis source store's.
 	sourceFleet *source.Fleet
 	sourceRDB   *redis.Client
+	// claims are claims.stores (nil without); stopClaims ends their
+	// retention.
+	claims     *archive.Claims
+	stopClaims func()
 
 	lifecycle     *lifecycle.Lifecycle // the outbox's publisher and sweep
 	lifecycleSink dispatch.Sink        // lifecycle.sink, nil without
@@ -144,6 +148,9 @@ func (n *node) open(recovery string) error {
 	if err := n.openSources(); err != nil {
 		return err
 	}
+	if err := n.openClaims(); err != nil {
+		return err
+	}
 	var commit edge.Committer
 	if n.cfg.WAL.Type == "none" {
 		commit, err = n.openDirect(ordinal)
@@ -153,6 +160,7 @@ func (n *node) open(recovery string) error {
 	if err != nil {
 		return err
 	}
+	n.startClaims()
 	n.followSources()
 	if err := n.openRouter(commit); err != nil {
 		return err
@@ -263,6 +271,7 @@ func (n *node) closeStorage() bool {
 	if n.direct != nil {
 		check("the direct delivery stage", n.direct.Close())
 	}
+	n.closeClaims()
 	if n.fleet != nil {
 		_ = n.fleet.Close()
 	}

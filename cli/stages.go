@@ -286,7 +286,7 @@ func (n *node) openDispatch(in *dispatch.Intake) error {
 		Hooks:   n.segments,
 		Sources: n.sources,
 		Intake:  in,
-		NewSink: newSink(n.cfg, n.log),
+		NewSink: n.newSink(),
 		Ordinal: n.wal.Ordinal,
 		LastSeq: n.wal.LastSeq(),
 		// The attempt log costs disk per delivery; its TTL is the knob.
@@ -338,6 +338,9 @@ func (n *node) openAdmin() error {
 		opts.Health = n.wal
 	}
 	opts.Storage = n.storage
+	if n.claims != nil {
+		opts.Claims = claimReader{n.claims}
+	}
 	if n.segments != nil {
 		opts.Hooks, opts.Damage = n.segments, n.segments
 	}
@@ -359,7 +362,7 @@ func (n *node) openAdmin() error {
 func (n *node) openDirect(ordinal uint16) (edge.Committer, error) {
 	n.log.Warn("wal.type is none: a hook is acknowledged only once every sink of its source has taken it; nothing is stored on this node, so there are no retries, segments or hook fetches")
 	d, err := dispatch.OpenDirect(dispatch.DirectOptions{
-		Meta: n.meta, Sources: n.sources, NewSink: newSink(n.cfg, n.log),
+		Meta: n.meta, Sources: n.sources, NewSink: n.newSink(),
 		Node: ordinal, MaxTenants: n.cfg.Tenants.Max, Logger: n.log,
 	})
 	if err != nil {

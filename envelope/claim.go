@@ -1,6 +1,7 @@
 package envelope
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -69,4 +70,20 @@ func isLowerHex(s string) bool {
 		}
 	}
 	return true
+}
+
+// AppendRef appends the claim's URL-safe form: its JSON form (AppendJSON)
+// in base64url without padding, as the admin API's
+// GET /v1/tenants/{t}/claims/{ref} takes it.
+func (c *Claim) AppendRef(dst []byte) []byte {
+	return base64.RawURLEncoding.AppendEncode(dst, c.AppendJSON(nil))
+}
+
+// ParseClaimRef reads a claim's URL-safe form (AppendRef) and checks it.
+func ParseClaimRef(ref string) (Claim, error) {
+	b, err := base64.RawURLEncoding.DecodeString(ref)
+	if err != nil {
+		return Claim{}, fmt.Errorf("envelope: claim reference is not base64url without padding: %w", err)
+	}
+	return ParseClaim(b)
 }

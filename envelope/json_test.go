@@ -508,3 +508,20 @@ func FuzzJSONRoundTrip(f *testing.F) {
 		}
 	})
 }
+
+func TestClaimRef(t *testing.T) {
+	c := Claim{Store: "packs", Key: "claims/tenant=a/source=s/2026/12/05/n-1.pack", Offset: 3, Length: 9, SHA256: strings.Repeat("a1", 32)}
+	ref := string(c.AppendRef(nil))
+	if strings.ContainsAny(ref, "+/=") {
+		t.Fatalf("ref %q is not base64url without padding", ref)
+	}
+	got, err := ParseClaimRef(ref)
+	if err != nil || got != c {
+		t.Fatalf("ParseClaimRef: %+v, %v", got, err)
+	}
+	for _, bad := range []string{"", "!!", ref + "=", "e30"} { // e30 is {}: no store
+		if _, err := ParseClaimRef(bad); err == nil {
+			t.Errorf("ParseClaimRef(%q) accepted", bad)
+		}
+	}
+}

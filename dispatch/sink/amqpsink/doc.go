@@ -66,6 +66,13 @@
 //	  x-ankusa-attempt                long (int64), from 1
 //	  x-ankusa-verification-flagged   bool true, only for flagged hooks
 //	  x-ankusa-param-NAME             string, one per route parameter
+//	  x-ankusa-body-claim             string, format raw only, for a hook
+//	                                  delivered by reference (claim:
+//	                                  {store, over_bytes}): the claim's
+//	                                  JSON form {"store","key","offset",
+//	                                  "length","sha256"}; the body is then
+//	                                  empty. format envelope carries it
+//	                                  as the JSON's body_claim instead.
 //
 // AMQP short strings (routing key, content type, header names) hold at
 // most 255 bytes; a hook that would exceed that is refused with a

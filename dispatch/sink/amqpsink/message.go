@@ -20,6 +20,7 @@ const (
 	HeaderSource      = "x-ankusa-source"
 	HeaderAttempt     = "x-ankusa-attempt"
 	HeaderFlagged     = "x-ankusa-verification-flagged"
+	HeaderBodyClaim   = "x-ankusa-body-claim"
 	HeaderParamPrefix = "x-ankusa-param-"
 )
 
@@ -88,6 +89,9 @@ func (s *Sink) build(d *dispatch.Delivery) (*message, error) {
 	}
 	if e.Verification.Flagged {
 		h[HeaderFlagged] = true
+	}
+	if e.BodyClaim != nil && s.raw {
+		h[HeaderBodyClaim] = string(e.BodyClaim.AppendJSON(nil))
 	}
 	for _, p := range e.RouteParams {
 		name := HeaderParamPrefix + p.Key

@@ -114,3 +114,30 @@ func TestOptions(t *testing.T) {
 		t.Errorf("defaults: %+v", o)
 	}
 }
+
+// A hook delivered by reference, format raw: the claim's JSON in the
+// x-ankusa-body-claim header and an empty body; format envelope: no
+// header (the JSON's body_claim says it).
+func TestBuildClaimedMessage(t *testing.T) {
+	ref := &envelope.Claim{Store: "packs", Key: "claims/tenant=acme/source=s/2026/12/05/n-1.pack", Length: 9, SHA256: strings.Repeat("0f", 32)}
+	for _, format := range []string{"raw", "envelope"} {
+		s := offlineSink(t, config.Sink{Format: format})
+		e := testEnvelope()
+		e.Body, e.BodyClaim = nil, ref
+		m, err := s.build(&dispatch.Delivery{Envelope: e, Attempt: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, ok := m.pub.Headers[HeaderBodyClaim]
+		if format == "raw" && (h != string(ref.AppendJSON(nil)) || len(m.pub.Body) != 0) {
+			t.Errorf("raw: header %v, body %q; want the claim's JSON and no body", h, m.pub.Body)
+		}
+		if format == "envelope" && (ok || !strings.Contains(string(m.pub.Body), `"body_claim":`)) {
+			t.Errorf("envelope: header %v, body %s; want body_claim in the body and no header", h, m.pub.Body)
+		}
+		if err := m.pub.Headers.Validate(); err != nil {
+			t.Error(err)
+		}
+		m.release()
+	}
+}

@@ -54,6 +54,13 @@
 //     tenant and source; x-ankusa-attempt: the attempt's number, from 1;
 //     x-ankusa-verification-flagged: true, only for a hook whose signature
 //     failed verification and was kept flagged (on_verify_failure: accept_flag).
+//   - x-ankusa-body-claim, format raw only, for a hook delivered by
+//     reference (the sink's claim: {store, over_bytes}, its body larger
+//     than over_bytes): the claim's JSON form, one line,
+//     {"store":"packs","key":"claims/tenant=acme/source=stripe/2026/12/05/edge-1-<id>.pack","offset":0,"length":1048576,"sha256":"<64 hex>"}
+//     and the body is empty (Content-Length: 0) while Content-Type stays
+//     the hook's. format: envelope carries the same reference in the
+//     JSON's body_claim field (body "", body_encoding "claim") instead.
 //   - With a secret, the Standard Webhooks headers: webhook-id (the event
 //     id again, the same on every attempt), webhook-timestamp (unix
 //     seconds of the attempt, Options.Now) and webhook-signature:

@@ -22,6 +22,7 @@ var (
 	hSource           = []byte("x-ankusa-source")
 	hAttempt          = []byte("x-ankusa-attempt")
 	hFlagged          = []byte("x-ankusa-verification-flagged")
+	hBodyClaim        = []byte("x-ankusa-body-claim")
 	hWebhookID        = []byte("webhook-id")
 	hWebhookTimestamp = []byte("webhook-timestamp")
 	hWebhookSignature = []byte("webhook-signature")
@@ -133,5 +134,9 @@ func (s *Sink) setHeaders(a *attempt, d *dispatch.Delivery) {
 	h.SetCanonical(hAttempt, strconv.AppendInt(a.ts[:0], int64(d.Attempt), 10))
 	if e.Verification.Flagged {
 		h.SetCanonical(hFlagged, vTrue)
+	}
+	if e.BodyClaim != nil && !s.envelopeFormat {
+		a.scratch = e.BodyClaim.AppendJSON(a.scratch[:0])
+		h.SetCanonical(hBodyClaim, a.scratch)
 	}
 }

@@ -1,0 +1,95 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/ankusa/ankusa/archive"
+	"github.com/ankusa/ankusa/envelope"
+)
+
+const claimUsage = "usage: ankusa claim get -config FILE [-o FILE] REF\n" +
+	"  REF: a claim's JSON ({\"store\":...,\"key\":...,\"offset\":...,\"length\":...,\"sha256\":...}),\n" +
+	"       or its base64url form (no padding), as the admin API's claims route takes it\n"
+
+// claim runs `ankusa claim get`: it reads the body a claim reference
+// names from the claim store the config names (one ranged read, checked
+// against the claim's SHA-256) and writes it to stdout or -o FILE. Exit 0,
+// 1 when the body cannot be read or does not match, 2 for bad flags, 78
+// for a config without the claim's store.
+func claim(args []string) int {
+	if len(args) == 0 || args[0] != "get" {
+		fmt.Fprint(os.Stderr, claimUsage)
+		return 2
+	}
+	fs := flag.NewFlagSet("claim get", flag.ContinueOnError)
+	path := fs.String("config", "", "config file naming the claim stores (claims.stores)")
+	out := fs.String("o", "", "write the body to `FILE` instead of stdout")
+	fs.Usage = func() {
+		fmt.Fprint(os.Stderr, claimUsage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args[1:]); err != nil {
+		return 2
+	}
+	if fs.NArg() != 1 {
+		fmt.Fprintf(os.Stderr, "ankusa claim get: want one REF, got %d arguments\n%s", fs.NArg(), claimUsage)
+		return 2
+	}
+	ref, err := parseClaimArg(fs.Arg(0))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "ankusa claim get: REF: %v\n%s", err, claimUsage)
+		return 2
+	}
+	cfg, err := loadConfig(*path)
+	if err != nil {
+		printProblems(err)
+		return exitConfig
+	}
+	if _, ok := cfg.Claims.Stores[ref.Store]; !ok {
+		fmt.Fprintf(os.Stderr, "config: claims.stores has no store %q (it has %v)\n", ref.Store, cfg.ClaimStoreNames())
+		return exitConfig
+	}
+	node := cfg.Node.Name
+	if node == "" {
+		node = "claim-get"
+	}
+	c, err := archive.OpenClaims(archive.ClaimsOptions{Stores: cfg.Claims.Stores, Node: node,
+		MaxReadBytes: max(int64(cfg.Limits.MaxBodyBytes), ref.Length)})
+	if err != nil {
+		printProblems(err)
+		return exitConfig
+	}
+	defer c.Close()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	body, err := c.Read(ctx, ref)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "ankusa claim get:", err)
+		return 1
+	}
+	if *out == "" {
+		_, err = os.Stdout.Write(body)
+	} else {
+		err = os.WriteFile(*out, body, 0o600)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "ankusa claim get: cannot write the body:", err)
+		return 1
+	}
+	return 0
+}
+
+// parseClaimArg reads REF: a claim's JSON, or its base64url form.
+func parseClaimArg(s string) (envelope.Claim, error) {
+	s = strings.TrimSpace(s)
+	if strings.HasPrefix(s, "{") {
+		return envelope.ParseClaim([]byte(s))
+	}
+	return envelope.ParseClaimRef(s)
+}
