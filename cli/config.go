@@ -10,6 +10,7 @@ import (
 	"github.com/ankusa/ankusa/dedupe"
 	"github.com/ankusa/ankusa/dispatch/sink/amqpsink"
 	"github.com/ankusa/ankusa/dispatch/sink/httpsink"
+	"github.com/ankusa/ankusa/dispatch/sink/kafkasink"
 	"github.com/ankusa/ankusa/edge"
 	"github.com/ankusa/ankusa/verify"
 )
@@ -50,6 +51,8 @@ func validateOptions() config.ValidateOptions {
 				return httpsink.Check(s)
 			case "rabbitmq":
 				return amqpsink.Check(s)
+			case "kafka":
+				return kafkasink.Check(s)
 			}
 			return nil // config names an unknown type itself
 		},

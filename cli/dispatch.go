@@ -9,6 +9,7 @@ import (
 	"github.com/ankusa/ankusa/dispatch"
 	"github.com/ankusa/ankusa/dispatch/sink/amqpsink"
 	"github.com/ankusa/ankusa/dispatch/sink/httpsink"
+	"github.com/ankusa/ankusa/dispatch/sink/kafkasink"
 )
 
 // newSink builds the sink of a source's sink spec.
@@ -20,6 +21,8 @@ func newSink(cfg *config.Config, log *zap.Logger) func(string, config.Sink) (dis
 			return httpsink.New(httpsink.Options{Spec: spec, Source: src, Logger: l})
 		case "rabbitmq":
 			return amqpsink.New(amqpsink.Options{Spec: spec, Source: src, Node: cfg.Node.Name, Logger: l})
+		case "kafka":
+			return kafkasink.New(kafkasink.Options{Spec: spec, Source: src, Node: cfg.Node.Name, Logger: l})
 		}
 		return nil, fmt.Errorf("unknown sink type %q", spec.Type)
 	}
