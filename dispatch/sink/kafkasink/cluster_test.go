@@ -84,7 +84,13 @@ func deliver(s *Sink, e *envelope.Envelope, attempt int) error {
 // they do not come within 15 s or more come than n.
 func consume(t *testing.T, addrs []string, topic string, n int) []*kgo.Record {
 	t.Helper()
-	out := consumeAtLeast(t, addrs, topic, n)
+	return consumeWith(t, addrs, topic, n)
+}
+
+// consumeWith is consume with more client options.
+func consumeWith(t *testing.T, addrs []string, topic string, n int, opts ...kgo.Opt) []*kgo.Record {
+	t.Helper()
+	out := consumeAtLeast(t, addrs, topic, n, opts...)
 	if len(out) != n {
 		t.Fatalf("topic %s: %d records, want %d", topic, len(out), n)
 	}
@@ -93,10 +99,10 @@ func consume(t *testing.T, addrs []string, topic string, n int) []*kgo.Record {
 
 // consumeAtLeast reads at least n records of topic from the start, and
 // those that follow within a short poll.
-func consumeAtLeast(t *testing.T, addrs []string, topic string, n int) []*kgo.Record {
+func consumeAtLeast(t *testing.T, addrs []string, topic string, n int, opts ...kgo.Opt) []*kgo.Record {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addrs...), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

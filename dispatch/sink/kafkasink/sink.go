@@ -29,8 +29,9 @@ type Sink struct {
 	password string // scrubbed from library errors, just in case
 	cl       *kgo.Client
 
-	soloMu sync.Mutex
-	solo   *kgo.Client // one record at a time; made on first need
+	soloMu  sync.Mutex
+	solo    *kgo.Client   // one record at a time; made on first need
+	soloSem chan struct{} // held from a solo Produce until its promise
 
 	closed   atomic.Bool
 	loudLast atomic.Int64 // unix nanos of the last loud log
@@ -55,6 +56,7 @@ func New(o Options) (*Sink, error) {
 		p:       p,
 		raw:     o.Spec.Format == "raw",
 		timeout: time.Duration(o.Spec.Timeout),
+		soloSem: make(chan struct{}, 1),
 	}
 	if a := o.Spec.SASL; a != nil {
 		s.password = a.Password.Value
@@ -152,16 +154,13 @@ func (s *Sink) Deliver(ctx context.Context, d *dispatch.Delivery) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	err, owned := s.produce(ctx, s.cl, r, bp)
+	err, owned := s.produce(ctx, s.cl, r, bp, nil)
 	c := classify(err)
 	if err != nil && c == classRecord {
 		// A broker refused the batch the record was in. The batch may
 		// have held other hooks too: only the record alone decides.
 		soloTotal.Inc()
-		var cl *kgo.Client
-		if cl, err = s.soloClient(); err == nil {
-			err, owned = s.produce(ctx, cl, clone(r), bp)
-		}
+		err, owned = s.produceAlone(ctx, clone(r), bp)
 		c = classify(err)
 	}
 	if owned {
@@ -218,8 +217,8 @@ const (
 
 // produce hands r to cl and waits for its promise or ctx. owned reports
 // whether the caller still owns bp (false: an abandoned record's promise
-// releases it).
-func (s *Sink) produce(ctx context.Context, cl *kgo.Client, r *kgo.Record, bp *[]byte) (err error, owned bool) { //nolint:revive // err first reads as the result
+// releases it). done, when not nil, runs when the promise does.
+func (s *Sink) produce(ctx context.Context, cl *kgo.Client, r *kgo.Record, bp *[]byte, done func()) (err error, owned bool) { //nolint:revive // err first reads as the result
 	f := &flight{done: make(chan error, 1), bp: bp}
 	// The record does not get ctx: franz-go fails a whole partition's
 	// buffer when the first record of a batch it retries has a done
@@ -227,6 +226,9 @@ func (s *Sink) produce(ctx context.Context, cl *kgo.Client, r *kgo.Record, bp *[
 	// this one's timeout. The record ends by its own delivery timeout
 	// (recordTimeout), a little shorter than the attempt.
 	cl.Produce(context.Background(), r, func(_ *kgo.Record, err error) {
+		if done != nil {
+			done()
+		}
 		if f.state.CompareAndSwap(flightWaiting, flightAnswered) {
 			f.done <- err
 			return
@@ -242,6 +244,22 @@ func (s *Sink) produce(ctx context.Context, cl *kgo.Client, r *kgo.Record, bp *[
 		}
 		return <-f.done, true
 	}
+}
+
+// produceAlone produces r through the solo client, whose batches hold one
+// record: records wait their turn (soloSem, until ctx is done), so that
+// the client's Produce never blocks on its one-record buffer.
+func (s *Sink) produceAlone(ctx context.Context, r *kgo.Record, bp *[]byte) (err error, owned bool) { //nolint:revive // as produce
+	cl, err := s.soloClient()
+	if err != nil {
+		return err, true
+	}
+	select {
+	case s.soloSem <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("waiting to produce the record alone: %w", ctx.Err()), true
+	}
+	return s.produce(ctx, cl, r, bp, func() { <-s.soloSem })
 }
 
 // soloClient returns the client that produces one record at a time, so
