@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -388,4 +389,36 @@ func TestKafkaNodeSinkIDStableAcrossEdits(t *testing.T) {
 	}
 	p.stop()
 	t.Logf("sink %s before and after the edit (%s -> %s)", id, before, after)
+}
+
+// check-config refuses what the kafka sink would refuse at boot, naming
+// the key: a tls.ca_file that cannot be read, a topic Kafka cannot hold,
+// a key of another sink type.
+func TestKafkaCheckConfig(t *testing.T) {
+	for _, tc := range []struct {
+		keys string
+		want []string
+	}{
+		{`topic: hooks, tls: {ca_file: /nonexistent/ca.pem}`, []string{"sources.open.sinks[0]", "tls.ca_file", "/nonexistent/ca.pem"}},
+		{`topic: "hooks/acme"`, []string{"sources.open.sinks[0]", "topic", "hooks/acme"}},
+		{`topic: hooks, exchange: x`, []string{"sources.open.sinks[0]", "exchange"}},
+		{`topic: hooks, sasl: {mechanism: gssapi, username: u, password: "env:KAFKA_TEST_UNSET_PASSWORD"}`, []string{"sasl.mechanism"}},
+	} {
+		n := newTestNode(t)
+		yaml := fmt.Sprintf(dispatchNodeYAML, "kafka-check", n.dataDir, n.listen, n.admin, sha256Hex(opsToken)) +
+			fmt.Sprintf("      - {id: kq, type: kafka, brokers: [\"127.0.0.1:9092\"], %s}\n", tc.keys)
+		if err := os.WriteFile(n.config, []byte(yaml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, _, stderr := runBin(t, n.dir, "check-config", "-config", n.config)
+		if code == 0 {
+			t.Errorf("check-config accepted a kafka sink with %s", tc.keys)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(stderr, w) {
+				t.Errorf("check-config with %s: %q lacks %q", tc.keys, stderr, w)
+			}
+		}
+	}
 }
