@@ -20,7 +20,10 @@
 //	linger             franz-go's default (10 ms)
 //	batch max bytes    franz-go's default (1,000,012 bytes)
 //	request timeout    the timeout key, as the produce request's
-//	                   acks timeout and the record delivery timeout
+//	                   acks timeout; the record delivery timeout is a
+//	                   tenth less (at least 1 s, franz-go's floor), so
+//	                   that franz-go fails a record it could not send
+//	                   with its last error before the attempt ends
 //	dial timeout       the connect_timeout key
 //	client id          "ankusa/<node>/<source>/<sink id>"
 //	tls, sasl          the tls and sasl keys (plain, scram-sha-256,
@@ -29,8 +32,14 @@
 // # Batching
 //
 // Deliver hands its record to the client (Produce with a callback) and
-// waits for the callback, the attempt's timeout or ctx. The dispatcher
-// runs up to the sink's concurrency Deliver calls at once; their records
+// waits for the callback, the attempt's timeout or ctx. The record is
+// produced without Deliver's context: franz-go fails every record of a
+// partition's buffer when the first record of a batch it retries has a
+// done context, which would end other hooks' attempts with this one's
+// timeout; an abandoned record ends by the record delivery timeout.
+//
+// The dispatcher runs up to the sink's concurrency Deliver calls at
+// once; their records
 // collect per partition while a produce request is in flight and go out
 // together as one batch, so many hooks are in flight per partition and
 // no hook waits for another's round trip. Order: records of one key (by
@@ -87,11 +96,16 @@
 //	  ctx done, record delivery timeout      the record may still be in
 //	                                         the topic (at-least-once)
 //	cluster unreachable (dial, TLS)          retryable, not answered
+//	  (a broker that drops the connection
+//	  on a failed SASL authentication
+//	  instead of answering, as kfake does,
+//	  reads as unreachable)
 //	MESSAGE_TOO_LARGE, RECORD_LIST_TOO_      permanent, answered; see
 //	  LARGE, INVALID_RECORD,                 "A refused batch"
 //	  INVALID_TIMESTAMP
 //	INVALID_TOPIC_EXCEPTION, a topic name    permanent
-//	  that cannot be valid
+//	  that cannot be valid, a record over
+//	  franz-go's batch max
 //	TOPIC_ / CLUSTER_AUTHORIZATION_FAILED,   retryable, answered, logged
 //	  SASL authentication failures           at error level (at most once
 //	                                         per 10 s): an operator fixes
@@ -108,7 +122,10 @@
 // missing ACL is the operator's mistake, not the hook's: dead-lettering
 // every hook while the ACL is fixed would make the operator retry them by
 // hand. They are Answered, so the breaker stays closed: with it open the
-// hooks would wait longer after the fix.
+// hooks would wait longer after the fix. The breaker-facing difference
+// is tested with a broker that answers SASL_AUTHENTICATION_FAILED as
+// Kafka does (a kfake control) and with an ACL that denies the write
+// (CLUSTER_AUTHORIZATION_FAILED for the idempotent producer).
 //
 // # A refused batch
 //
@@ -116,12 +133,12 @@
 // and a batch holds the records of many hooks. A hook whose batch is
 // refused is therefore produced once more, alone, through a second client
 // that holds one record at a time (made on first need, counted by
-// ankusa_kafka_sink_solo_retries_total): the answer to that record alone
-// decides. Refused again, it is permanent (dead-lettered at once); taken,
-// it is ok. A record larger than franz-go's batch max on its own is
-// refused by the client before it is sent, with MESSAGE_TOO_LARGE, and
-// takes the same path. Bodies that large belong in a claim store
-// (the claim key).
+// ankusa_kafka_sink_solo_retries_total; records wait their turn until
+// their attempt's deadline): the answer to that record alone decides.
+// Refused again, it is permanent (dead-lettered at once); taken, it is
+// ok. A record larger than franz-go's batch max on its own is refused by
+// the client before it is sent, with MESSAGE_TOO_LARGE, and takes the
+// same path. Bodies that large belong in a claim store (the claim key).
 //
 // # Circuit breaker
 //
