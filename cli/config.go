@@ -10,6 +10,7 @@ import (
 	"github.com/ankusa/ankusa/dedupe"
 	"github.com/ankusa/ankusa/dispatch/sink/amqpsink"
 	"github.com/ankusa/ankusa/dispatch/sink/httpsink"
+	"github.com/ankusa/ankusa/dispatch/sink/kafkasink"
 	"github.com/ankusa/ankusa/dispatch/sink/natssink"
 	"github.com/ankusa/ankusa/edge"
 	"github.com/ankusa/ankusa/verify"
@@ -51,6 +52,8 @@ func validateOptions() config.ValidateOptions {
 				return httpsink.Check(s)
 			case "rabbitmq":
 				return amqpsink.Check(s)
+			case "kafka":
+				return kafkasink.Check(s)
 			case "nats":
 				return natssink.Check(s)
 			}

@@ -9,6 +9,7 @@ import (
 	"github.com/ankusa/ankusa/dispatch"
 	"github.com/ankusa/ankusa/dispatch/sink/amqpsink"
 	"github.com/ankusa/ankusa/dispatch/sink/httpsink"
+	"github.com/ankusa/ankusa/dispatch/sink/kafkasink"
 	"github.com/ankusa/ankusa/dispatch/sink/natssink"
 )
 
@@ -21,6 +22,8 @@ func newSink(cfg *config.Config, log *zap.Logger) func(string, config.Sink) (dis
 			return httpsink.New(httpsink.Options{Spec: spec, Source: src, Logger: l})
 		case "rabbitmq":
 			return amqpsink.New(amqpsink.Options{Spec: spec, Source: src, Node: cfg.Node.Name, Logger: l})
+		case "kafka":
+			return kafkasink.New(kafkasink.Options{Spec: spec, Source: src, Node: cfg.Node.Name, Logger: l})
 		case "nats":
 			return natssink.New(natssink.Options{Spec: spec, Source: src, Node: cfg.Node.Name, Logger: l})
 		}
