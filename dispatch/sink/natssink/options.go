@@ -122,7 +122,7 @@ func (o *Options) settings() (*settings, error) {
 		}
 	}
 	if s.TLS != nil {
-		if st.tls, err = clientTLS(s.TLS); err != nil {
+		if st.tls, err = s.TLS.ClientConfig(); err != nil {
 			return nil, err
 		}
 	}
