@@ -15,7 +15,9 @@ import (
 
 const claimUsage = "usage: ankusa claim get -config FILE [-o FILE] REF\n" +
 	"  REF: a claim's JSON ({\"store\":...,\"key\":...,\"offset\":...,\"length\":...,\"sha256\":...}),\n" +
-	"       or its base64url form (no padding), as the admin API's claims route takes it\n"
+	"       or its base64url form (no padding), as the admin API's claims route takes it\n" +
+	"       ankusa claim delete -config FILE -tenant T\n" +
+	"  deletes every claim pack of tenant T (claims/tenant=T/) in every claim store\n"
 
 // claim runs `ankusa claim get`: it reads the body a claim reference
 // names from the claim store the config names (one ranged read, checked
@@ -23,6 +25,9 @@ const claimUsage = "usage: ankusa claim get -config FILE [-o FILE] REF\n" +
 // 1 when the body cannot be read or does not match, 2 for bad flags, 78
 // for a config without the claim's store.
 func claim(args []string) int {
+	if len(args) > 0 && args[0] == "delete" {
+		return claimDelete(args[1:])
+	}
 	if len(args) == 0 || args[0] != "get" {
 		fmt.Fprint(os.Stderr, claimUsage)
 		return 2
@@ -92,4 +97,54 @@ func parseClaimArg(s string) (envelope.Claim, error) {
 		return envelope.ParseClaim([]byte(s))
 	}
 	return envelope.ParseClaimRef(s)
+}
+
+// claimDelete runs `ankusa claim delete -tenant T`: it deletes the prefix
+// claims/tenant=T/ in every claim store of the config, and prints how many
+// packs went from each. Exit 0, 1 when a store fails (what was deleted
+// stays deleted; run it again), 2 for bad flags, 78 for a config without
+// claim stores.
+func claimDelete(args []string) int {
+	fs := flag.NewFlagSet("claim delete", flag.ContinueOnError)
+	path := fs.String("config", "", "config file naming the claim stores (claims.stores)")
+	tenant := fs.String("tenant", "", "the tenant whose claims are deleted")
+	fs.Usage = func() {
+		fmt.Fprint(os.Stderr, claimUsage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() != 0 || *tenant == "" {
+		fmt.Fprintf(os.Stderr, "ankusa claim delete: want -tenant and no arguments\n%s", claimUsage)
+		return 2
+	}
+	cfg, err := loadConfig(*path)
+	if err != nil {
+		printProblems(err)
+		return exitConfig
+	}
+	if len(cfg.Claims.Stores) == 0 {
+		fmt.Fprintln(os.Stderr, "config: claims.stores is empty: there are no claims to delete")
+		return exitConfig
+	}
+	node := cfg.Node.Name
+	if node == "" {
+		node = "claim-delete"
+	}
+	c, err := archive.OpenClaims(archive.ClaimsOptions{Stores: cfg.Claims.Stores, Node: node})
+	if err != nil {
+		printProblems(err)
+		return exitConfig
+	}
+	defer c.Close()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	n, err := c.DeleteTenant(ctx, *tenant)
+	fmt.Printf("deleted %d claim packs of tenant %s from %d claim stores\n", n, *tenant, len(cfg.Claims.Stores))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "ankusa claim delete:", err)
+		return 1
+	}
+	return 0
 }

@@ -23,6 +23,7 @@ commands:
   replay        -config FILE [-since T] [-until T] [-tenant T] [-source S] [-node N] [-quarantined] [-to URL [-c N]]   print archived hooks as NDJSON, or post them to URL
   verify-archive -config FILE [-node N]                        check every archived segment against its catalogue object; exit 1 on any problem
   claim get     -config FILE [-o FILE] REF                      write the body a claim reference names (its JSON, or base64url), checked against its sha256
+  claim delete  -config FILE -tenant T                          delete every claim pack of tenant T (claims/tenant=T/) in every claim store
   rewrap        -config FILE [-rate N]                         seal every stored secret under secrets.kek (after a rotation; the node stopped)
   version                                                      print the version
 `
