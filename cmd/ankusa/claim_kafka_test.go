@@ -44,6 +44,11 @@ var flagClaimHooks = flag.Int("claim-hooks", 200, "hooks of 1-4 MiB sent by Test
 // default message.max.bytes, which kfake keeps.
 const claimKafkaLimit = 1048588
 
+// claimKafkaSenders is how many hooks are in flight at once; with 20
+// tenants and packs closed 250ms after their first body, a pack holds the
+// bodies of a tenant that arrive within that time.
+const claimKafkaSenders = 32
+
 const claimKafkaYAML = `node: {name: claim-kafka, data_dir: %[1]s}
 listen: %[2]s
 admin:
@@ -57,13 +62,13 @@ segment: {retain_local: 1m}
 log: {level: warn, format: json}
 claims:
   stores:
-    packs: {type: dir, path: %[5]s}
+    packs: {type: dir, path: %[5]s, pack_delay: 250ms}
 sources:
   big:
     verify: {type: none}
     trust_url_tenant: true
     sinks:
-      - {id: kafka, type: kafka, brokers: %[6]q, topic: hooks, format: envelope, claim: {store: packs, over_bytes: 256KiB}}
+      - {id: kafka, type: kafka, brokers: %[6]s, topic: hooks, format: envelope, claim: {store: packs, over_bytes: 256KiB}}
 `
 
 type claimKafkaSent struct {
@@ -85,12 +90,12 @@ func TestClaimKafkaLargeBodies(t *testing.T) {
 	var store string
 	n := newConfiguredNode(t, func(n *testNode) string {
 		store = filepath.Join(n.dir, "claims")
-		return fmt.Sprintf(claimKafkaYAML, n.dataDir, n.listen, n.admin, hex.EncodeToString(tokenSum[:]), store, c.ListenAddrs())
+		return fmt.Sprintf(claimKafkaYAML, n.dataDir, n.listen, n.admin, hex.EncodeToString(tokenSum[:]), store, walNoneYAMLList(c.ListenAddrs()))
 	})
 	p := n.serve(t)
 	defer p.stop()
 
-	// Send: 8 senders, bodies of 1-4 MiB of text (compressible, as JSON
+	// Send: claimKafkaSenders senders, bodies of 1-4 MiB of text (compressible, as JSON
 	// is, so the segments stay small), each body its own.
 	began := time.Now()
 	sent := map[string]claimKafkaSent{}
@@ -98,8 +103,8 @@ func TestClaimKafkaLargeBodies(t *testing.T) {
 	var wg sync.WaitGroup
 	var total int64
 	next := make(chan int)
-	errs := make(chan error, 8)
-	for range 8 {
+	errs := make(chan error, claimKafkaSenders)
+	for range claimKafkaSenders {
 		wg.Go(func() {
 			client := &http.Client{Timeout: time.Minute}
 			for i := range next {

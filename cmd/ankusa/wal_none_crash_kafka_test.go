@@ -6,6 +6,7 @@ import (
 	"net"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -50,7 +51,7 @@ func (k *walNoneKafka) brokers() []string {
 }
 
 func (k *walNoneKafka) sink() string {
-	return fmt.Sprintf("{id: kafka, type: kafka, brokers: %q, topic: %s, format: envelope, connect_timeout: 2s, timeout: 3s}", k.brokers(), k.topic)
+	return fmt.Sprintf("{id: kafka, type: kafka, brokers: %s, topic: %s, format: envelope, connect_timeout: 2s, timeout: 3s}", walNoneYAMLList(k.brokers()), k.topic)
 }
 
 func (k *walNoneKafka) start(t *testing.T) {
@@ -118,4 +119,13 @@ func walNonePort(t *testing.T) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// walNoneYAMLList is a YAML flow list of quoted strings.
+func walNoneYAMLList(items []string) string {
+	q := make([]string, len(items))
+	for i, it := range items {
+		q[i] = strconv.Quote(it)
+	}
+	return "[" + strings.Join(q, ", ") + "]"
 }
