@@ -2,8 +2,6 @@ package kafkasink
 
 import (
 	"context"
-	"fmt"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +11,7 @@ import (
 	"github.com/ankusa/ankusa/config"
 	"github.com/ankusa/ankusa/dispatch"
 	"github.com/ankusa/ankusa/envelope"
+	"github.com/ankusa/ankusa/internal/sinktest"
 )
 
 // newCluster starts an in-process Kafka cluster (kfake) of three brokers
@@ -52,32 +51,11 @@ func newSink(t *testing.T, addrs []string, spec config.Sink) *Sink {
 	return s
 }
 
-var testSeq atomic.Uint64
-
-func testEnvelope() *envelope.Envelope {
-	seq := testSeq.Add(1)
-	now := time.Now()
-	return &envelope.Envelope{
-		Seq:         seq,
-		ID:          envelope.MakeID(uint64(now.UnixMilli()), 7, seq),
-		TenantID:    "acme",
-		SourceID:    "stripe",
-		ReceivedAt:  now.UnixNano(),
-		RouteParams: []envelope.Param{{Key: "app_id", Value: "a1"}},
-		Headers: []envelope.Header{
-			{Name: "Content-Type", Value: "application/json; charset=utf-8"},
-			{Name: "Stripe-Signature", Value: "t=1,v1=abc"},
-		},
-		Body:         []byte(`{"id":"evt_1","n":` + fmt.Sprint(seq) + `}`),
-		Verification: envelope.Verification{Verifier: "stripe", Verified: true},
-		DedupeKey:    "evt_1",
-	}
-}
+// testEnvelope is a hook with a unique id.
+func testEnvelope() *envelope.Envelope { return sinktest.Envelope() }
 
 func deliver(s *Sink, e *envelope.Envelope, attempt int) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	return s.Deliver(ctx, &dispatch.Delivery{Envelope: e, Attempt: attempt, SinkID: "k1"})
+	return sinktest.Deliver(s, e, attempt, "k1", 20*time.Second)
 }
 
 // consume reads n records of topic from the start, failing the test when

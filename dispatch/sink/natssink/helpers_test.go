@@ -1,9 +1,6 @@
 package natssink
 
 import (
-	"context"
-	"fmt"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,9 +8,9 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/ankusa/ankusa/config"
-	"github.com/ankusa/ankusa/dispatch"
 	"github.com/ankusa/ankusa/envelope"
 	"github.com/ankusa/ankusa/internal/natstest"
+	"github.com/ankusa/ankusa/internal/sinktest"
 )
 
 // newSink makes a nats sink on the server at u (spec.Type, URL and ID are
@@ -50,33 +47,11 @@ func streamOn(t *testing.T, u string, cfg jetstream.StreamConfig) (stream, subje
 	return stream, prefix + ".{tenant_id}.{source_id}", c
 }
 
-var testSeq atomic.Uint64
-
 // testEnvelope is a hook with a unique id.
-func testEnvelope() *envelope.Envelope {
-	seq := testSeq.Add(1)
-	now := time.Now()
-	return &envelope.Envelope{
-		Seq:         seq,
-		ID:          envelope.MakeID(uint64(now.UnixMilli()), 7, seq),
-		TenantID:    "acme",
-		SourceID:    "stripe",
-		ReceivedAt:  now.UnixNano(),
-		RouteParams: []envelope.Param{{Key: "app_id", Value: "a1"}},
-		Headers: []envelope.Header{
-			{Name: "Content-Type", Value: "application/json; charset=utf-8"},
-			{Name: "Stripe-Signature", Value: "t=1,v1=abc"},
-		},
-		Body:         []byte(`{"id":"evt_1","n":` + fmt.Sprint(seq) + `}`),
-		Verification: envelope.Verification{Verifier: "stripe", Verified: true},
-		DedupeKey:    "evt_1",
-	}
-}
+func testEnvelope() *envelope.Envelope { return sinktest.Envelope() }
 
 func deliver(s *Sink, e *envelope.Envelope, attempt int) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	return s.Deliver(ctx, &dispatch.Delivery{Envelope: e, Attempt: attempt, SinkID: "s1"})
+	return sinktest.Deliver(s, e, attempt, "s1", 10*time.Second)
 }
 
 // deliverUntil retries e (attempts counting up) until Deliver answers nil
