@@ -66,3 +66,12 @@ func (c *refCache) dropTenant(tenant string) {
 		}
 	}
 }
+
+// drop forgets one hook's reference (its pack is gone). A ring slot may
+// still name it: reusing that slot later evicts the key early, which a
+// cache may do.
+func (c *refCache) drop(store string, id envelope.ID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.m, refKey{store, id})
+}

@@ -11,8 +11,8 @@ import (
 //
 //	<prefix>/claims/tenant=<t>/source=<s>/<yyyy>/<mm>/<dd>/<node>-<pack id>.pack
 //
-// The date is the UTC day the pack was opened; the pack id is 24 lower-case
-// hex digits, the opening time in unix nanoseconds (16) and a counter of
+// The date is the UTC day the pack was sealed; the pack id is 24 lower-case
+// hex digits, the sealing time in unix nanoseconds (16) and a counter of
 // the process (8), so a node's packs list in time order and the time of a
 // pack is read from its key. Tenant and source names match config.NameRE
 // (no "/"), so the prefix "claims/tenant=a/" never holds tenant ab's packs.
@@ -27,7 +27,7 @@ func (l Layout) ClaimsPrefix() string { return l.join("claims/") }
 // deletes the tenant's claims and nobody else's.
 func (l Layout) ClaimTenantPrefix(t string) string { return l.join("claims/tenant=", t, "/") }
 
-// PackKey is the key of a pack of tenant t and source s opened by node at
+// PackKey is the key of a pack of tenant t and source s sealed by node at
 // at, the n-th of the process.
 func (l Layout) PackKey(t, s, node string, at time.Time, n uint32) string {
 	day := at.UTC().Format("2006/01/02")

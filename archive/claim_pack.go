@@ -33,9 +33,7 @@ type pack struct {
 // store's pack_delay. The caller holds st.mu and one count of c.wg for the
 // pack's upload.
 func (c *Claims) newPackLocked(st *claimStore, owner packOwner) *pack {
-	at := c.o.Now()
-	p := &pack{owner: owner, done: make(chan struct{}),
-		key: st.layout.PackKey(owner.tenant, owner.source, c.o.Node, at, c.packN.Add(1))}
+	p := &pack{owner: owner, done: make(chan struct{})}
 	p.timer = time.AfterFunc(st.packDelay, func() {
 		st.mu.Lock()
 		defer st.mu.Unlock()
@@ -53,6 +51,10 @@ func (c *Claims) sealLocked(st *claimStore, p *pack) {
 	}
 	p.sealed = true
 	p.timer.Stop()
+	// The key, and the time in it, is the seal's: every body in the pack
+	// was received before it, which retention relies on (a pack is kept
+	// while a hook received before its time is undelivered).
+	p.key = st.layout.PackKey(p.owner.tenant, p.owner.source, c.o.Node, c.o.Now(), c.packN.Add(1))
 	if st.open[p.owner] == p {
 		delete(st.open, p.owner)
 	}

@@ -11,10 +11,10 @@ import (
 
 // Run deletes this node's packs past their store's retain, until ctx is
 // done: once at the start, then every min(retain/10, 1h) per store. A pack
-// is deleted when it was opened before cutoff = min(now - retain, the
+// is deleted when it was sealed before cutoff = min(now - retain, the
 // receipt of the oldest hook still pending, in flight or dead): a pack is
-// opened after every hook in it was received, so a pack a pending
-// delivery references is never deleted early.
+// sealed (and named) after every hook in it was received, so a pack a
+// pending delivery references is never deleted early.
 func (c *Claims) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	for _, st := range c.stores {

@@ -205,8 +205,19 @@ func (c *Claims) Claim(ctx context.Context, store string, e *envelope.Envelope) 
 		return envelope.Claim{}, errors.New("archive: an empty body cannot be claimed")
 	}
 	if ref, ok := c.cache.get(store, e.ID, e.TenantID); ok && ref.Length == int64(len(e.Body)) {
-		claimCacheHits.Inc()
-		return ref, nil
+		// A retry reuses its hook's pack while the pack is there: a
+		// pack deleted since (retention, a tenant's claims deleted) is
+		// never named again; the body goes into a new one.
+		_, err := st.b.Stat(ctx, ref.Key)
+		switch {
+		case err == nil:
+			claimCacheHits.Inc()
+			return ref, nil
+		case errors.Is(err, ErrNotExist):
+			c.cache.drop(store, e.ID)
+		default:
+			return envelope.Claim{}, fmt.Errorf("cannot check claim pack %s in claims.stores.%s (%s): %w", ref.Key, store, st.b, err)
+		}
 	}
 	sum := sha256.Sum256(e.Body)
 	n := int64(len(e.Body))

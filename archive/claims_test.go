@@ -577,3 +577,36 @@ func TestClaimPackFormat(t *testing.T) {
 		t.Fatalf("claim sha256 %s, want the body's %x", refs[0].SHA256, sum)
 	}
 }
+
+// A retry of a hook reuses its reference while the pack is there, and
+// packs the body anew once the pack is gone (retention, a tenant's claims
+// deleted): a reference to a deleted pack is never handed out again.
+func TestClaimsRetryAfterPackGone(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b Backend) {
+		c := openTestClaims(t, b, nil)
+		e := claimHook("acme", "s", 4096)
+		ctx := context.Background()
+		first, err := c.Claim(ctx, "packs", e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := c.Claim(ctx, "packs", e)
+		if err != nil || again != first {
+			t.Fatalf("retry while the pack is there: %+v %v, want %+v", again, err, first)
+		}
+		if err := b.Delete(ctx, first.Key); err != nil {
+			t.Fatal(err)
+		}
+		third, err := c.Claim(ctx, "packs", e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if third.Key == first.Key {
+			t.Fatalf("retry after the pack was deleted named it again: %s", third.Key)
+		}
+		body, err := c.Read(ctx, third)
+		if err != nil || !bytes.Equal(body, e.Body) {
+			t.Fatalf("the new reference reads %d bytes, %v", len(body), err)
+		}
+	})
+}
