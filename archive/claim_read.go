@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"go.uber.org/zap"
 
@@ -60,11 +61,30 @@ func (c *Claims) InTenant(ref envelope.Claim, t string) bool {
 	return st != nil && ClaimKeyInTenant(st.layout, ref.Key, t)
 }
 
-// ClaimKeyInTenant reports whether key is under tenant t's claims prefix
-// of layout l.
+// ClaimKeyInTenant reports whether key is one of tenant t's pack keys of
+// layout l, whole: claims/tenant=<t>/source=<name>/<yyyy>/<mm>/<dd>/
+// <node>-<id>.pack and nothing else (no "..", no extra segment), so that no
+// store's way of reading a key can take it out of the tenant's prefix.
 func ClaimKeyInTenant(l Layout, key, t string) bool {
 	p := l.ClaimTenantPrefix(t)
-	return config.ValidName([]byte(t)) && len(key) > len(p) && key[:len(p)] == p
+	if !config.ValidName([]byte(t)) || !strings.HasPrefix(key, p) {
+		return false
+	}
+	parts := strings.Split(key[len(p):], "/")
+	if len(parts) != 5 {
+		return false
+	}
+	src, ok := strings.CutPrefix(parts[0], "source=")
+	if !ok || !config.ValidName([]byte(src)) {
+		return false
+	}
+	for i, n := range []int{4, 2, 2} {
+		if len(parts[1+i]) != n || strings.Trim(parts[1+i], "0123456789") != "" {
+			return false
+		}
+	}
+	node, _, ok := parsePackKey(parts[4])
+	return ok && config.ValidName([]byte(node))
 }
 
 // DeleteTenant deletes every claim pack of tenant t in every store (the

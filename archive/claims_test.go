@@ -473,9 +473,22 @@ func TestParsePackKey(t *testing.T) {
 		}
 	}
 	l := Layout{}
-	if !ClaimKeyInTenant(l, "claims/tenant=a/source=s/x.pack", "a") || ClaimKeyInTenant(l, "claims/tenant=ab/source=s/x.pack", "a") ||
+	good := l.PackKey("a", "s", "edge-1", time.Unix(1700000000, 0), 3)
+	if !ClaimKeyInTenant(l, good, "a") || ClaimKeyInTenant(l, strings.Replace(good, "tenant=a/", "tenant=ab/", 1), "a") ||
 		ClaimKeyInTenant(l, "claims/tenant=a/", "a") {
 		t.Fatal("ClaimKeyInTenant confuses tenants a and ab")
+	}
+	for _, bad := range []string{
+		strings.Replace(good, "source=s/", "source=s/../../tenant=b/source=s/", 1),
+		strings.Replace(good, "source=s/", "source=../", 1),
+		strings.Replace(good, "/2023/", "/20x3/", 1),
+		good + "/x",
+		strings.TrimSuffix(good, ".pack"),
+		strings.Replace(good, "edge-1-", "-", 1),
+	} {
+		if ClaimKeyInTenant(l, bad, "a") {
+			t.Errorf("ClaimKeyInTenant took %q as tenant a's", bad)
+		}
 	}
 }
 
