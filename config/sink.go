@@ -257,6 +257,11 @@ func checkKafkaSink(p *Problems, sk *Sink) {
 func checkNATSSink(p *Problems, sk *Sink, urlShape bool) {
 	if sk.URL == "" {
 		p.add("url: required for a nats sink")
+	} else if natsURLHasCredentials(sk.URL) {
+		// A list of URLs, or a token as the user, is more than a stored
+		// source's sealing and an answer's redaction read: credentials
+		// have one place, auth, sealed at rest and never shown.
+		p.add("url: give the credentials under auth (username and password, token or creds_file), not in the url: auth is sealed at rest and never shown")
 	} else if urlShape {
 		for _, one := range strings.Split(sk.URL, ",") {
 			if u, err := url.Parse(strings.TrimSpace(one)); err != nil || !slices.Contains([]string{"nats", "tls", "ws", "wss"}, u.Scheme) || u.Host == "" {
@@ -449,4 +454,24 @@ func joinAnd(w []string) string {
 		return strings.Join(w, "")
 	}
 	return strings.Join(w[:len(w)-1], ", ") + " and " + w[len(w)-1]
+}
+
+// natsURLHasCredentials reports whether any URL of a NATS url list carries
+// user info (nats://user:pass@host, nats://token@host).
+func natsURLHasCredentials(list string) bool {
+	for _, one := range strings.Split(list, ",") {
+		one = strings.TrimSpace(one)
+		i := strings.Index(one, "://")
+		if i < 0 {
+			continue
+		}
+		auth := one[i+3:]
+		if j := strings.IndexAny(auth, "/?#"); j >= 0 {
+			auth = auth[:j]
+		}
+		if strings.Contains(auth, "@") {
+			return true
+		}
+	}
+	return false
 }

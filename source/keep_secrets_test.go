@@ -1,6 +1,7 @@
 package source
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -42,5 +43,45 @@ func TestKeepBrokerSecrets(t *testing.T) {
 	// after the store sealed its record (no shared section cleared).
 	if got := p.Snapshot().Lookup([]byte("brokers")).Spec.Sinks[0].SASL.Password.Value; got != "kpw2" {
 		t.Fatalf("served spec's sasl.password %q after the write", got)
+	}
+}
+
+// A broker's stored password or token is not sent to another host: an
+// update that names other brokers (or another NATS server) and leaves the
+// secret out is refused naming it; a NATS sink may switch from a token to
+// a user and password in one write.
+func TestKeepBrokerSecretsOnlyForTheSameBrokers(t *testing.T) {
+	m := openMeta(t, t.TempDir())
+	defer m.Close()
+	p, _ := openStore(t, m, testConfig(t))
+	put := func(create bool, sinks string) (*Source, error) {
+		return p.PutSource(SourceWrite{Tenant: "acme", Create: create, Doc: doc(t, `{"name": "b2", "verify": {"type": "none"}, "trust_url_tenant": true, "sinks": [`+sinks+`]}`)})
+	}
+	if _, err := put(true, `{"id": "k", "type": "kafka", "brokers": ["k1:9092", "k2:9092"], "topic": "hooks", "sasl": {"mechanism": "plain", "username": "u", "password": "kpw"}},
+		{"id": "n", "type": "nats", "url": "nats://n1:4222", "stream": "HOOKS", "auth": {"token": "ntok"}}`); err != nil {
+		t.Fatal(err)
+	}
+	// The same brokers in another order: kept.
+	src, err := put(false, `{"id": "k", "type": "kafka", "brokers": ["k2:9092", "k1:9092"], "topic": "hooks", "sasl": {"mechanism": "plain", "username": "u"}},
+		{"id": "n", "type": "nats", "url": "nats://n1:4222", "stream": "HOOKS", "auth": {}}`)
+	if err != nil || src.Spec.Sinks[0].SASL.Password.Value != "kpw" || src.Spec.Sinks[1].Auth.Token.Value != "ntok" {
+		t.Fatalf("same brokers: %v", err)
+	}
+	for _, c := range []struct{ sinks, want string }{
+		{`{"id": "k", "type": "kafka", "brokers": ["evil:9092"], "topic": "hooks", "sasl": {"mechanism": "plain", "username": "u"}},
+		{"id": "n", "type": "nats", "url": "nats://n1:4222", "stream": "HOOKS", "auth": {}}`, "sinks[0].sasl.password: the stored one is kept only while the sink names the same brokers"},
+		{`{"id": "k", "type": "kafka", "brokers": ["k1:9092", "k2:9092"], "topic": "hooks", "sasl": {"mechanism": "plain", "username": "u"}},
+		{"id": "n", "type": "nats", "url": "nats://evil:4222", "stream": "HOOKS", "auth": {}}`, "sinks[1].auth.token: the stored one is kept only while the sink names the same brokers"},
+	} {
+		if _, err := put(false, c.sinks); code(err) != CodeInvalid || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v, want %s naming %q", err, CodeInvalid, c.want)
+		}
+	}
+	// Token to user and password in one write: the stored token is not
+	// put back beside them.
+	src, err = put(false, `{"id": "k", "type": "kafka", "brokers": ["k1:9092", "k2:9092"], "topic": "hooks", "sasl": {"mechanism": "plain", "username": "u"}},
+		{"id": "n", "type": "nats", "url": "nats://n1:4222", "stream": "HOOKS", "auth": {"username": "nu", "password": "npw"}}`)
+	if err != nil || src.Spec.Sinks[1].Auth.Token.IsSet() || src.Spec.Sinks[1].Auth.Password.Value != "npw" {
+		t.Fatalf("token to password: %v %+v", err, src.Spec.Sinks[1].Auth)
 	}
 }

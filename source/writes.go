@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/ankusa/ankusa/config"
@@ -118,7 +120,9 @@ func (p *Persistent) putSourceReserved(w SourceWrite, name string, spec config.S
 	}
 	config.DefaultSource(&spec, p.o.Config.Dedupe.TTL)
 	if old != nil {
-		keepSecrets(&spec, &old.Spec)
+		if probs := keepSecrets(&spec, &old.Spec); len(probs) > 0 {
+			return nil, refuse(CodeInvalid, "sources.%s.%s", name, strings.Join(probs, "; sources."+name+"."))
+		}
 	}
 	for i := range spec.Sinks {
 		if _, pw, ok := config.CutURLPassword(spec.Sinks[i].URL); ok && pw == config.Redacted {
@@ -248,7 +252,7 @@ func inheritSinkIDs(next, old *config.Source) {
 // keepSecrets fills the secrets next omits from old: the verifier's when
 // the verifier type is the same, and each sink's from old's sink of the
 // same id.
-func keepSecrets(next, old *config.Source) {
+func keepSecrets(next, old *config.Source) (probs []string) {
 	if next.Verify.Type == old.Verify.Type {
 		if !next.Verify.Secret.IsSet() && len(next.Verify.Secrets) == 0 {
 			next.Verify.Secret, next.Verify.Secrets = old.Verify.Secret, old.Verify.Secrets
@@ -260,11 +264,18 @@ func keepSecrets(next, old *config.Source) {
 			if o.ID != sk.ID {
 				continue
 			}
-			// Each secret the update leaves out (the sink's secret, sasl's
-			// or auth's password and token) is the stored one, where the
-			// update keeps the section that holds it.
+			// Each secret the update leaves out is the stored one, where
+			// the update keeps the section that holds it: the sink's
+			// (signing) secret by the sink's id; a broker's password or
+			// token only while the update names the same brokers (a
+			// password never goes to another host) and the same way in.
 			config.WalkSinkSecrets(&o, func(path string, sec *config.Secret) {
-				if dst := config.SinkSecretAt(sk, path); dst != nil && !dst.IsSet() {
+				dst := config.SinkSecretAt(sk, path)
+				switch {
+				case dst == nil || dst.IsSet() || !sameCredentialUse(sk, &o, path):
+				case path != "secret" && brokerTarget(sk) != brokerTarget(&o):
+					probs = append(probs, fmt.Sprintf("sinks[%d].%s: the stored one is kept only while the sink names the same brokers; give it again", i, path))
+				default:
 					*dst = *sec
 				}
 			})
@@ -278,6 +289,43 @@ func keepSecrets(next, old *config.Source) {
 			}
 		}
 	}
+	return probs
+}
+
+// sameCredentialUse reports whether the update's sink still signs in the
+// way the stored secret at path serves: a NATS password with the same
+// user and no token or credentials file, a token with neither of those.
+func sameCredentialUse(next, old *config.Sink, path string) bool {
+	switch path {
+	case "auth.password":
+		return next.Auth.Token.Ref == "" && next.Auth.CredsFile == "" && next.Auth.Username == old.Auth.Username
+	case "auth.token":
+		return next.Auth.Username == "" && next.Auth.CredsFile == ""
+	}
+	return true
+}
+
+// brokerTarget is what a broker sink connects to, for comparing two specs:
+// the sorted seed brokers of a Kafka sink, the sorted hosts of a NATS
+// sink's url (without credentials).
+func brokerTarget(sk *config.Sink) string {
+	var hosts []string
+	switch sk.Type {
+	case "kafka":
+		hosts = slices.Clone(sk.Brokers)
+	case "nats":
+		for _, u := range strings.Split(sk.URL, ",") {
+			u = strings.TrimSpace(u)
+			if at := strings.LastIndexByte(u, '@'); at >= 0 {
+				if i := strings.Index(u, "://"); i >= 0 && i < at {
+					u = u[:i+3] + u[at+1:]
+				}
+			}
+			hosts = append(hosts, u)
+		}
+	}
+	slices.Sort(hosts)
+	return strings.Join(hosts, ",")
 }
 
 // SecretsSet lists the paths of the secret fields of spec that hold a

@@ -21,9 +21,10 @@
 // waits for another's PubAck.
 //
 // Credentials: auth.username with auth.password (user and password),
-// auth.token, or auth.creds_file (a JWT and NKey seed file), or the
-// user info of the url (nats://user:pass@host, nats://token@host) — one
-// of them. TLS: tls (the CA file, a client certificate, server_name),
+// auth.token, or auth.creds_file (a JWT and NKey seed file) — one of
+// them. A url with user info (nats://user:pass@host, nats://token@host)
+// is refused: credentials live under auth, sealed at rest in a stored
+// source and never shown by the admin API. TLS: tls (the CA file, a client certificate, server_name),
 // with a tls:// url or a server that requires it. Messages and logs never
 // show a password or a token.
 //

@@ -35,10 +35,8 @@ func TestCheck(t *testing.T) {
 			s.CreateStream = &config.CreateStream{Subjects: []string{"a.>.b"}}
 		}, "create_stream.subjects[0]"},
 		{"storage", func(s *config.Sink) { s.CreateStream = &config.CreateStream{Storage: "tape"} }, "create_stream.storage"},
-		{"auth and url credentials", func(s *config.Sink) {
-			s.URL = "nats://u:p@h:4222"
-			s.Auth = &config.NATSAuth{Token: config.Secret{Ref: "t", Value: "t"}}
-		}, "auth:"},
+		{"url credentials", func(s *config.Sink) { s.URL = "nats://u:p@h:4222" }, "url: give the credentials under auth"},
+		{"url token in a list", func(s *config.Sink) { s.URL = "nats://h1:4222,nats://tok@h2:4222" }, "url: give the credentials under auth"},
 		{"two auths", func(s *config.Sink) {
 			s.Auth = &config.NATSAuth{Token: config.Secret{Ref: "t", Value: "t"}, CredsFile: "/x"}
 		}, "auth:"},
