@@ -102,6 +102,33 @@ func ResolveLiteralSecrets(s *Source) Problems {
 	return p
 }
 
+// RefuseNodeFiles names every key of a source written through the admin
+// API that would have the node read one of its own files (a sink's
+// tls.ca_file, tls.cert_file, tls.key_file, auth.creds_file): like env:
+// and file: references, file paths are for the config file, which the
+// operator writes; an API client must not make the node read, or present
+// to a broker of its choosing, the node's files.
+func RefuseNodeFiles(s *Source) Problems {
+	var p Problems
+	for i := range s.Sinks {
+		sk := &s.Sinks[i]
+		at := fmt.Sprintf("sinks[%d].", i)
+		var files [4]string // tls.ca_file, tls.cert_file, tls.key_file, auth.creds_file
+		if t := sk.TLS; t != nil {
+			files[0], files[1], files[2] = t.CAFile, t.CertFile, t.KeyFile
+		}
+		if a := sk.Auth; a != nil {
+			files[3] = a.CredsFile
+		}
+		for i, key := range []string{"tls.ca_file", "tls.cert_file", "tls.key_file", "auth.creds_file"} {
+			if v := files[i]; v != "" {
+				p.add("%s%s: names a file of the node; file paths are for the config file, the admin API takes none", at, key)
+			}
+		}
+	}
+	return p
+}
+
 // WalkSecrets calls fn with the path and the address of every secret field
 // of s that is set, in a fixed order.
 func WalkSecrets(s *Source, fn func(path string, sec *Secret)) {

@@ -85,3 +85,23 @@ func TestKeepBrokerSecretsOnlyForTheSameBrokers(t *testing.T) {
 		t.Fatalf("token to password: %v %+v", err, src.Spec.Sinks[1].Auth)
 	}
 }
+
+// A source written through the admin API cannot name the node's files
+// (TLS files, a NATS credentials file): refused, each key named.
+func TestAPISourceNamesNoNodeFile(t *testing.T) {
+	m := openMeta(t, t.TempDir())
+	defer m.Close()
+	p, _ := openStore(t, m, testConfig(t))
+	_, err := p.PutSource(SourceWrite{Tenant: "acme", Create: true, Doc: doc(t, `{"name": "files", "verify": {"type": "none"}, "trust_url_tenant": true, "sinks": [
+		{"type": "kafka", "brokers": ["k1:9092"], "topic": "t", "tls": {"ca_file": "/etc/ankusa/ca.pem", "cert_file": "/etc/ankusa/c.pem", "key_file": "/etc/ankusa/c.key"}},
+		{"type": "nats", "url": "nats://n1:4222", "stream": "S", "auth": {"creds_file": "/etc/ankusa/ops.creds"}, "tls": {"server_name": "n1"}}]}`)})
+	for _, want := range []string{"sinks[0].tls.ca_file: names a file of the node", "sinks[0].tls.cert_file", "sinks[0].tls.key_file", "sinks[1].auth.creds_file"} {
+		if code(err) != CodeInvalid || !strings.Contains(err.Error(), want) {
+			t.Fatalf("%v, want %s naming %q", err, CodeInvalid, want)
+		}
+	}
+	if _, err := p.PutSource(SourceWrite{Tenant: "acme", Create: true, Doc: doc(t, `{"name": "files", "verify": {"type": "none"}, "trust_url_tenant": true, "sinks": [
+		{"type": "nats", "url": "tls://n1:4222", "stream": "S", "tls": {"server_name": "n1"}}]}`)}); err != nil {
+		t.Fatalf("tls without files: %v", err)
+	}
+}

@@ -86,7 +86,7 @@ func (p *Persistent) putSource(w SourceWrite) (*Source, error) {
 		return nil, refuse(CodeInvalid, "tenant_id: %q, but the path names tenant %q; a source belongs to the tenant of its path", spec.TenantID, w.Tenant)
 	}
 	spec.TenantID = w.Tenant
-	if probs := config.ResolveLiteralSecrets(&spec); len(probs) > 0 {
+	if probs := append(config.ResolveLiteralSecrets(&spec), config.RefuseNodeFiles(&spec)...); len(probs) > 0 {
 		return nil, refuse(CodeInvalid, "%s", probs.Error())
 	}
 	if !config.NameRE.MatchString(doc.Name) {
