@@ -56,7 +56,8 @@ func SinkID(s *Sink) string {
 	var target string
 	switch s.Type {
 	case "kafka":
-		target = strings.Join(s.Brokers, ",") + "\x00" + s.Topic
+		// The seed brokers in any order: reordering them keeps the id.
+		target = strings.Join(slices.Sorted(slices.Values(s.Brokers)), ",") + "\x00" + s.Topic
 	case "nats":
 		target = RedactURL(s.URL) + "\x00" + s.Stream + "\x00" + s.Subject
 	default:

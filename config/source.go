@@ -47,6 +47,11 @@ func ValidateSource(name string, s *Source, ctx SourceContext) Problems {
 	if ctx.WALType == "none" && !slices.ContainsFunc(s.Sinks, func(sk Sink) bool { return sk.Durable() }) {
 		p.add("%s.sinks: wal.type is none, so a hook is safe only once a durable sink (%v) has it, and this source has none; add one or use wal.type: disk", at, DurableSinkTypes)
 	}
+	for i, sk := range s.Sinks {
+		if ctx.WALType == "none" && sk.Type == "nats" && sk.CreateStream != nil && sk.CreateStream.Storage == "memory" {
+			p.add("%s.sinks[%d].create_stream.storage: memory; wal.type is none, so the stream is the only copy of a hook answered 201, and a memory stream loses it when the server restarts; use file", at, i)
+		}
+	}
 	validateSourceDedupe(&p, at, s, ctx)
 	validateQuarantine(&p, at, s, ctx)
 	return p

@@ -231,9 +231,21 @@ func validateClaims(p *Problems, c Claims) {
 			if st.Path == "" {
 				p.add("%s.path: required with type: dir", at)
 			}
+			for _, k := range []struct {
+				key string
+				set bool
+			}{{"endpoint", st.Endpoint != ""}, {"bucket", st.Bucket != ""}, {"region", st.Region != ""},
+				{"access_key", st.AccessKey.IsSet()}, {"secret_key", st.SecretKey.IsSet()}, {"tls", st.TLS}} {
+				if k.set {
+					p.add("%s.%s: a key of s3 claim stores; this one is dir", at, k.key)
+				}
+			}
 		case "s3":
 			if st.Endpoint == "" || st.Bucket == "" {
 				p.add("%s: endpoint and bucket are required with type: s3", at)
+			}
+			if st.Path != "" {
+				p.add("%s.path: a key of dir claim stores; this one is s3 (its objects go under prefix in bucket)", at)
 			}
 		default:
 			p.add("%s.type: %q must be s3 or dir", at, st.Type)

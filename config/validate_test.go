@@ -241,6 +241,10 @@ func TestValidate(t *testing.T) {
 		{name: "claim stores with bad keys", yaml: "claims: {stores: {a: {type: ftp}, b: {type: dir, retain: 1s, pack_bytes: 1KiB, pack_delay: 2m}, c: {type: s3}}}",
 			want: []string{`claims.stores.a.type: "ftp" must be s3 or dir`, "claims.stores.b.path: required with type: dir", "claims.stores.b.retain: 1s must be at least 1m",
 				"claims.stores.b.pack_bytes: 1024 must be between 1MiB and 5GiB", "claims.stores.b.pack_delay: 2m0s must be between 1ms and 1m", "claims.stores.c: endpoint and bucket are required"}},
+		{name: "claim stores with keys of the other type", yaml: "claims: {stores: {a: {type: dir, path: /c, bucket: b, tls: true}, b: {type: s3, endpoint: 'h:9000', bucket: b, path: /c}}}",
+			want: []string{"claims.stores.a.bucket: a key of s3 claim stores; this one is dir", "claims.stores.a.tls: a key of s3 claim stores", "claims.stores.b.path: a key of dir claim stores; this one is s3"}},
+		{name: "memory stream without a wal", yaml: "wal: {type: none}\nsources: {s: {verify: {type: none}, sinks: [{type: nats, url: 'nats://n:4222', stream: S, create_stream: {storage: memory}}]}}",
+			want: []string{"sources.s.sinks[0].create_stream.storage: memory; wal.type is none"}},
 		{name: "dedupe without key", yaml: "sources: {s: {verify: {type: none}, dedupe: {ttl: 1h}}}", want: []string{"sources.s.dedupe.key: required when dedupe is set"}},
 		{name: "source max_body_bytes negative", yaml: "sources: {s: {verify: {type: none}, max_body_bytes: -1}}", want: []string{"sources.s.max_body_bytes: "}},
 		{name: "null source", yaml: "sources: {s: }", want: []string{"sources.s.verify.type: required"}},
@@ -650,5 +654,29 @@ func TestMaxConnectionsPerClientDefault(t *testing.T) {
 	cfg := mustLoad(t, "listen_proxy_protocol: {trusted: [10.1.2.3/8]}", ValidateOptions{})
 	if p := cfg.ListenProxyProtocol.Prefixes(); len(p) != 1 || p[0].String() != "10.0.0.0/8" {
 		t.Errorf("Prefixes() = %v, want [10.0.0.0/8]", p)
+	}
+}
+
+// A broker sink's derived id is its target's: the Kafka seed brokers in
+// any order and the topic, the NATS hosts (never the credentials), stream
+// and subject; the keys that only tune delivery leave it alone.
+func TestBrokerSinkID(t *testing.T) {
+	k := Sink{Type: "kafka", Brokers: []string{"k1:9092", "k2:9092"}, Topic: "hooks"}
+	reordered := k
+	reordered.Brokers = []string{"k2:9092", "k1:9092"}
+	tuned := k
+	tuned.Compression, tuned.Key, tuned.Timeout = "lz4", "{source_id}", Duration(time.Second)
+	other := k
+	other.Topic = "other"
+	if SinkID(&k) != SinkID(&reordered) || SinkID(&k) != SinkID(&tuned) || SinkID(&k) == SinkID(&other) || !strings.HasPrefix(SinkID(&k), "kafka-") {
+		t.Fatalf("kafka ids: %s %s %s %s", SinkID(&k), SinkID(&reordered), SinkID(&tuned), SinkID(&other))
+	}
+	n := Sink{Type: "nats", URL: "nats://n1:4222", Stream: "S", Subject: "a.{tenant_id}"}
+	n2 := n
+	n2.CreateStream = &CreateStream{Storage: "file"}
+	n3 := n
+	n3.Stream = "T"
+	if SinkID(&n) != SinkID(&n2) || SinkID(&n) == SinkID(&n3) || !strings.HasPrefix(SinkID(&n), "nats-") {
+		t.Fatalf("nats ids: %s %s %s", SinkID(&n), SinkID(&n2), SinkID(&n3))
 	}
 }
