@@ -17,7 +17,8 @@ const claimUsage = "usage: ankusa claim get -config FILE [-o FILE] REF\n" +
 	"  REF: a claim's JSON ({\"store\":...,\"key\":...,\"offset\":...,\"length\":...,\"sha256\":...}),\n" +
 	"       or its base64url form (no padding), as the admin API's claims route takes it\n" +
 	"       ankusa claim delete -config FILE -tenant T\n" +
-	"  deletes every claim pack of tenant T (claims/tenant=T/) in every claim store\n"
+	"  deletes every claim pack of tenant T (claims/tenant=T/) in every claim store; run it\n" +
+	"  when no node delivers T's hooks (a pack being uploaded lands after it)\n"
 
 // claim runs `ankusa claim get`: it reads the body a claim reference
 // names from the claim store the config names (one ranged read, checked
