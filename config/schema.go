@@ -174,6 +174,10 @@ func (w *walker) leaf(n ast.Node, t reflect.Type, path string) bool {
 		return true
 	}
 	if kind := nodeKind(n); kind == "mapping" || kind == "sequence" {
+		if kind == "mapping" && t.Kind() == reflect.String {
+			// brokers: [k1:9092] is a list of one mapping to YAML.
+			return w.replace(path, fmt.Sprintf("cannot unmarshal mapping into Go value of type %s; a string with a colon, such as host:port in a flow list [...], must be quoted: \"k1:9092\"", t))
+		}
 		return w.mismatch(n, t, path)
 	}
 	msg := oneLine(yaml.FormatError(err, false, false))

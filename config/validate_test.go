@@ -245,6 +245,8 @@ func TestValidate(t *testing.T) {
 			want: []string{"claims.stores.a.bucket: a key of s3 claim stores; this one is dir", "claims.stores.a.tls: a key of s3 claim stores", "claims.stores.b.path: a key of dir claim stores; this one is s3"}},
 		{name: "memory stream without a wal", yaml: "wal: {type: none}\nsources: {s: {verify: {type: none}, sinks: [{type: nats, url: 'nats://n:4222', stream: S, create_stream: {storage: memory}}]}}",
 			want: []string{"sources.s.sinks[0].create_stream.storage: memory; wal.type is none"}},
+		{name: "kafka brokers unquoted in a flow list", yaml: "sources: {s: {verify: {type: none}, sinks: [{type: kafka, brokers: [k1:9092], topic: t}]}}",
+			want: []string{`sources.s.sinks[0].brokers[0]: cannot unmarshal mapping into Go value of type string; a string with a colon, such as host:port in a flow list [...], must be quoted: "k1:9092"`}},
 		{name: "dedupe without key", yaml: "sources: {s: {verify: {type: none}, dedupe: {ttl: 1h}}}", want: []string{"sources.s.dedupe.key: required when dedupe is set"}},
 		{name: "source max_body_bytes negative", yaml: "sources: {s: {verify: {type: none}, max_body_bytes: -1}}", want: []string{"sources.s.max_body_bytes: "}},
 		{name: "null source", yaml: "sources: {s: }", want: []string{"sources.s.verify.type: required"}},

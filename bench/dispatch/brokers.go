@@ -64,7 +64,7 @@ func (k *kafkaTarget) consume() {
 }
 
 func (k *kafkaTarget) sink() string {
-	return fmt.Sprintf(`{id: kafka, type: kafka, brokers: [%s], topic: %s}`, strings.Join(k.c.ListenAddrs(), ", "), k.topic)
+	return fmt.Sprintf(`{id: kafka, type: kafka, brokers: ["%s"], topic: %s}`, strings.Join(k.c.ListenAddrs(), `", "`), k.topic)
 }
 
 func (k *kafkaTarget) tallied() *tally { return k.tally }
