@@ -87,6 +87,12 @@ func (s *Sink) clientOpts(extra ...kgo.Opt) []kgo.Opt {
 		kgo.ClientID(s.o.ClientID),
 		kgo.RequiredAcks(kgo.AllISRAcks()), // and the idempotent producer, franz-go's default
 		kgo.ProducerBatchCompression(codec(sp.Compression)),
+		// No linger: a hook's attempt waits for its record, and at most
+		// the sink's concurrency wait at once, so a 10 ms linger (the
+		// client's default) capped a sink at concurrency / 10 ms
+		// (3,200 hooks/s at 32). Records still batch: those that come
+		// while a produce request is in flight go in the next one.
+		kgo.ProducerLinger(0),
 		kgo.DialTimeout(time.Duration(sp.ConnectTimeout)),
 		kgo.ProduceRequestTimeout(max(s.timeout, 100*time.Millisecond)),
 		kgo.RecordDeliveryTimeout(recordTimeout(s.timeout)),
