@@ -16,16 +16,17 @@ import (
 // newSink builds the sink of a source's sink spec.
 func newSink(cfg *config.Config, log *zap.Logger) func(string, config.Sink) (dispatch.Sink, error) {
 	return func(src string, spec config.Sink) (dispatch.Sink, error) {
-		l := log.With(zap.String("source", src), zap.String("sink", spec.ID))
+		// The broker sinks name their source and sink in their own log
+		// lines (with the broker's address); the http sink is given them.
 		switch spec.Type {
 		case "http":
-			return httpsink.New(httpsink.Options{Spec: spec, Source: src, Logger: l})
+			return httpsink.New(httpsink.Options{Spec: spec, Source: src, Logger: log.With(zap.String("source", src), zap.String("sink", spec.ID))})
 		case "rabbitmq":
-			return amqpsink.New(amqpsink.Options{Spec: spec, Source: src, Node: cfg.Node.Name, Logger: l})
+			return amqpsink.New(amqpsink.Options{Spec: spec, Source: src, Node: cfg.Node.Name, Logger: log})
 		case "kafka":
-			return kafkasink.New(kafkasink.Options{Spec: spec, Source: src, Node: cfg.Node.Name, Logger: l})
+			return kafkasink.New(kafkasink.Options{Spec: spec, Source: src, Node: cfg.Node.Name, Logger: log})
 		case "nats":
-			return natssink.New(natssink.Options{Spec: spec, Source: src, Node: cfg.Node.Name, Logger: l})
+			return natssink.New(natssink.Options{Spec: spec, Source: src, Node: cfg.Node.Name, Logger: log})
 		}
 		return nil, fmt.Errorf("unknown sink type %q", spec.Type)
 	}
