@@ -262,25 +262,6 @@ func TestNATSSinkIDStableAcrossEdit(t *testing.T) {
 	t.Logf("sink %s: %d attempts before the PUT, the hook delivered at attempt %d after it", id, len(before), len(after))
 }
 
-// natsWALNoneYAML: no WAL; source orders delivers to the stream %[5]s
-// only (subject %[6]s.<tenant>.orders). %[7]s is the server's url.
-const natsWALNoneYAML = `node: {name: %[1]s, data_dir: %[2]s}
-listen: %[3]s
-admin: {listen: %[4]s}
-limits: {max_body_bytes: 64KiB, max_header_bytes: 16KiB}
-route_resolver: {type: tenantpath, prefix: [webhooks]}
-rate_limits:
-  default: {rate: 1000000, burst: 1000000}
-wal: {type: none}
-log: {level: warn, format: json}
-sources:
-  orders:
-    verify: {type: none}
-    trust_url_tenant: true
-    sinks:
-      - {id: js, type: nats, url: %[7]q, stream: %[5]q, subject: "%[6]s.{tenant_id}.{source_id}", connect_timeout: 1s, timeout: 2s}
-`
-
 // With wal.type: none the nats sink is the hook's only copy: a 201 comes
 // only after the stream's PubAck (every 201'd id is in the stream with
 // its body), and while the server is down the node answers 503 with
@@ -291,14 +272,15 @@ func TestNATSWALNone(t *testing.T) {
 	js := natstest.Connect(t, srv.URL())
 	js.CreateStream(jetstream.StreamConfig{Name: stream, Subjects: []string{prefix + ".>"}, Storage: jetstream.FileStorage})
 	n := newConfiguredNode(t, func(n *testNode) string {
-		return fmt.Sprintf(natsWALNoneYAML, fmt.Sprintf("nats-walnone-%08x", rand.Uint32()), n.dataDir, n.listen, n.admin, stream, prefix, srv.URL())
+		sink := fmt.Sprintf(`{id: js, type: nats, url: %q, stream: %q, subject: "%s.{tenant_id}.{source_id}", connect_timeout: 1s, timeout: 2s}`, srv.URL(), stream, prefix)
+		return fmt.Sprintf(walNoneSinkYAML, fmt.Sprintf("nats-walnone-%08x", rand.Uint32()), n.dataDir, n.listen, n.admin, sink)
 	})
 	p := n.serve(t)
 	client := &http.Client{Timeout: 10 * time.Second}
 	defer client.CloseIdleConnections()
 	var acks []ack
 	send := func(i int) answered {
-		return postHook(client, n.listen, fmt.Sprintf("t%d", i%2), "orders", fmt.Appendf(nil, `{"order":%d}`, i))
+		return postHook(client, n.listen, fmt.Sprintf("t%d", i%2), "open", fmt.Appendf(nil, `{"order":%d}`, i))
 	}
 	for i := range 20 {
 		a := send(i)

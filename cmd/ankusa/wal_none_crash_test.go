@@ -48,9 +48,9 @@ type walNoneBroker interface {
 	messages(t *testing.T) [][]byte
 }
 
-// walNoneCrashYAML: no WAL, the tenant-in-path resolver, one source whose
-// only sink is the broker's.
-const walNoneCrashYAML = `node: {name: %[1]s, data_dir: %[2]s}
+// walNoneSinkYAML: no WAL, the tenant-in-path resolver, one shared
+// source, open, whose only sink is %[5]s (a flow-style sink entry).
+const walNoneSinkYAML = `node: {name: %[1]s, data_dir: %[2]s}
 listen: %[3]s
 admin: {listen: %[4]s}
 limits: {max_body_bytes: 256KiB}
@@ -79,7 +79,7 @@ type walNoneCrashRun struct {
 func walNoneCrash(t *testing.T, name string, b walNoneBroker) {
 	loadgen := buildLoadgen(t)
 	n := newConfiguredNode(t, func(n *testNode) string {
-		return fmt.Sprintf(walNoneCrashYAML, "wal-none-"+name, n.dataDir, n.listen, n.admin, b.sink())
+		return fmt.Sprintf(walNoneSinkYAML, "wal-none-"+name, n.dataDir, n.listen, n.admin, b.sink())
 	})
 	var r walNoneCrashRun
 	began := time.Now()
