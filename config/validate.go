@@ -253,8 +253,8 @@ func validateClaims(p *Problems, c Claims) {
 		if st.Retain < Duration(time.Minute) {
 			p.add("%s.retain: %v must be at least 1m", at, time.Duration(st.Retain))
 		}
-		if st.PackBytes < 1<<20 || st.PackBytes > 5<<30 {
-			p.add("%s.pack_bytes: %d must be between 1MiB and 5GiB", at, st.PackBytes)
+		if st.PackBytes < 1<<20 || st.PackBytes > 256<<20 {
+			p.add("%s.pack_bytes: %d must be between 1MiB and 256MiB (a node holds up to 4 packs of it in memory)", at, st.PackBytes)
 		}
 		if st.PackDelay < Duration(time.Millisecond) || st.PackDelay > Duration(time.Minute) {
 			p.add("%s.pack_delay: %v must be between 1ms and 1m (a delivery waits for its pack)", at, time.Duration(st.PackDelay))

@@ -240,7 +240,7 @@ func TestValidate(t *testing.T) {
 			want: []string{"sources.s.sinks[0].claim.store: required with claim", "sources.s.sinks[0].claim.over_bytes: 10 must be at least 1KiB"}},
 		{name: "claim stores with bad keys", yaml: "claims: {stores: {a: {type: ftp}, b: {type: dir, retain: 1s, pack_bytes: 1KiB, pack_delay: 2m}, c: {type: s3}}}",
 			want: []string{`claims.stores.a.type: "ftp" must be s3 or dir`, "claims.stores.b.path: required with type: dir", "claims.stores.b.retain: 1s must be at least 1m",
-				"claims.stores.b.pack_bytes: 1024 must be between 1MiB and 5GiB", "claims.stores.b.pack_delay: 2m0s must be between 1ms and 1m", "claims.stores.c: endpoint and bucket are required"}},
+				"claims.stores.b.pack_bytes: 1024 must be between 1MiB and 256MiB", "claims.stores.b.pack_delay: 2m0s must be between 1ms and 1m", "claims.stores.c: endpoint and bucket are required"}},
 		{name: "claim stores with keys of the other type", yaml: "claims: {stores: {a: {type: dir, path: /c, bucket: b, tls: true}, b: {type: s3, endpoint: 'h:9000', bucket: b, path: /c}}}",
 			want: []string{"claims.stores.a.bucket: a key of s3 claim stores; this one is dir", "claims.stores.a.tls: a key of s3 claim stores", "claims.stores.b.path: a key of dir claim stores; this one is s3"}},
 		{name: "memory stream without a wal", yaml: "wal: {type: none}\nsources: {s: {verify: {type: none}, sinks: [{type: nats, url: 'nats://n:4222', stream: S, create_stream: {storage: memory}}]}}",
