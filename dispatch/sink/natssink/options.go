@@ -112,9 +112,6 @@ func (o *Options) settings() (*settings, error) {
 		}
 	}
 	if a := s.Auth; a != nil {
-		if hasURLCredentials(s.URL) {
-			return nil, errors.New("auth: the url holds credentials too; give them in one place")
-		}
 		if a.CredsFile != "" {
 			if _, err := os.Stat(a.CredsFile); err != nil {
 				return nil, fmt.Errorf("auth.creds_file: %w", err)
@@ -191,17 +188,6 @@ func checkSubject(subj string, wildcards bool) string {
 		}
 	}
 	return ""
-}
-
-// hasURLCredentials reports whether one of the comma-separated URLs has
-// user info (user:password, or a token as the user).
-func hasURLCredentials(s string) bool {
-	for _, one := range strings.Split(s, ",") {
-		if u, err := url.Parse(strings.TrimSpace(one)); err == nil && u.User != nil {
-			return true
-		}
-	}
-	return false
 }
 
 // redactURL hides the credentials of each comma-separated URL: the

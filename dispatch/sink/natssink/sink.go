@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -85,15 +84,7 @@ func New(o Options) (*Sink, error) {
 		redacted: redactURL(o.Spec.URL),
 		timeout:  time.Duration(o.Spec.Timeout),
 	}
-	for _, one := range strings.Split(o.Spec.URL, ",") {
-		if u, err := url.Parse(strings.TrimSpace(one)); err == nil && u.User != nil {
-			if p, ok := u.User.Password(); ok {
-				s.secrets = append(s.secrets, p)
-			} else {
-				s.secrets = append(s.secrets, u.User.Username())
-			}
-		}
-	}
+	// The url holds no credentials (config refuses them there).
 	if a := o.Spec.Auth; a != nil {
 		s.secrets = append(s.secrets, a.Password.Value, a.Token.Value)
 	}
