@@ -70,6 +70,8 @@ var families = []Family{
 	{Name: "mirror-source", Prefix: prefixMirrorSource, Scope: ByNameEntity},
 	{Name: "mirror-route", Prefix: prefixMirrorRoute, Scope: ByNameEntity},
 	{Name: "mirror-state", Prefix: keyMirrorState, Exact: true, Why: "the node's position in the shared source store, one for every tenant"},
+	{Name: "erase", Prefix: prefixErase, Why: "the erase job's own progress row: the final batch deletes it"},
+	{Name: "erased", Prefix: prefixErased, Why: "the tombstone, which stays (seed: the tombstone m:erased:<tenant>)"},
 	{Name: "pending-change", Prefix: prefixPendingChange, Why: "a change on its way to the shared source store; it becomes an audit row (kept after an erase) or nothing"},
 }
 

@@ -93,9 +93,18 @@ import (
 //	                        change sent to the shared store whose audit row is not
 //	                        written yet (synced before it is sent)
 //
+// The tenant erase (erase.go):
+//
+//	m:erase:                "m:erase:" | tenant           → the erase job's progress row,
+//	                        JSON (package tenant's EraseJob): synced before each stage
+//	                        runs on, deleted in the final batch
+//	m:erased:               "m:erased:" | tenant          → Tombstone, JSON: the tenant's
+//	                        erased ordinals, seq_at_close, erased_at and final counters,
+//	                        written in the final batch; never deleted
+//
 // A new family gets its constant here, named key* (one key) or prefix*
 // (a prefix), and an entry in families.go: TestFamiliesRegistered fails
-// until it has both. Later stages add theirs here (m:erase:, m:erased:).
+// until it has both.
 const (
 	keyNode               = "m:node"
 	keyWALCheckpoint      = "m:wal:checkpoint"
@@ -130,6 +139,9 @@ const (
 	prefixMirrorRoute   = "xr/"
 	keyMirrorState      = "m:ss:mirror"
 	prefixPendingChange = "m:ss:pending:"
+
+	prefixErase  = "m:erase:"
+	prefixErased = "m:erased:"
 )
 
 // The key builders append to dst and return the extended slice. They are
