@@ -1,7 +1,11 @@
 package archive
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,6 +20,50 @@ import (
 type Tombstone struct {
 	Tenant   string    `json:"tenant"`
 	ErasedAt time.Time `json:"erased_at"`
+	// Node erased the tenant; SeqAtClose is that node's last seq when the
+	// tenant was closed and Ordinals its ordinals there (for an operator
+	// reading the object: replay goes by ErasedAt, which holds across
+	// nodes).
+	Node       string   `json:"node,omitempty"`
+	SeqAtClose uint64   `json:"seq_at_close,omitempty"`
+	Ordinals   []uint32 `json:"ordinals,omitempty"`
+}
+
+// WriteTombstone writes t as tombstones/tenant=<t>.json. A tombstone
+// already there with a later erased_at stays (it covers more hooks); an
+// earlier one is replaced. Writing it again is harmless, so the erase job
+// retries it until it succeeds.
+func WriteTombstone(ctx context.Context, b Backend, l Layout, t Tombstone) error {
+	key := l.TombstoneKey(t.Tenant)
+	data, err := json.Marshal(&t)
+	if err != nil {
+		return err
+	}
+	for range 3 {
+		err = b.Put(ctx, key, bytes.NewReader(data), int64(len(data)), hexSHA256(data))
+		if !errors.Is(err, ErrExists) {
+			break
+		}
+		r, gerr := b.Get(ctx, key)
+		if gerr != nil {
+			return fmt.Errorf("archive: tombstone %s: %w", key, gerr)
+		}
+		old, rerr := io.ReadAll(io.LimitReader(r, maxTombstoneBytes+1))
+		r.Close()
+		if rerr != nil {
+			return fmt.Errorf("archive: tombstone %s: %w", key, rerr)
+		}
+		if prev, perr := ParseTombstone(key, t.Tenant, old); perr == nil && !prev.ErasedAt.Before(t.ErasedAt) {
+			return nil
+		}
+		if err = b.Delete(ctx, key); err != nil {
+			return fmt.Errorf("archive: cannot replace tombstone %s: %w", key, err)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("archive: cannot write tombstone %s: %w", key, err)
+	}
+	return nil
 }
 
 // maxTombstoneBytes bounds one tombstone object.
@@ -79,4 +127,10 @@ func ParseTombstone(key, tenant string, data []byte) (Tombstone, error) {
 		return t, fmt.Errorf("archive: tombstone %s has no erased_at", key)
 	}
 	return t, nil
+}
+
+// hexSHA256 is the hex SHA-256 of data, as Backend.Put takes it.
+func hexSHA256(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
 }

@@ -2,6 +2,7 @@ package lifecycle_test
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -199,7 +200,7 @@ func crashSourcesRoutesRateLimits(t *testing.T, seed uint64) {
 	steps = append(steps, struct {
 		change outboxcrash.Change
 		write  func() error
-	}{outboxcrash.Change{Name: "tenant events replaced", Tenant: "globex", Action: "tenant.delete",
+	}{outboxcrash.Change{Name: "tenant erased (the final batch)", Tenant: "globex", Action: "tenant.delete",
 		EventType: "io.ankusa.tenant.deleted", Subject: "globex", State: func(s *meta.Store) (string, error) {
 			n := 0
 			err := s.TenantEvents("globex", 0, func(ev *meta.EventRecord) (bool, error) {
@@ -208,12 +209,18 @@ func crashSourcesRoutesRateLimits(t *testing.T, seed uint64) {
 				}
 				return false, nil
 			})
-			return fmt.Sprintf("%d events of globex up to %d", n, upTo), err
+			if err != nil {
+				return "", err
+			}
+			tomb, erased, err := s.TombstoneOf("globex")
+			_, progress, perr := s.EraseProgress("globex")
+			_, named, nerr := s.TenantInfo("globex")
+			return fmt.Sprintf("%d events of globex up to %d, tombstone %v %v, progress row %v, name mapped %v", n, upTo, erased, tomb.Ordinals, progress, named), errors.Join(err, perr, nerr)
 		}},
 		func() error {
 			final := rateRow("tenant.delete", "globex")
 			final.Event = meta.Event{Type: "io.ankusa.tenant.deleted", Subject: "globex"}
-			_, err := rig.Store.ReplaceTenantEvents("globex", upTo, final)
+			_, _, err := rig.Store.FinishErase(meta.Tombstone{Tenant: "globex", SeqAtClose: 10, ErasedAt: time.Now().UTC()}, 3, true, upTo, final)
 			return err
 		}})
 	total := outboxcrash.Result{}

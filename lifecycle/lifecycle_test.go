@@ -264,10 +264,10 @@ func TestPublisherAtLeastOnce(t *testing.T) {
 	}
 }
 
-// An erase's replacement waits for the publisher to pass the tenant's
-// events, then leaves the final event alone in the tenant's replay; the
+// An erase waits for the publisher to pass the tenant's events, then its
+// final batch leaves the final event alone in the tenant's replay; the
 // publisher sends the final one too.
-func TestReplaceTenantWaitsForPublisher(t *testing.T) {
+func TestEraseWaitsForPublisher(t *testing.T) {
 	s := openStore(t)
 	var mu sync.Mutex
 	down := true
@@ -287,13 +287,23 @@ func TestReplaceTenantWaitsForPublisher(t *testing.T) {
 		Event: meta.Event{Type: meta.EventType("tenant", "deleted"), Subject: "acme", Data: json.RawMessage(`{"tenant":"acme"}`)}}
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	if _, err := l.ReplaceTenant(ctx, "acme", final); !errors.Is(err, lifecycle.ErrNotPublished) {
-		t.Fatalf("ReplaceTenant with the sink down: %v", err)
+	if _, err := l.WaitTenantPublished(ctx, "acme"); !errors.Is(err, lifecycle.ErrNotPublished) {
+		t.Fatalf("WaitTenantPublished with the sink down: %v", err)
 	}
 	mu.Lock()
 	down = false
 	mu.Unlock()
-	rec, err := l.ReplaceTenant(context.Background(), "acme", final)
+	upTo, err := l.WaitTenantPublished(context.Background(), "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Published() < upTo {
+		t.Fatalf("WaitTenantPublished returned %d before the publisher passed it (%d)", upTo, l.Published())
+	}
+	if n, err := s.DeleteTenantEvents("acme", upTo); err != nil || n != 2 {
+		t.Fatalf("DeleteTenantEvents = %d, %v; want acme's 2 events", n, err)
+	}
+	_, rec, err := s.FinishErase(meta.Tombstone{Tenant: "acme", ErasedAt: time.Now().UTC()}, 0, false, upTo, final)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -297,24 +297,25 @@ func (l *Lifecycle) Sweep() (int, error) {
 	}
 }
 
-// ErrNotPublished: ReplaceTenant was stopped while the sink had not yet
-// acknowledged the tenant's events.
+// ErrNotPublished: WaitTenantPublished was stopped while the sink had
+// not yet acknowledged the tenant's events.
 var ErrNotPublished = errors.New("lifecycle: the tenant's events are not all published yet")
 
-// ReplaceTenant replaces every event of tenant with final (the tenant's
-// last event, with its audit row), once the publisher has passed them:
-// it waits for that (until ctx is done: ErrNotPublished). An erase calls
-// it once the tenant is closed (no change of it is written any more);
-// afterwards a replay of the tenant yields final and nothing else.
-func (l *Lifecycle) ReplaceTenant(ctx context.Context, tenant string, final meta.AuditRow) (meta.EventRecord, error) {
+// WaitTenantPublished waits until the publisher has passed every event of
+// tenant in the outbox (at once without a lifecycle sink: the outbox is
+// the replay then) and returns the last one's seq: the erase deletes the
+// tenant's events up to it (meta.Store.DeleteTenantEvents) once the
+// tenant is closed and no change of it is written any more. ctx done
+// first: ErrNotPublished.
+func (l *Lifecycle) WaitTenantPublished(ctx context.Context, tenant string) (uint64, error) {
 	upTo, err := l.o.Store.LastTenantEvent(tenant)
 	if err != nil {
-		return meta.EventRecord{}, err
+		return 0, err
 	}
 	for l.o.Sink != nil && l.published.Load() < upTo {
 		if !sleep(ctx, 50*time.Millisecond) {
-			return meta.EventRecord{}, fmt.Errorf("%w (%d of them wait for the lifecycle sink)", ErrNotPublished, upTo-l.published.Load())
+			return 0, fmt.Errorf("%w (%d of them wait for the lifecycle sink)", ErrNotPublished, upTo-l.published.Load())
 		}
 	}
-	return l.o.Store.ReplaceTenantEvents(tenant, upTo, final)
+	return upTo, nil
 }

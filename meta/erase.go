@@ -212,11 +212,12 @@ func (s *Store) deleteTenantEvents(b *Batch, tenant string, upTo uint64) (int64,
 // eventsUpTo removed, and final, the tenant.delete audit row with its
 // io.ankusa.tenant.deleted event, added; and the progress row deleted.
 // hasOrd is false for a tenant that never had an ordinal on this node.
-// It returns the tombstone as written.
-func (s *Store) FinishErase(t Tombstone, ord uint32, hasOrd bool, eventsUpTo uint64, final AuditRow) (Tombstone, error) {
+// It returns the tombstone as written and the final event's record: a
+// replay of the tenant yields that event alone.
+func (s *Store) FinishErase(t Tombstone, ord uint32, hasOrd bool, eventsUpTo uint64, final AuditRow) (Tombstone, EventRecord, error) {
 	old, found, err := s.TombstoneOf(t.Tenant)
 	if err != nil {
-		return t, err
+		return t, EventRecord{}, err
 	}
 	t.Ordinals = nil
 	if found {
@@ -230,7 +231,7 @@ func (s *Store) FinishErase(t Tombstone, ord uint32, hasOrd bool, eventsUpTo uin
 		}
 		// The name is freed only when it still names this ordinal.
 		if info, ok, err := s.TenantInfo(t.Tenant); err != nil {
-			return t, err
+			return t, EventRecord{}, err
 		} else if ok && info.Ordinal == ord {
 			b.del(tenantKey(t.Tenant))
 		}
@@ -238,20 +239,29 @@ func (s *Store) FinishErase(t Tombstone, ord uint32, hasOrd bool, eventsUpTo uin
 	}
 	slices.Sort(t.Ordinals)
 	if _, err := s.deleteTenantEvents(b, t.Tenant, eventsUpTo); err != nil {
-		return t, err
+		return t, EventRecord{}, err
 	}
 	v, err := json.Marshal(&t)
 	if err != nil {
-		return t, err
+		return t, EventRecord{}, err
 	}
 	b.set(appendNameKey(nil, prefixErased, t.Tenant), v)
 	b.del(appendNameKey(nil, prefixErase, t.Tenant))
 	final.Tenant = t.Tenant
 	if err := b.AddAudit(final); err != nil {
-		return t, err
+		return t, EventRecord{}, err
 	}
 	if err := b.Commit(Sync); err != nil {
-		return t, fmt.Errorf("cannot write the tombstone of tenant %s: %w", t.Tenant, err)
+		return t, EventRecord{}, fmt.Errorf("cannot write the tombstone of tenant %s: %w", t.Tenant, err)
 	}
-	return t, nil
+	seq := b.events[0].seq
+	var rec EventRecord
+	found, err = s.getKey("a lifecycle event", func(dst []byte) []byte { return appendEventKey(dst, t.Tenant, seq) }, func(v []byte) (err error) {
+		rec, err = decodeEvent(seq, v)
+		return err
+	})
+	if err == nil && !found {
+		err = fmt.Errorf("the final lifecycle event %d of tenant %s is not in the outbox after its commit", seq, t.Tenant)
+	}
+	return t, rec, err
 }

@@ -47,10 +47,10 @@ var families = []Family{
 	{Name: "catalogue-gap", Prefix: prefixSegGap, Why: "seqs the log lost, of every tenant"},
 	{Name: "bootstrap-token", Prefix: keyBootstrapToken, Exact: true, Why: "the node's own admin token"},
 	{Name: "audit", Prefix: prefixAudit, Why: "kept after an erase by design (seed: \"What stays: the audit rows\")"},
-	{Name: "event-order", Prefix: prefixEventSeq, Why: "the node's order of lifecycle events; a tenant's entries go with its events (Store.ReplaceTenantEvents)"},
+	{Name: "event-order", Prefix: prefixEventSeq, Why: "the node's order of lifecycle events; a tenant's entries go with its events (Store.DeleteTenantEvents, Store.FinishErase)"},
 	{Name: "event-floor", Prefix: keyEventLast, Exact: true, Why: "the node's lifecycle event numbering"},
 	{Name: "event-published", Prefix: keyEventPublished, Exact: true, Why: "the publisher's checkpoint, one for every tenant"},
-	{Name: "events", Prefix: prefixEvent, Why: "replaced after the publisher has passed them, keeping the final tenant.deleted event (Store.ReplaceTenantEvents), not deleted with the tenant's other keys"},
+	{Name: "events", Prefix: prefixEvent, Why: "deleted once the publisher has passed them, keeping the final tenant.deleted event (Store.DeleteTenantEvents, Store.FinishErase), not with the tenant's other keys"},
 
 	{Name: "rows", Prefix: prefixRow, Scope: ByOrdinal},
 	{Name: "due", Prefix: prefixDue, Scope: ByOrdinal},

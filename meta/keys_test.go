@@ -43,6 +43,8 @@ var pinnedKeys = []struct {
 	{"mirror-route", entityKey(prefixMirrorRoute, "acme", "r1"), "78722f 61636d65 00 7231"},
 	{"mirror-state", []byte(keyMirrorState), "6d3a73733a6d6972726f72"},
 	{"pending-change", append([]byte(prefixPendingChange), "c1"...), "6d3a73733a70656e64696e673a 6331"},
+	{"erase", appendNameKey(nil, prefixErase, "acme"), "6d3a65726173653a 61636d65"},
+	{"erased", appendNameKey(nil, prefixErased, "acme"), "6d3a6572617365643a 61636d65"},
 	{"dedupe", DedupeKey(nil, 20421, 7, "stripe", []byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}),
 		"64642f 00004fc5 00000007 737472697065 00 000102030405060708090a0b0c0d0e0f"},
 }

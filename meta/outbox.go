@@ -448,45 +448,6 @@ func (s *Store) SweepEvents(before time.Time, upTo uint64, limit int) (int, erro
 	return n, nil
 }
 
-// ReplaceTenantEvents deletes every event of tenant up to seq upTo (its
-// records and their places in the outbox's order) and writes final, with
-// its audit row, in the same synced batch: what an erase keeps of the
-// tenant's events, once the publisher has passed upTo. It returns
-// final's record. An event of the tenant committed after upTo stays: the
-// caller closes the tenant first (an erase does), so that there is none.
-func (s *Store) ReplaceTenantEvents(tenant string, upTo uint64, final AuditRow) (EventRecord, error) {
-	b := s.NewBatch()
-	defer b.Close()
-	err := s.TenantEvents(tenant, 0, func(ev *EventRecord) (bool, error) {
-		if ev.Seq > upTo {
-			return true, nil
-		}
-		b.del(eventSeqKey(ev.Seq))
-		return false, nil
-	})
-	if err != nil {
-		return EventRecord{}, err
-	}
-	_ = b.b.DeleteRange(entityPrefix(prefixEvent, tenant), eventKey(tenant, upTo+1), nil)
-	final.Tenant = tenant
-	if err := b.AddAudit(final); err != nil {
-		return EventRecord{}, err
-	}
-	if err := b.Commit(Sync); err != nil {
-		return EventRecord{}, fmt.Errorf("cannot replace the lifecycle events of tenant %s: %w", tenant, err)
-	}
-	seq := b.events[0].seq
-	var rec EventRecord
-	found, err := s.getKey("a lifecycle event", func(dst []byte) []byte { return appendEventKey(dst, tenant, seq) }, func(v []byte) (err error) {
-		rec, err = decodeEvent(seq, v)
-		return err
-	})
-	if err == nil && !found {
-		err = fmt.Errorf("the final lifecycle event %d of tenant %s is not in the outbox after its commit", seq, tenant)
-	}
-	return rec, err
-}
-
 func eventKey(tenant string, seq uint64) []byte { return appendEventKey(nil, tenant, seq) }
 
 func appendEventKey(dst []byte, tenant string, seq uint64) []byte {

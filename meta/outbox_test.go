@@ -232,40 +232,76 @@ func TestSweepBounds(t *testing.T) {
 	}
 }
 
-// Replacing a tenant's events keeps the other tenants' and every event
-// after the bound, and leaves the final one: a replay of the tenant then
-// yields it alone.
-func TestReplaceTenantEvents(t *testing.T) {
+// The erase's final batch keeps the other tenants' events and every
+// event after the bound, and leaves the final one: a replay of the
+// tenant then yields it alone. It writes the tombstone (merging the
+// ordinals of an earlier erase), frees the name, drops the counters and
+// the progress row.
+func TestFinishErase(t *testing.T) {
 	s := openMem(t, vfs.NewMem())
 	change(t, s, "acme", "a")
 	change(t, s, "globex", "g")
 	change(t, s, "acme", "b")
+	if err := s.SetTenantSynced("acme", 7); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetEraseProgress("acme", []byte(`{"tenant":"acme"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetDispatchCheckpointWith(1, map[uint32]TenantCounts{7: {Hooks: 3, Bytes: 300}}); err != nil {
+		t.Fatal(err)
+	}
 	upTo, err := s.LastTenantEvent("acme")
 	if err != nil || upTo != 3 {
 		t.Fatalf("LastTenantEvent = %d, %v", upTo, err)
 	}
 	final := AuditRow{At: time.Now(), Principal: "ops", Action: "tenant.delete", Entity: "tenant/acme",
 		Event: Event{Type: EventType("tenant", "deleted"), Subject: "acme"}}
-	rec, err := s.ReplaceTenantEvents("acme", upTo, final)
+	at := time.Date(2026, 12, 5, 18, 0, 0, 0, time.UTC)
+	tomb, rec, err := s.FinishErase(Tombstone{Tenant: "acme", SeqAtClose: 99, ErasedAt: at, Hooks: 3, Bytes: 300}, 7, true, upTo, final)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rec.Seq != 4 || rec.Type != "io.ankusa.tenant.deleted" || rec.Tenant != "acme" || string(rec.Data) != "null" {
 		t.Fatalf("final event %+v", rec)
 	}
+	if fmt.Sprint(tomb.Ordinals) != "[7]" {
+		t.Fatalf("tombstone %+v", tomb)
+	}
 	var got []string
 	for _, ev := range allEvents(t, s) {
 		got = append(got, ev.Tenant+"/"+ev.Subject)
 	}
 	if fmt.Sprint(got) != "[globex/g acme/acme]" {
-		t.Fatalf("outbox after the replacement: %v", got)
+		t.Fatalf("outbox after the final batch: %v", got)
 	}
 	census, err := s.Census()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if census["events"] != 2 || census["event-order"] != 2 {
-		t.Fatalf("census %v: the replaced events left keys", census)
+	if census["events"] != 2 || census["event-order"] != 2 || census["tenant"] != 0 || census["tenant-counts"] != 0 ||
+		census["erase"] != 0 || census["erased"] != 1 {
+		t.Fatalf("census %v: the final batch left keys, or wrote no tombstone", census)
+	}
+	// The name sends again (ordinal 9), and is erased again: the
+	// tombstone names both ordinals, the latest close and time.
+	if err := s.SetTenantSynced("acme", 9); err != nil {
+		t.Fatal(err)
+	}
+	final.At = time.Now()
+	if _, _, err := s.FinishErase(Tombstone{Tenant: "acme", SeqAtClose: 150, ErasedAt: at.Add(time.Hour)}, 9, true, 0, final); err != nil {
+		t.Fatal(err)
+	}
+	got2, found, err := s.TombstoneOf("acme")
+	if err != nil || !found || fmt.Sprint(got2.Ordinals) != "[7 9]" || got2.SeqAtClose != 150 || !got2.Gone(7) || !got2.Gone(9) || got2.Gone(8) {
+		t.Fatalf("tombstone after the second erase: %+v, %v, %v", got2, found, err)
+	}
+	ords, err := s.ErasedOrdinals()
+	if err != nil || len(ords) != 2 || ords[7] != "acme" || ords[9] != "acme" {
+		t.Fatalf("ErasedOrdinals = %v, %v", ords, err)
+	}
+	if _, ok, _ := s.TenantInfo("acme"); ok {
+		t.Fatal("the name still maps to an ordinal after its erase")
 	}
 }
 

@@ -115,6 +115,23 @@ var nodeFixtures = map[string]func(t *testing.T, s *Store){
 			t.Fatal(st, found, err)
 		}
 	},
+	"erase": func(t *testing.T, s *Store) {
+		if err := s.SetEraseProgress("t1", []byte(`{"tenant":"t1","stage":"started"}`)); err != nil {
+			t.Fatal(err)
+		}
+		if row, found, err := s.EraseProgress("t1"); err != nil || !found || string(row) != `{"tenant":"t1","stage":"started"}` {
+			t.Fatal(string(row), found, err)
+		}
+	},
+	"erased": func(t *testing.T, s *Store) {
+		row := AuditRow{At: time.Unix(1, 0), Principal: "ops", Action: "tenant.delete", Event: Event{Type: EventType("tenant", "deleted"), Subject: "t0"}}
+		if _, _, err := s.FinishErase(Tombstone{Tenant: "t0", ErasedAt: time.Unix(2, 0)}, 0, false, 0, row); err != nil {
+			t.Fatal(err)
+		}
+		if tomb, found, err := s.TombstoneOf("t0"); err != nil || !found || !tomb.ErasedAt.Equal(time.Unix(2, 0)) {
+			t.Fatal(tomb, found, err)
+		}
+	},
 	"pending-change": func(t *testing.T, s *Store) {
 		row := AuditRow{At: time.Unix(1, 0), Principal: "ops", Action: "source.create", Tenant: "t1",
 			Event: Event{Type: EventType("source", "created"), Subject: "s1", Data: []byte(`{"name":"s1"}`)}}

@@ -130,6 +130,18 @@ func (q *Queues) Release(tenant string, cost int64) {
 	queuedBytes.Set(float64(q.bytes.Add(-cost)))
 }
 
+// Queued is the number of the tenant's hooks admitted and not yet
+// committed (the erase job waits for 0 once the tenant is closed).
+func (q *Queues) Queued(tenant string) int64 {
+	s := &q.shards[maphash.String(q.seed, tenant)%limiterShards]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.m[tenant]; e != nil {
+		return e.hooks
+	}
+	return 0
+}
+
 // Active is the number of tenants with something queued.
 func (q *Queues) Active() int64 { return q.active.Load() }
 
