@@ -49,6 +49,7 @@ func (n *node) openRouter(commit edge.Committer) error {
 		ids = n.wal
 	}
 	mono := monotonic()
+	n.queues = tenant.NewPolicyQueues(policy)
 	n.router = edge.NewRouter(edge.Options{
 		Resolver:      resolver,
 		Sources:       n.sources,
@@ -59,7 +60,8 @@ func (n *node) openRouter(commit edge.Committer) error {
 		Pen:           pen,
 		Dedupe:        stage,
 		Tenants:       limiter,
-		Queues:        tenant.NewPolicyQueues(policy),
+		Queues:        n.queues,
+		Closed:        n.closed,
 		Mono:          mono,
 		TenantKnown:   func(t string) bool { _, ok := ids.Ordinal(t); return ok },
 		TenantsFull:   ids.TenantsFull,
@@ -91,7 +93,8 @@ func (n *node) rateLimiter(policy *tenant.Policy) (edge.RateLimiter, error) {
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		n.log.Warn("rate_limits.scope is fleet and Redis does not answer; each node limits tenants with its own buckets until it does", zap.String("redis.url", addr), zap.Error(err))
 	}
-	return tenant.NewPolicyFleetLimiter(policy, rdb, n.cfg.Redis.Namespace, monotonic(), n.log), nil
+	n.fleetLimiter = tenant.NewPolicyFleetLimiter(policy, rdb, n.cfg.Redis.Namespace, monotonic(), n.log)
+	return n.fleetLimiter, nil
 }
 
 // dedupeStage is router step 13 for the configured scope, or nil when no

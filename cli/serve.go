@@ -105,7 +105,23 @@ type node struct {
 	lifecycleSink dispatch.Sink        // lifecycle.sink, nil without
 	stopLifecycle context.CancelFunc
 
-	policy     *tenant.Policy // every tenant's limits: the router's and the admin API's
+	policy *tenant.Policy // every tenant's limits: the router's and the admin API's
+	queues *tenant.Queues // the router's queue caps: the erase waits for a tenant's to empty
+	// fleetLimiter is the fleet's buckets (rate_limits.scope: fleet; over
+	// rdb), whose keys an erase deletes.
+	fleetLimiter *tenant.FleetLimiter
+
+	// eraser runs the tenant erases; closed is the set of tenants being
+	// erased, which the router answers 503 tenant_erasing.
+	eraser *tenant.Eraser
+	closed *tenant.Closed
+	// archive and layout are the archive (nil without), where an erase
+	// writes the tenant's tombstone object.
+	archive archive.Backend
+	layout  archive.Layout
+	// stopCtx is done once the node stops.
+	stopCtx    context.Context
+	cancelStop context.CancelFunc
 	router     *edge.Router
 	admin      *admin.Server
 	public     *fasthttp.Server
@@ -119,7 +135,8 @@ type node struct {
 // start opens every stage and starts serving. On an error, what was
 // opened is closed again.
 func start(cfg *config.Config, recovery string, log *zap.Logger) (*node, error) {
-	n := &node{cfg: cfg, log: log, serveErr: make(chan error, 1)}
+	n := &node{cfg: cfg, log: log, serveErr: make(chan error, 1), closed: &tenant.Closed{}}
+	n.stopCtx, n.cancelStop = context.WithCancel(context.Background())
 	if err := n.open(recovery); err != nil {
 		if n.admin != nil {
 			_ = n.admin.Close()
@@ -151,6 +168,9 @@ func (n *node) open(recovery string) error {
 	if err := n.openClaims(); err != nil {
 		return err
 	}
+	if err := n.openEraser(); err != nil {
+		return err
+	}
 	var commit edge.Committer
 	if n.cfg.WAL.Type == "none" {
 		commit, err = n.openDirect(ordinal)
@@ -158,6 +178,9 @@ func (n *node) open(recovery string) error {
 		commit, err = n.openDisk(recovery, ordinal)
 	}
 	if err != nil {
+		return err
+	}
+	if err := n.closeErasingPen(); err != nil {
 		return err
 	}
 	n.startClaims()
@@ -169,6 +192,9 @@ func (n *node) open(recovery string) error {
 		return err
 	}
 	if err := n.openPublic(); err != nil {
+		return err
+	}
+	if err := n.resumeErases(); err != nil {
 		return err
 	}
 	n.admin.SetReady(true)
@@ -194,6 +220,7 @@ func (n *node) openDisk(recovery string, ordinal uint16) (edge.Committer, error)
 	if err != nil {
 		return nil, err
 	}
+	n.archive, n.layout = backend, layout
 	if err := n.openSegments(backend, layout); err != nil {
 		return nil, err
 	}
@@ -253,6 +280,12 @@ func (n *node) closeStorage() bool {
 			n.log.Error("cannot close "+what, zap.Error(err))
 			good = false
 		}
+	}
+	// The erases stop where they are first (each resumes at the next
+	// boot): their stages use everything below.
+	n.cancelStop()
+	if n.eraser != nil {
+		n.eraser.Close()
 	}
 	// The redis source store stops following Redis first: a change it
 	// applies reaches dispatch, which closes next.

@@ -281,7 +281,14 @@ func (n *node) openUploader(backend archive.Backend, layout archive.Layout) erro
 }
 
 func (n *node) openDispatch(in *dispatch.Intake) error {
+	erased, err := n.erasedOrdinals()
+	if err != nil {
+		return err
+	}
 	d, err := dispatch.Open(dispatch.Options{
+		// No row is rebuilt for a hook of an erased tenant, or of one
+		// being erased (DESIGN.md §6 item 4).
+		Erased:  erased,
 		Meta:    n.meta,
 		Hooks:   n.segments,
 		Sources: n.sources,
@@ -344,6 +351,7 @@ func (n *node) openAdmin() error {
 	if n.segments != nil {
 		opts.Hooks, opts.Damage = n.segments, n.segments
 	}
+	opts.Erase = eraseAdmin{n}
 	if n.dispatch != nil {
 		opts.Deliveries = n.dispatch
 		opts.Quarantine = n.dispatch
