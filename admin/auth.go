@@ -72,6 +72,18 @@ type credential struct {
 // immutable after NewAuth and safe for concurrent use.
 type Auth struct {
 	creds []credential
+	// erasing, when set, refuses the writes under /v1/tenants/{tenant}/
+	// of a tenant being erased (refuseErasing).
+	erasing func(tenant string) bool
+}
+
+// withErasing is a copy of a whose guards refuse, after admitting them,
+// the writes under /v1/tenants/{tenant}/ of a tenant erasing reports
+// being erased (409 tenant_erasing). The copy shares a's credentials.
+func (a *Auth) withErasing(erasing func(tenant string) bool) *Auth {
+	c := *a
+	c.erasing = erasing
+	return &c
 }
 
 // NewAuth checks the configured tokens (see ValidateTokens) and returns the
@@ -214,8 +226,10 @@ func bearerToken(h http.Header) (string, bool) {
 // this order: 401 without a known token (WWW-Authenticate: Bearer); 400
 // invalid_name when a wildcard of the route's pattern holds a value
 // outside its grammar (checkPathValues), before any scope is looked at;
-// 403 when check returns what is missing (it returns "" to admit). h
-// finds the principal in the request's context (PrincipalFrom).
+// 403 when check returns what is missing (it returns "" to admit); 409
+// tenant_erasing for a write under /v1/tenants/{tenant}/ while the
+// tenant is being erased (an Auth made by withErasing). h finds the
+// principal in the request's context (PrincipalFrom).
 func (a *Auth) Guard(check func(p *Principal, r *http.Request) (missing string), h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, ok := a.authenticate(w, r)
@@ -228,6 +242,9 @@ func (a *Auth) Guard(check func(p *Principal, r *http.Request) (missing string),
 		}
 		if missing := check(p, r); missing != "" {
 			writeError(w, http.StatusForbidden, codeForbidden, fmt.Sprintf("token %q lacks the scope %s", p.Name, missing))
+			return
+		}
+		if a.erasing != nil && refuseErasing(w, r, a.erasing) {
 			return
 		}
 		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))

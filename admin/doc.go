@@ -34,7 +34,7 @@
 // Scopes:
 //
 //	tenants:read    the list of tenants, every tenant's audit rows and lifecycle events
-//	tenants:write   tenant-level settings: rate-limit overrides
+//	tenants:write   tenant-level settings: rate-limit overrides; with tenant:*, a tenant's erase
 //	tenant:<t>      everything under /v1/tenants/<t>/ (reads of its rate limit)
 //	tenant:*        everything under /v1/tenants/<any>/
 //	debug           the profiles under /debug/pprof/
@@ -47,8 +47,9 @@
 // a dot segment: refused before the mux could decode or redirect it) or a
 // wildcard holds a value outside its grammar ({tenant} and every other
 // name per config.NameRE, lower case; {event_id} letters, digits and
-// ._- in either case); 403 naming the missing scope; then the handler,
-// whose 404 for another tenant's entity is the one of an unknown entity.
+// ._- in either case); 403 naming the missing scope; 409 tenant_erasing
+// for a write (any method but GET) under /v1/tenants/<t>/ while t is being
+// erased; then the handler, whose 404 for another tenant's entity is the one of an unknown entity.
 // A path the mux does not know is 404 not_found, a method it does not
 // serve 405 method_not_allowed with Allow, both JSON.
 //
@@ -81,6 +82,9 @@
 //	         200 {"tenant","effective":{"rate","burst","max_queue","max_queue_bytes","limited"},"override":{...}|null}
 //	PUT    /v1/tenants/<t>/rate_limit              tenants:write; body {"rate","burst","max_queue","max_queue_bytes"}, all required
 //	DELETE /v1/tenants/<t>/rate_limit              tenants:write; 204, 404 without an override
+//	DELETE /v1/tenants/<t>?confirm=<t>             tenants:write and tenant:*; 202 (started) or 200 (running), the status
+//	GET    /v1/tenants/<t>/erase                   tenant scope; 200 the status, 404 with no erase of t on this node
+//	         {"tenant","state":"running"|"erased","stage","started_at","removed":{"<stage>":n},"erased_at","seq_at_close","ordinals":[...]}
 //	GET    /v1/audit[?tenant=T][&since=T][&until=T][&cursor=C][&limit=N]
 //	         200 {"audit":[{"at","principal","action","tenant","entity","detail","spec_sha256","outcome"}],"next_cursor":"..."}
 //
@@ -96,6 +100,21 @@
 // its audit row (tenant.rate_limit.set / .clear, entity rate_limit,
 // spec_sha256 the hash of the stored override JSON) in one synced batch,
 // then the policy the router reads: the next request sees it.
+//
+// An erase (Options.Erase, DESIGN.md §2.11) is a background job that
+// removes everything the node holds for the tenant, stage by stage; the
+// DELETE answers once its progress row is synced. confirm is the tenant
+// typed again (without it, or with another name: 400 invalid_query, and
+// nothing happens); default and a tenant that a configured source or
+// route names are 409 tenant_from_config. A token for one tenant cannot
+// erase even its own. While the job runs every write under
+// /v1/tenants/<t>/ is 409 tenant_erasing (the guard answers it, after
+// the scope); reads are served. The status's stage is the last one done;
+// erased_at is null while it runs, seq_at_close before the tenant is
+// closed, started_at once only the tombstone is left. A stored hook of
+// the tenant under an erased ordinal is 410 gone, read from a local
+// segment or from the archive; the same name sending again is a new
+// tenant under a new ordinal, whose hooks are served.
 //
 // The audit log is listed oldest first (so a cursor follows it as it
 // grows); since is inclusive, until exclusive. tenants:read sees every
@@ -149,6 +168,8 @@
 //	{"error":"unauthorized","message":"..."}        401, with WWW-Authenticate: Bearer
 //	{"error":"forbidden","message":"..."}           403, naming the scope
 //	{"error":"not_found","message":"..."}           404
+//	{"error":"tenant_erasing","message":"..."}      409, a write while the tenant is being erased
+//	{"error":"tenant_from_config","message":"..."}  409, a tenant that cannot be erased
 //	{"error":"method_not_allowed","message":"..."}  405, with Allow
 //	{"error":"request_timeout","message":"..."}     408
 //	{"error":"gone","message":"..."}                410

@@ -3,14 +3,8 @@ package admin
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"net/http"
 )
-
-// ErrHookGone: the hook existed but its tenant was erased: 410. No stage
-// answers it yet; the tenant erase job will, with an error of its own that
-// the hook fetch then tests instead (and this one goes).
-var ErrHookGone = errors.New("admin: hook gone")
 
 // Error codes of the JSON error bodies.
 const (

@@ -23,9 +23,10 @@ import (
 // it is (a hook retention removed from local disk is read from the
 // archive behind it). Fetch returns the hook with id, which the caller
 // owns; segment.ErrNotFound and segment.ErrRemoved (no archive to read it
-// from) are the one 404, ErrHookGone a 410, any other error a 500. The
-// handler checks the TenantID of what Fetch returns itself. It must be
-// safe for concurrent use.
+// from) are the one 404, any other error a 500. The handler checks the
+// TenantID of what Fetch returns itself, and asks Options.Erase whether
+// the hook's tenant was erased under its ordinal (410). It must be safe
+// for concurrent use.
 type HookFetcher interface {
 	Fetch(id envelope.ID) (*envelope.Envelope, error)
 }
@@ -103,6 +104,12 @@ type Options struct {
 	// Claims serves GET /v1/tenants/{tenant}/claims/{ref} (the node's
 	// claim stores); nil leaves it out.
 	Claims ClaimReader
+	// Erase serves DELETE /v1/tenants/{tenant} and GET
+	// /v1/tenants/{tenant}/erase, refuses the writes under
+	// /v1/tenants/{tenant}/ of a tenant being erased (409
+	// tenant_erasing) and makes a fetched hook of an erased tenant 410
+	// gone; nil leaves the routes out and checks nothing.
+	Erase TenantEraser
 	// Listener bounds the admin listener (Listen only).
 	Listener ListenerOptions
 }
@@ -138,6 +145,11 @@ func register(mux router, auth *Auth, o Options) error {
 	if now == nil {
 		now = time.Now
 	}
+	var hookGone func(tenant string, ord uint32) bool
+	if o.Erase != nil {
+		auth = auth.withErasing(o.Erase.Erasing)
+		hookGone = o.Erase.HookGone
+	}
 	mux.Handle("GET /v1/openapi.json", http.HandlerFunc(serveOpenAPI))
 	if o.Sources != nil {
 		sh := &sourceHandlers{store: o.Sources, backlog: o.Backlog, resolver: o.Resolver, log: log}
@@ -145,7 +157,7 @@ func register(mux router, auth *Auth, o Options) error {
 		registerRoutes(mux, auth, routeHandlers{sh})
 	}
 	if o.Hooks != nil {
-		mux.Handle("GET /v1/tenants/{tenant}/hooks/{event_id}", auth.TenantGuard(&hookHandler{fetch: o.Hooks, log: log}))
+		mux.Handle("GET /v1/tenants/{tenant}/hooks/{event_id}", auth.TenantGuard(&hookHandler{fetch: o.Hooks, gone: hookGone, log: log}))
 	}
 	if o.Claims != nil {
 		mux.Handle("GET /v1/tenants/{tenant}/claims/{"+claimRefWildcard+"}", auth.TenantGuard(&claimHandler{claims: o.Claims, log: log}))
@@ -161,13 +173,19 @@ func register(mux router, auth *Auth, o Options) error {
 	if o.Quarantine != nil {
 		registerQuarantine(mux, auth, &quarantineHandlers{q: o.Quarantine, hooks: o.Hooks, sources: o.Sources, now: now, log: log})
 	}
+	if o.Erase != nil {
+		registerErase(mux, auth, &eraseHandlers{er: o.Erase, log: log})
+	}
 	return nil
 }
 
 // hookHandler serves GET /v1/tenants/{tenant}/hooks/{event_id}: the hook's JSON
-// form (package envelope) and a newline.
+// form (package envelope) and a newline, or 410 gone when its tenant was
+// erased under its ordinal (whether it was read from a local segment or
+// the archive).
 type hookHandler struct {
 	fetch HookFetcher
+	gone  func(tenant string, ord uint32) bool // nil: no erase to ask
 	log   *zap.Logger
 }
 
@@ -191,9 +209,6 @@ func (h *hookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, segment.ErrNotFound) || errors.Is(err, segment.ErrRemoved):
 		writeError(w, http.StatusNotFound, codeNotFound, notFoundHook)
 		return
-	case errors.Is(err, ErrHookGone):
-		writeError(w, http.StatusGone, codeGone, "this hook's tenant was erased")
-		return
 	case errors.As(err, &corrupt):
 		h.log.Error("a hook's segment is damaged", zap.String("tenant", tenant), zap.Stringer("id", id),
 			zap.String("segment", corrupt.File), zap.Int64("offset", corrupt.Offset), zap.Error(err))
@@ -211,6 +226,10 @@ func (h *hookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if e.TenantID != tenant {
 		writeError(w, http.StatusNotFound, codeNotFound, notFoundHook)
+		return
+	}
+	if h.gone != nil && h.gone(tenant, e.TenantOrdinal) {
+		writeError(w, http.StatusGone, codeGone, "this hook's tenant was erased")
 		return
 	}
 	body := e.AppendJSON(make([]byte, 0, 1024+len(e.Body)*4/3))

@@ -35,8 +35,9 @@ var (
 	globexHook = &envelope.Envelope{Seq: 43, ID: globexID, TenantID: "globex", SourceID: "gh", Body: []byte{0xff}}
 )
 
-// fakeFetcher serves acmeHook, globexHook and penHooks, and an error for
-// each other id it knows, as *segment.Store answers.
+// fakeFetcher serves acmeHook, globexHook, goneHook (whose ordinal
+// fakeEraser says was erased) and penHooks, and an error for each other id
+// it knows, as *segment.Store answers.
 type fakeFetcher struct {
 	mu    sync.Mutex
 	calls []string // ids
@@ -52,7 +53,7 @@ func (f *fakeFetcher) Fetch(id envelope.ID) (*envelope.Envelope, error) {
 	case globexID:
 		return globexHook, nil
 	case goneID:
-		return nil, fmt.Errorf("segment: tenant erased: %w", ErrHookGone)
+		return goneHook, nil
 	case brokenID:
 		return nil, errBroken
 	case corruptID:
@@ -73,7 +74,7 @@ func newTestMux(t *testing.T) (*http.ServeMux, *fakeFetcher, *observer.ObservedL
 	core, logs := observer.New(zapcore.InfoLevel)
 	f := &fakeFetcher{}
 	mux := http.NewServeMux()
-	if err := Register(mux, Options{Tokens: testTokens(), Hooks: f, Logger: zap.New(core)}); err != nil {
+	if err := Register(mux, Options{Tokens: testTokens(), Hooks: f, Logger: zap.New(core), Erase: newFakeEraser()}); err != nil {
 		t.Fatal(err)
 	}
 	return mux, f, logs

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -34,6 +35,7 @@ var matrixKinds = []tokenKind{
 	{kind: "tenants:read", bearer: "tok-reader", read: true},
 	{kind: "tenants:write", bearer: "tok-writer", write: true},
 	{kind: "debug", bearer: "tok-prof", debug: true},
+	{kind: "tenants:write+tenant:*", bearer: "tok-eraser", tenants: []string{"*"}, write: true},
 }
 
 func (k tokenKind) known() bool { return k.bearer != "" && k.bearer != "tok-nobody" }
@@ -48,9 +50,9 @@ func (k tokenKind) holdsTenant(t string) bool {
 }
 
 // scopeRule is the scope a route needs, by the rules of auth.go and
-// doc.go: open, tenant, tenants:read, tenants:write, debug, or audit
+// doc.go: open, tenant, tenants:read, tenants:write, debug, audit
 // (tenants:read, or the tenant's scope with ?tenant=: the audit log and
-// the lifecycle replay).
+// the lifecycle replay), or erase (tenants:write and tenant:*, together).
 func scopeRule(t *testing.T, method, path string) string {
 	switch {
 	case path == "/metrics" || path == "/healthz" || path == "/readyz" || path == "/v1/openapi.json":
@@ -63,6 +65,8 @@ func scopeRule(t *testing.T, method, path string) string {
 		return "audit"
 	case path == "/v1/tenants/{tenant}/rate_limit" && method != "GET":
 		return "tenants:write"
+	case path == "/v1/tenants/{tenant}" && method == "DELETE":
+		return "erase"
 	case path == "/v1/tenants/{tenant}" || strings.HasPrefix(path, "/v1/tenants/{tenant}/"):
 		return "tenant"
 	}
@@ -86,6 +90,8 @@ func (k tokenKind) allowed(scope, tenant string) bool {
 		return k.debug
 	case "audit":
 		return k.read || tenant != "" && k.holdsTenant(tenant)
+	case "erase":
+		return k.write && slices.Contains(k.tenants, "*")
 	}
 	panic("BUG: scope " + scope)
 }

@@ -252,6 +252,7 @@ func matrixTokens() []config.AdminToken {
 		{Name: "reader", SHA256: digest("tok-reader"), Scopes: []string{"tenants:read"}},
 		{Name: "writer", SHA256: digest("tok-writer"), Scopes: []string{"tenants:write"}},
 		{Name: "prof", SHA256: digest("tok-prof"), Scopes: []string{"debug"}},
+		{Name: "eraser", SHA256: digest("tok-eraser"), Scopes: []string{"tenants:write", "tenant:*"}},
 	}
 }
 
@@ -265,6 +266,7 @@ type fullNode struct {
 	meta    *meta.Store
 	backlog *fakeBacklog
 	health  *failFlag
+	eraser  *fakeEraser
 }
 
 // matrixMaxBody is fullNode's admin.max_body_bytes: a body past it fits
@@ -309,12 +311,12 @@ sources:
 	if err := policy.LoadOverrides(ms); err != nil {
 		t.Fatal(err)
 	}
-	n := &fullNode{meta: ms, backlog: &fakeBacklog{counts: map[string]int64{}}, health: &failFlag{}}
+	n := &fullNode{meta: ms, backlog: &fakeBacklog{counts: map[string]int64{}}, health: &failFlag{}, eraser: newFakeEraser()}
 	n.srv = startServer(t, Options{
 		Tokens: matrixTokens(), Hooks: &fakeFetcher{}, Deliveries: &fakeDeliveries{}, Quarantine: &fakePen{},
 		Sources: store, Backlog: n.backlog, Resolver: cfg.RouteResolver, Health: n.health, Logger: zap.NewNop(),
 		Tenants: ms, Counts: fakeCounts{}, Limits: policy, Overrides: ms, Audit: ms, Events: lc, Claims: fakeClaims{},
-		Listener: ListenerOptions{MaxBodyBytes: matrixMaxBody},
+		Erase: n.eraser, Listener: ListenerOptions{MaxBodyBytes: matrixMaxBody},
 	})
 	n.addr = n.srv.Addr().String()
 	// The API's own entities of each tenant: a source and a route.
@@ -413,7 +415,8 @@ func fullOptions(t *testing.T) Options {
 	t.Helper()
 	return Options{Tokens: matrixTokens(), Hooks: &fakeFetcher{}, Deliveries: &fakeDeliveries{}, Quarantine: &fakePen{},
 		Sources: penSources(), Backlog: &fakeBacklog{}, Tenants: &meta.Store{}, Limits: tenant.NewPolicy(config.RateLimits{}),
-		Overrides: &meta.Store{}, Audit: &meta.Store{}, Events: &lifecycle.Lifecycle{}, Claims: fakeClaims{}}
+		Overrides: &meta.Store{}, Audit: &meta.Store{}, Events: &lifecycle.Lifecycle{}, Claims: fakeClaims{},
+		Erase: newFakeEraser()}
 }
 
 // TestOpenAPISchemasClosed: an answer's object is closed (every object
@@ -649,6 +652,19 @@ func answerCases(n *fullNode) []answerCase {
 		{"GET", "/v1/events?after=" + goodID.String(), "tok-reader", "", 400},
 		{"GET", "/v1/events?type=source", "tok-reader", "", 400},
 		{"GET", "/v1/events", "tok-a", "", 403},
+		// Erase (a tenant of its own, so acme's entities stay).
+		{"GET", "/v1/tenants/umbrella/erase", "tok-all", "", 404},
+		{"DELETE", "/v1/tenants/umbrella?confirm=umbrella", "tok-eraser", "", 202},
+		{"DELETE", "/v1/tenants/umbrella?confirm=umbrella", "tok-eraser", "", 200},
+		{"DELETE", "/v1/tenants/umbrella", "tok-eraser", "", 400},
+		{"DELETE", "/v1/tenants/umbrella?confirm=umbrella", "tok-all", "", 403},
+		{"DELETE", "/v1/tenants/default?confirm=default", "tok-eraser", "", 409},
+		{"DELETE", "/v1/tenants/broken?confirm=broken", "tok-eraser", "", 500},
+		{"GET", "/v1/tenants/umbrella/erase", "tok-all", "", 200},
+		{"GET", "/v1/tenants/hooli/erase", "tok-all", "", 200},
+		{"GET", "/v1/tenants/hooli/erase?x=1", "tok-all", "", 400},
+		{"PUT", "/v1/tenants/umbrella/rate_limit", "tok-writer", rl, 409},
+		{"POST", "/v1/tenants/umbrella/sources", "tok-all", `{"name": "umbrella-api", "verify": {"type": "none"}}`, 409},
 		// Open, and the profiles.
 		{"GET", "/v1/openapi.json", "", "", 200},
 		{"GET", "/metrics", "", "", 200},
