@@ -328,7 +328,24 @@ func (n *node) eraseDedupe(_ context.Context, j *tenant.EraseJob) (int64, error)
 
 // eraseEvents deletes the tenant's lifecycle events (the redacted
 // entities they carry) once the publisher has delivered them.
+//
+// It first sweeps the tenant's sources, routes and override once more: an
+// admin write that passed its guard just before the tenant closed may
+// have landed after their stage (the sweep finds nothing otherwise), and
+// its deleted event must be published before the events go.
 func (n *node) eraseEvents(ctx context.Context, j *tenant.EraseJob) (int64, error) {
+	late, err := n.eraseSources(ctx, j)
+	if err != nil {
+		return 0, err
+	}
+	lateRL, err := n.eraseRateLimit(ctx, j)
+	if err != nil {
+		return 0, err
+	}
+	if late+lateRL > 0 {
+		n.log.Warn("erase: removed sources, routes or an override written while the tenant closed", zap.String("tenant", j.Tenant), zap.Int64("count", late+lateRL))
+		j.Removed[tenant.StageSources] += late
+	}
 	upTo, err := n.lifecycle.WaitTenantPublished(ctx, j.Tenant)
 	if err != nil {
 		return 0, err
@@ -358,7 +375,7 @@ func (n *node) eraseFinish(_ context.Context, j *tenant.EraseJob) error {
 	data, _ := json.Marshal(eraseData{Tenant: j.Tenant, ErasedAt: at, StartedAt: j.StartedAt, SeqAtClose: j.SeqAtClose, Hooks: j.Hooks, Bytes: j.Bytes, Removed: j.Removed})
 	final := meta.AuditRow{At: at, Principal: j.Principal, Action: "tenant.delete", Tenant: j.Tenant, Entity: "tenant/" + j.Tenant, Outcome: "ok",
 		Event: meta.Event{Type: meta.EventType("tenant", "deleted"), Subject: j.Tenant, Data: data}}
-	tomb := meta.Tombstone{Tenant: j.Tenant, SeqAtClose: j.SeqAtClose, ErasedAt: at, Hooks: j.Hooks, Bytes: j.Bytes, Removed: j.Removed,
+	tomb := meta.Tombstone{Tenant: j.Tenant, SeqAtClose: j.SeqAtClose, StartedAt: j.StartedAt, ErasedAt: at, Hooks: j.Hooks, Bytes: j.Bytes, Removed: j.Removed,
 		ArchivePending: n.archive != nil}
 	if _, _, err := n.meta.FinishErase(tomb, j.Ordinal, j.HasOrdinal, upTo, final); err != nil {
 		return err
@@ -481,7 +498,7 @@ func (e eraseAdmin) EraseStatus(t string) (admin.EraseStatus, bool, error) {
 	if tomb.ArchivePending {
 		stage = tenant.StageErased
 	}
-	return admin.EraseStatus{Tenant: t, Stage: stage, Removed: tomb.Removed, ErasedAt: tomb.ErasedAt,
+	return admin.EraseStatus{Tenant: t, Stage: stage, StartedAt: tomb.StartedAt, Removed: tomb.Removed, ErasedAt: tomb.ErasedAt,
 		HasSeqAtClose: true, SeqAtClose: tomb.SeqAtClose, Ordinals: tomb.Ordinals}, true, nil
 }
 

@@ -53,6 +53,7 @@ type Tombstone struct {
 	Tenant     string    `json:"tenant"`
 	Ordinals   []uint32  `json:"ordinals"`
 	SeqAtClose uint64    `json:"seq_at_close"`
+	StartedAt  time.Time `json:"started_at,omitzero"`
 	ErasedAt   time.Time `json:"erased_at"`
 	// Hooks and Bytes are the tenant's counters at the last erase, summed
 	// over its ordinals.
