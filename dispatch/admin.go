@@ -23,7 +23,8 @@ var (
 	ErrBadCursor = errors.New("dispatch: malformed cursor")
 )
 
-// Operator calls resolve tenant names with Options.Ordinal.
+// Operator calls resolve tenant names with Options.Ordinal. Those that
+// change rows answer ErrTenantErasing for a tenant being erased.
 
 // Dead lists a tenant's dead letters in (seq, sink) order after cursor.
 func (d *Dispatcher) Dead(_ context.Context, tenant string, f Filter, cursor string, limit int) ([]Row, string, error) {
@@ -84,6 +85,11 @@ func (d *Dispatcher) scanDead(tenant string, ord uint32, after *meta.RowID, f Fi
 // count and max_age clock reset: a synced write, with audit (the caller's
 // record of the change) in the same batch.
 func (d *Dispatcher) Retry(ctx context.Context, tenant string, id envelope.ID, sink string, audit meta.AuditRow) error {
+	done, err := d.enterTenant(tenant)
+	if err != nil {
+		return err
+	}
+	defer done()
 	rid, row, err := d.deadRow(tenant, id, sink)
 	if err != nil {
 		return err
@@ -111,6 +117,11 @@ func (d *Dispatcher) RetryAll(ctx context.Context, tenant string, f Filter, audi
 // Drop deletes one dead letter (a synced write, with audit in its batch);
 // its attempt log stays until it ages out.
 func (d *Dispatcher) Drop(ctx context.Context, tenant string, id envelope.ID, sink string, audit meta.AuditRow) error {
+	done, err := d.enterTenant(tenant)
+	if err != nil {
+		return err
+	}
+	defer done()
 	rid, _, err := d.deadRow(tenant, id, sink)
 	if err != nil {
 		return err
@@ -179,6 +190,10 @@ func (d *Dispatcher) eachDead(tenant string, f Filter, audit func(n int) meta.Au
 	if !ok {
 		return 0, nil
 	}
+	if !d.enter(ord) {
+		return 0, ErrTenantErasing
+	}
+	defer d.leave(ord)
 	b := d.meta.NewBatch()
 	defer b.Close()
 	total, inBatch := 0, 0

@@ -93,6 +93,12 @@ func (d *Dispatcher) attempt(r *runner, t *task) {
 // record writes an attempt's outcome: delivered rows are deleted, failed
 // ones rescheduled with backoff or dead-lettered.
 func (d *Dispatcher) record(r *runner, t *task, env *envelope.Envelope, now time.Time, latency time.Duration, status int, e *Error) {
+	if d.isClosed(t.id.Ord) {
+		// The tenant was closed while the attempt ran: its rows are
+		// being erased, and this outcome would write one back.
+		closedSkips.Inc()
+		return
+	}
 	row := t.row
 	n := row.Attempts + 1
 	row.Attempts, row.LastAt, row.LastStatus = n, now.UnixNano(), uint16(status)
@@ -166,6 +172,10 @@ func (d *Dispatcher) unreadable(r *runner, t *task, now time.Time, err error) {
 // reschedule moves a pending row to due without counting an attempt (the
 // circuit is open).
 func (d *Dispatcher) reschedule(t *task, due time.Time, why string) {
+	if d.isClosed(t.id.Ord) {
+		closedSkips.Inc()
+		return
+	}
 	row := t.row
 	b := d.meta.NewBatch()
 	defer b.Close()

@@ -104,7 +104,15 @@ func (c *Direct) number(e *envelope.Envelope) (err error) {
 func (c *Direct) Ordinal(tenant string) (uint32, bool) { return c.num.Ordinal(tenant) }
 
 // TenantsFull reports whether a new tenant would be refused (tenants.max).
+// Erased tenants count: ordinals are never reused.
 func (c *Direct) TenantsFull() bool { return c.num.TenantsFull() }
+
+// ForgetTenant makes name stop naming ordinal ord, if it still does (the
+// tenant's erase): its next hook is a new tenant's, with a new ordinal
+// written, synced, to the tenant mirror before it is given. ord is never
+// given again, at the next boot either: the numbering floor is above
+// every ordinal a tombstone names (wal.ReadFloor).
+func (c *Direct) ForgetTenant(name string, ord uint32) { c.num.ForgetTenant(name, ord) }
 
 func hasDurable(sinks []config.Sink) bool {
 	for i := range sinks {

@@ -50,6 +50,11 @@ type Options struct {
 	// MaxPenBytes caps the quarantine pen (limits.max_quarantine_bytes;
 	// default 256 MiB).
 	MaxPenBytes int64
+	// Erased are the ordinals of tenants erased or being erased: they
+	// start closed (CloseTenant), before anything is rebuilt or claimed,
+	// and the rebuild past the checkpoint creates nothing for their hooks
+	// (DESIGN.md §6 item 4).
+	Erased []uint32
 }
 
 // EnsureDefaults fills unset options.
@@ -107,6 +112,13 @@ type Dispatcher struct {
 	// pass that finds none removes it only when no row came meanwhile.
 	active   map[uint32]bool
 	inflight map[uint32]int // attempts running, by tenant ordinal
+	// busy counts the other writes of a tenant's rows under way (claim
+	// passes, operator changes), which a closed tenant waits for too
+	// (erase.go).
+	busy map[uint32]int
+	// closedOrds are the ordinals closed for their tenant's erase; read
+	// without a lock, replaced under tmu (erase.go).
+	closedOrds atomic.Pointer[map[uint32]struct{}]
 
 	pending, dead atomic.Int64 // rows by state, for the backlog gauges
 
@@ -114,7 +126,9 @@ type Dispatcher struct {
 
 	// counts are every tenant's committed hooks and bytes up to written
 	// (writer goroutine); dirty those changed since the last checkpoint.
-	// countsMu guards them for readers.
+	// countsMu guards them; ckptMu is held from taking the dirty counters
+	// to writing them, so an erase that removes a tenant's is not undone.
+	ckptMu   sync.Mutex
 	countsMu sync.Mutex
 	counts   map[uint32]meta.TenantCounts
 	dirty    map[uint32]struct{}
@@ -145,8 +159,12 @@ func Open(o Options) (*Dispatcher, error) {
 		srcKick:   make(chan struct{}, 1),
 		active:    map[uint32]bool{},
 		inflight:  map[uint32]int{},
+		busy:      map[uint32]int{},
 		schedWake: make(chan struct{}, 1),
 		stop:      make(chan struct{}),
+	}
+	for _, ord := range o.Erased {
+		d.CloseTenant(ord)
 	}
 	ckpt, err := o.Meta.DispatchCheckpoint()
 	if err != nil {
@@ -170,7 +188,7 @@ func Open(o Options) (*Dispatcher, error) {
 	d.written = max(ckpt, o.LastSeq)
 	d.flushed.Store(d.written)
 	if d.written > ckpt {
-		if err := o.Meta.SetDispatchCheckpointWith(d.written, d.takeDirty()); err != nil {
+		if err := o.Meta.SetDispatchCheckpointWith(d.written, d.takeDirty()); err != nil { // no checkpoint runs yet: no ckptMu
 			return nil, err
 		}
 	}
@@ -193,15 +211,19 @@ func Open(o Options) (*Dispatcher, error) {
 // meta store's DurableCheckpoint, which only the row writer moves.
 func (d *Dispatcher) Checkpoint() uint64 { return d.meta.DurableCheckpoint() }
 
-// count adds committed hooks to a tenant's counters (writer goroutine).
+// count adds committed hooks to a tenant's counters (writer goroutine);
+// a closed tenant's stay as they were at the close.
 func (d *Dispatcher) count(ord uint32, hooks, bytes uint64) {
+	if d.isClosed(ord) {
+		return
+	}
 	d.countsMu.Lock()
 	c := d.counts[ord]
 	c.Hooks += hooks
 	c.Bytes += bytes
 	d.counts[ord] = c
-	d.countsMu.Unlock()
 	d.dirty[ord] = struct{}{}
+	d.countsMu.Unlock()
 }
 
 // takeDirty returns the counters changed since the last checkpoint.
@@ -229,7 +251,7 @@ func (d *Dispatcher) TenantCounts(ord uint32) meta.TenantCounts {
 func (d *Dispatcher) Written() uint64 { return d.flushed.Load() }
 
 // InFlight is the number of attempts running for the tenant with ordinal
-// ord (the erase job waits for 0).
+// ord (the erase job waits for 0, through WaitTenantIdle).
 func (d *Dispatcher) InFlight(ord uint32) int {
 	d.tmu.Lock()
 	defer d.tmu.Unlock()
@@ -326,10 +348,12 @@ func (d *Dispatcher) unhold(id meta.RowID) {
 }
 
 // markActive says the tenant has pending rows; call it after they are
-// committed.
+// committed. A closed tenant's rows are never claimed.
 func (d *Dispatcher) markActive(ord uint32) {
 	d.tmu.Lock()
-	d.active[ord] = true
+	if !d.isClosed(ord) {
+		d.active[ord] = true
+	}
 	d.tmu.Unlock()
 }
 
@@ -348,7 +372,9 @@ func (d *Dispatcher) countRows() error {
 		return err
 	}
 	for _, ord := range c.Tenants {
-		d.active[ord] = true
+		if !d.isClosed(ord) {
+			d.active[ord] = true
+		}
 	}
 	d.pending.Store(c.Rows - c.Dead)
 	d.dead.Store(c.Dead)

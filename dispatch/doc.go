@@ -47,6 +47,14 @@
 // without its change. A pen change waits for the checkpoint to cover the
 // pen row (ErrBusy if it does not soon), or the rebuild could undo it.
 //
+// A tenant's erase (erase.go) closes its ordinal: nothing of dispatch
+// writes under it from then on (no row, pen row, dedupe key, counter,
+// claim, attempt or attempt outcome, and the operator's calls answer
+// ErrTenantErasing); once every write begun before the close has landed
+// (WaitTenantIdle), its keys and in-memory traces are erased
+// (EraseTenantRows, EraseTenantPen). Options.Erased closes the ordinals of
+// erased tenants at boot, before the rebuild.
+//
 // dispatch must never import edge (the stages under the edge never reach
 // up into it), admin (the operator's API is built on dispatch, not the
 // other way), or verify (verifying a held hook again is the caller's

@@ -188,6 +188,11 @@ func (r *runner) closeSink() error {
 // (or back to the scheduler) and redirect reports true: the attempt is
 // not r's. A row an operator dead-lettered meanwhile is not attempted.
 func (d *Dispatcher) redirect(r *runner, t *task) bool {
+	if d.isClosed(t.id.Ord) {
+		closedSkips.Inc()
+		d.finish(t) // its tenant is being erased
+		return true
+	}
 	if d.isDoomed(t.id) {
 		d.finish(t) // dead-letters it (unhold)
 		return true

@@ -57,6 +57,8 @@ type nodeOptions struct {
 	maxPenBytes int64
 	// newSink replaces the fake sinks (a real HTTP sink).
 	newSink func(src string, spec config.Sink) (dispatch.Sink, error)
+	// erased are the ordinals of erased tenants (Options.Erased).
+	erased []uint32
 }
 
 func openNode(t testing.TB, fs vfs.FS, fk *fakeSinks, o nodeOptions) *node {
@@ -135,6 +137,7 @@ func openNode(t testing.TB, fs vfs.FS, fk *fakeSinks, o nodeOptions) *node {
 		Now:             o.now,
 		OnFatal:         onFatal,
 		MaxPenBytes:     o.maxPenBytes,
+		Erased:          o.erased,
 	})
 	if err != nil {
 		t.Fatal(err)

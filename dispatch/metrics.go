@@ -19,6 +19,12 @@ var (
 	damagedRows     = metrics.NewCounter("ankusa_dispatch_damaged_rows_total")
 	sinksRetired    = metrics.NewCounter("ankusa_dispatch_sinks_retired_total")
 	operatorDead    = metrics.NewCounter("ankusa_dispatch_operator_dead_letters_total")
+	// The tenant erase (erase.go): hooks of a closed tenant the row writer
+	// dropped, attempts of one not started or whose outcome was not
+	// written, and erase deletions that failed.
+	closedDropped = metrics.NewCounter("ankusa_dispatch_erasing_hooks_dropped_total")
+	closedSkips   = metrics.NewCounter("ankusa_dispatch_erasing_attempts_skipped_total")
+	eraseFailures = metrics.NewCounter("ankusa_dispatch_erase_failures_total")
 )
 
 // attemptCounter is the counter of one sink's attempts with one outcome;

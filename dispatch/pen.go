@@ -266,6 +266,11 @@ func (d *Dispatcher) Release(ctx context.Context, tenant string, id envelope.ID,
 	if mode != ReleaseVerified && mode != ReleaseForced {
 		return out, fmt.Errorf("BUG: dispatch: release mode %d", mode)
 	}
+	done, err := d.enterTenant(tenant)
+	if err != nil {
+		return out, err
+	}
+	defer done()
 	d.pen.mu.Lock()
 	defer d.pen.mu.Unlock()
 	ord, seq, p, err := d.findPen(tenant, id)
@@ -306,6 +311,11 @@ func (d *Dispatcher) Release(ctx context.Context, tenant string, id envelope.ID,
 // caller's record of it) in the same synced batch: it is never delivered.
 // The hook stays in the log and the archive like any other.
 func (d *Dispatcher) DropQuarantined(ctx context.Context, tenant string, id envelope.ID, audit meta.AuditRow) error {
+	done, err := d.enterTenant(tenant)
+	if err != nil {
+		return err
+	}
+	defer done()
 	d.pen.mu.Lock()
 	defer d.pen.mu.Unlock()
 	ord, seq, p, err := d.findPen(tenant, id)
@@ -329,6 +339,11 @@ func (d *Dispatcher) DropQuarantined(ctx context.Context, tenant string, id enve
 // filter, in synced batches of at most 1000; each batch holds the audit
 // row audit(n) makes for its n hooks.
 func (d *Dispatcher) DropAllQuarantined(ctx context.Context, tenant string, f Filter, audit func(n int) meta.AuditRow) (int, error) {
+	done, err := d.enterTenant(tenant)
+	if err != nil {
+		return 0, err
+	}
+	defer done()
 	d.pen.mu.Lock()
 	defer d.pen.mu.Unlock()
 	ord, ok := d.ordinal(tenant)
@@ -359,7 +374,7 @@ func (d *Dispatcher) DropAllQuarantined(ctx context.Context, tenant string, f Fi
 		return nil
 	}
 	var ferr error
-	err := d.scanPen(ord, 0, f, func(seq uint64, p *meta.PenRow) bool {
+	err = d.scanPen(ord, 0, f, func(seq uint64, p *meta.PenRow) bool {
 		batch, bytes = append(batch, seq), bytes+int64(p.Bytes)
 		if len(batch) >= 1000 {
 			ferr = flush()

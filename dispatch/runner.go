@@ -129,6 +129,7 @@ func (r *runner) offer(t *task) bool {
 // loop starts attempts while there are slots and tasks.
 func (r *runner) loop() {
 	defer r.d.wg.Done()
+	var closed []*task
 	for {
 		r.mu.Lock()
 		for r.inflight < r.spec.Concurrency {
@@ -136,12 +137,20 @@ func (r *runner) loop() {
 			if t == nil {
 				break
 			}
+			if !r.d.startAttempt(t.id.Ord) {
+				closed = append(closed, t) // its tenant is being erased
+				continue
+			}
 			r.inflight++
 			q.inflight++
-			r.d.tenantInFlight(t.id.Ord, 1)
 			go r.run(t, q)
 		}
 		r.mu.Unlock()
+		for i, t := range closed {
+			r.d.finish(t)
+			closed[i] = nil
+		}
+		closed = closed[:0]
 		select {
 		case <-r.kick:
 		case <-r.done:

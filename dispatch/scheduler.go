@@ -96,11 +96,15 @@ func (d *Dispatcher) claimPass(turn *int) (time.Time, error) {
 // sinks. nextDue is the first due time after now (0: none seen); empty
 // means the tenant has no pending row at all.
 func (d *Dispatcher) claimTenant(ord uint32) (nextDue int64, empty bool, err error) {
+	if !d.enter(ord) {
+		return 0, true, nil // being erased: none of its rows is claimed
+	}
+	defer d.leave(ord)
 	now := d.o.Now().UnixNano()
 	claimed := 0
 	empty = true
 	err = d.meta.DueRows(ord, func(id meta.RowID, due int64) (bool, error) {
-		if claimed >= claimPerTenant || d.stopping() {
+		if claimed >= claimPerTenant || d.stopping() || d.isClosed(ord) {
 			return true, nil
 		}
 		empty = false

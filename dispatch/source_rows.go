@@ -80,7 +80,8 @@ func (d *Dispatcher) SourceBacklog(source string, sinks []string) (int64, error)
 	}
 	var n int64
 	err := d.meta.SourceRows(source, func(id meta.RowID, row *meta.Delivery) (bool, error) {
-		if row.State == meta.RowPending && wantSink(sinks, id.Sink) {
+		// A tenant being erased: its rows go with it, they hold nothing up.
+		if row.State == meta.RowPending && wantSink(sinks, id.Sink) && !d.isClosed(id.Ord) {
 			n++
 		}
 		return false, nil
@@ -116,6 +117,7 @@ func (d *Dispatcher) DeadLetterSource(source string, sinks []string, audit meta.
 	j := &deadLetterJob{d: d, audit: audit, b: d.meta.NewBatch(),
 		reason: fmt.Sprintf("dead-lettered by %s (%s): an operator removed its source %q or the sink", audit.Principal, audit.Action, source)}
 	defer j.b.Close()
+	defer j.leave()
 	err := d.meta.SourceRows(source, func(id meta.RowID, row *meta.Delivery) (bool, error) {
 		if row.State != meta.RowPending || !wantSink(sinks, id.Sink) {
 			return false, nil
@@ -146,12 +148,40 @@ type deadLetterJob struct {
 	dooms   []*doom
 	audited bool
 	moved   int64
+	// entered are the tenants whose rows the job writes: busy for the
+	// job's length, so a tenant's erase waits for it (erase.go).
+	entered map[uint32]bool
+}
+
+// enter reports whether the job may write rows of ordinal ord: not when
+// the tenant is being erased (its rows go with it).
+func (j *deadLetterJob) enter(ord uint32) bool {
+	if j.entered[ord] {
+		return true
+	}
+	if !j.d.enter(ord) {
+		return false
+	}
+	if j.entered == nil {
+		j.entered = map[uint32]bool{}
+	}
+	j.entered[ord] = true
+	return true
+}
+
+func (j *deadLetterJob) leave() {
+	for ord := range j.entered {
+		j.d.leave(ord)
+	}
 }
 
 // add dead-letters row id into the batch if no attempt holds it; a held
 // one is kept for doomBusy. The row is read again under the hold: the
 // scan's view may be older than an attempt that has since ended.
 func (j *deadLetterJob) add(id meta.RowID) error {
+	if !j.enter(id.Ord) {
+		return nil
+	}
 	if !j.d.hold(id) {
 		j.busy = append(j.busy, id)
 		return nil
@@ -288,6 +318,10 @@ func (d *Dispatcher) isDoomed(id meta.RowID) bool {
 // buryHeld dead-letters the held row id if it is still pending (a synced
 // write: the operator's change), and reports whether it did.
 func (d *Dispatcher) buryHeld(id meta.RowID, reason string) bool {
+	if !d.enter(id.Ord) {
+		return false // its tenant is being erased: the row goes with it
+	}
+	defer d.leave(id.Ord)
 	row, found, err := d.meta.Row(id)
 	if err != nil && !errors.Is(err, meta.ErrBadRecord) {
 		d.fatal(fmt.Errorf("cannot read a row to dead-letter: %w", err))

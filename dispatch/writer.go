@@ -133,12 +133,24 @@ func (w *rowWriter) addHook(e *envelope.Envelope, sh *shared) error {
 	if e.Seq > w.d.written {
 		w.d.written = e.Seq
 	}
-	d.count(e.TenantOrdinal, 1, uint64(e.EncodedLen()))
 	release := func() {
 		if sh != nil {
 			d.in.release(sh.size)
 		}
 	}
+	if d.isClosed(e.TenantOrdinal) {
+		// Its tenant is being erased (or is, and this is the rebuild):
+		// nothing of it is written, not even its counters.
+		release()
+		if e.Verification.Quarantined && !w.rebuild {
+			// The edge reserved its bytes in the pen (the rebuild's rows
+			// are counted when the pen is loaded).
+			d.UnreservePen(int64(len(e.Body)))
+		}
+		closedDropped.Inc()
+		return nil
+	}
+	d.count(e.TenantOrdinal, 1, uint64(e.EncodedLen()))
 	if e.Verification.Quarantined {
 		release() // held in the quarantine pen, not dispatched
 		return w.addPenRow(e)
@@ -248,6 +260,10 @@ func (w *rowWriter) flush() error {
 // pending and the scheduler claims it later (and dead-letters it when
 // the sink is gone).
 func (d *Dispatcher) offerFirst(t *task) {
+	if d.isClosed(t.id.Ord) {
+		d.finish(t) // closed since its row was written: no attempt starts
+		return
+	}
 	for range 2 {
 		r, err := d.runnerFor(t.row.Source, t.id.Sink)
 		if err != nil && !errors.Is(err, errStopping) {
@@ -283,7 +299,10 @@ func (d *Dispatcher) checkpoint(now bool) {
 	if !now && d.o.Now().Sub(d.lastCkpt) < d.o.CheckpointEvery {
 		return
 	}
-	if err := d.o.Meta.SetDispatchCheckpointWith(d.written, d.takeDirty()); err != nil {
+	d.ckptMu.Lock()
+	err := d.o.Meta.SetDispatchCheckpointWith(d.written, d.takeDirty())
+	d.ckptMu.Unlock()
+	if err != nil {
 		d.fatal(err)
 		return
 	}

@@ -20,9 +20,9 @@
 //     steps 0-5 (method, route guard, resolver, declared length, source and
 //     tenant binding, header bounds) from the header alone, in fasthttp's
 //     HeaderReceived hook before a body byte is read, and again in Handle
-//     against the snapshot it serves from; steps 6-10 (token check, the
-//     tenant's queue caps, the node's pipeline bytes, new tenants) in
-//     admit; steps 11-14 in ingest: the body read within its bound straight
+//     against the snapshot it serves from; steps 6-10 (a tenant being
+//     erased, Options.Closed; token check, the tenant's queue caps, the
+//     node's pipeline bytes, new tenants) in admit; steps 11-14 in ingest: the body read within its bound straight
 //     into a pooled WAL record, the signature and on_verify_failure
 //     (quarantine pen, flag), dedupe, and the commit through Committer.
 //   - The resolvers and their registry (RegisterResolver, NewResolver),

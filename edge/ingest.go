@@ -232,6 +232,8 @@ func (r *Router) onFailure(a *admitted, hold *held, reason uint8, size int64) (v
 	}
 	switch ok, closed := r.o.Pen.ReservePen(a.tenant, size); {
 	case closed:
+		// Closed since step 6 let it through: the pen refuses it too.
+		tenantErasing.Inc()
 		return vTenantErasing, 0
 	case !ok:
 		penFull.Inc()

@@ -23,6 +23,9 @@ var (
 	penFull           = metrics.NewCounter("ankusa_edge_quarantine_full_total")
 	panicsTotal       = metrics.NewCounter("ankusa_edge_panics_total")
 	connRejections    = metrics.NewCounter("ankusa_edge_connections_refused_total")
+	// tenantErasing counts hooks refused because their tenant is being
+	// erased (503 tenant_erasing, router step 6 or the pen).
+	tenantErasing = metrics.NewCounter("ankusa_edge_tenant_erasing_total")
 )
 
 func init() {

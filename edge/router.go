@@ -55,6 +55,11 @@ type Options struct {
 	// NewTenants bounds how fast tenants are created, node-wide (nil: no
 	// bound).
 	NewTenants *tenant.Bucket
+	// Closed are the tenants being erased (step 6): their hooks are 503
+	// tenant_erasing before any token, cap or pen is asked (nil: none).
+	// The erase job closes a tenant in it first and opens it again once
+	// the tenant is erased (a tenant that sends again is a new tenant).
+	Closed *tenant.Closed
 }
 
 // RateLimiter decides from a tenant's token bucket (tenant.Limiter on the
@@ -411,7 +416,12 @@ func (r *Router) finish(ctx *fasthttp.RequestCtx, hold *held) {
 // what it reserves in hold. A verdict other than vOK is the answer, given
 // before any body byte is read, with wait its Retry-After.
 func (r *Router) admit(h *fasthttp.RequestHeader, a *admitted, hold *held) (verdict, time.Duration) {
-	// 6. tenant being erased: arrives with the erase job.
+	// 6. tenant being erased: refused before it costs a token or a
+	// reservation (a lock-free lookup, no allocation).
+	if r.o.Closed.IsClosed(s2b(a.tenant)) {
+		tenantErasing.Inc()
+		return vTenantErasing, 0
+	}
 	// 7. the tenant's token bucket has a token (taken at step 12, once
 	// the hook passed verification).
 	if r.o.Tenants != nil {

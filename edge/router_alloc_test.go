@@ -69,8 +69,12 @@ func storeRouter(t testing.TB, cfg *config.Config, store source.Store, w edge.Co
 		t.Fatal(err)
 	}
 	// The tenant stage as the node runs it: its token buckets and queue
-	// caps are on the path too.
+	// caps are on the path too, and a tenant being erased elsewhere, so
+	// step 6 looks a tenant up in a set that is not empty.
+	var closed tenant.Closed
+	closed.Close("being-erased")
 	return edge.NewRouter(edge.Options{
+		Closed:        &closed,
 		Resolver:      res,
 		Sources:       store,
 		WAL:           w,

@@ -500,8 +500,11 @@ type testMeta struct {
 	catID    envelope.ID
 	dispSeq  uint64
 	tenants  map[string]uint32
+	erased   map[uint32]string // the tombstones' ordinals
 	onTenant func(name string, ord uint32)
 }
+
+func (m *testMeta) ErasedOrdinals() (map[uint32]string, error) { return maps.Clone(m.erased), nil }
 
 func (m *testMeta) WALCheckpoint() (uint64, envelope.ID, error) { return m.ckptSeq, m.ckptID, nil }
 func (m *testMeta) SetWALCheckpoint(seq uint64, id envelope.ID) error {

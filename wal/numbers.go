@@ -38,6 +38,10 @@ type Meta interface {
 	// none, where no WAL record stands behind it).
 	SetTenant(name string, ordinal uint32) error
 	SetTenantSynced(name string, ordinal uint32) error
+	// ErasedOrdinals is every ordinal an erased tenant's tombstone names
+	// (ordinal → tenant): never given again, and never mapped back to its
+	// name.
+	ErasedOrdinals() (map[uint32]string, error)
 }
 
 // Floor is where numbering resumes: the highest seq and event id recorded
@@ -50,14 +54,20 @@ type Floor struct {
 	// NextOrdinal, when above every ordinal of Tenants, is the next one
 	// to give: an ordinal that was given once is never given again, even
 	// when the name it was given to now holds another (the log's record
-	// wins over the mirror's).
+	// wins over the mirror's), nor once its tenant is erased.
 	NextOrdinal uint32
+	// Erased are the ordinals of erased tenants (ordinal → tenant): Open
+	// maps no name to one of them, whatever the log's records say.
+	Erased map[uint32]string
 }
 
 // ReadFloor reads the floor from every record m keeps: max(checkpoint,
-// catalogue, dispatch checkpoint) for the seq, the highest of their ids.
+// catalogue, dispatch checkpoint) for the seq, the highest of their ids;
+// the mirror's tenant ordinals but the erased ones, and a next ordinal
+// above every ordinal ever given, erased ones too (their mirror records
+// went with the erase, so only the tombstones still name them).
 func ReadFloor(m Meta) (Floor, error) {
-	f := Floor{Tenants: map[string]uint32{}}
+	f := Floor{Tenants: map[string]uint32{}, Erased: map[uint32]string{}}
 	if m == nil {
 		return f, nil
 	}
@@ -81,6 +91,22 @@ func ReadFloor(m Meta) (Floor, error) {
 	if f.Tenants == nil {
 		f.Tenants = map[string]uint32{}
 	}
+	erased, err := m.ErasedOrdinals()
+	if err != nil {
+		return f, err
+	}
+	for ord, name := range erased {
+		f.Erased[ord] = name
+		f.NextOrdinal = max(f.NextOrdinal, ord+1)
+	}
+	for name, ord := range f.Tenants {
+		if _, gone := f.Erased[ord]; gone {
+			// A mirror record the erase's final batch should have taken
+			// (it does, in the batch that writes the tombstone): the name
+			// is free, its ordinal is not.
+			delete(f.Tenants, name)
+		}
+	}
 	return f, nil
 }
 
@@ -100,14 +126,14 @@ func (f *Floor) raise(seq uint64, id envelope.ID) {
 // both.
 //
 // Next, Tenant and AddTenant are for its owner, which serialises them;
-// Ordinal, TenantCount and Last are safe for concurrent use.
+// Ordinal, ForgetTenant, TenantCount and Last are safe for concurrent use.
 type Numbers struct {
 	node       uint16
 	maxTenants int
 
 	seq  uint64
 	ids  *envelope.IDGen
-	next uint32 // the next tenant ordinal
+	next atomic.Uint32 // the next tenant ordinal; only the owner moves it
 
 	mu      sync.Mutex
 	tenants map[string]uint32
@@ -119,13 +145,17 @@ type Numbers struct {
 // maxTenants caps the ordinals (0: no cap).
 func NewNumbers(node uint16, f Floor, maxTenants int) *Numbers {
 	n := &Numbers{node: node, maxTenants: maxTenants, seq: f.Seq, ids: envelope.NewIDGen(node, f.ID),
-		next: 1, tenants: make(map[string]uint32, len(f.Tenants)), lastID: f.ID}
+		tenants: make(map[string]uint32, len(f.Tenants)), lastID: f.ID}
 	n.lastSeq.Store(f.Seq)
+	next := uint32(1)
 	for name, ord := range f.Tenants {
 		n.tenants[name] = ord
-		n.next = max(n.next, ord+1)
+		next = max(next, ord+1)
 	}
-	n.next = max(n.next, f.NextOrdinal)
+	for ord := range f.Erased {
+		next = max(next, ord+1)
+	}
+	n.next.Store(max(next, f.NextOrdinal))
 	return n
 }
 
@@ -176,18 +206,19 @@ func (n *Numbers) Tenant(name []byte) (ord uint32, isNew bool, err error) {
 	if ok {
 		return o, false, nil
 	}
-	if n.maxTenants > 0 && int(n.next-1) >= n.maxTenants {
+	next := n.next.Load()
+	if n.maxTenants > 0 && int(next-1) >= n.maxTenants {
 		return 0, false, ErrTenantLimit
 	}
-	return n.next, true, nil
+	return next, true, nil
 }
 
 // AddTenant takes ordinal ord, which Tenant offered, for name.
 func (n *Numbers) AddTenant(name string, ord uint32) {
-	if ord != n.next {
-		panic(fmt.Sprintf("BUG: wal: tenant %q added with ordinal %d, the next is %d", name, ord, n.next))
+	if next := n.next.Load(); ord != next {
+		panic(fmt.Sprintf("BUG: wal: tenant %q added with ordinal %d, the next is %d", name, ord, next))
 	}
-	n.next++
+	n.next.Add(1)
 	n.mu.Lock()
 	n.tenants[name] = ord
 	n.mu.Unlock()
@@ -196,10 +227,10 @@ func (n *Numbers) AddTenant(name string, ord uint32) {
 // DropTenant gives back ord, the last ordinal AddTenant took, for name:
 // the batch that would have made it durable was not written.
 func (n *Numbers) DropTenant(name string, ord uint32) {
-	if ord != n.next-1 {
-		panic(fmt.Sprintf("BUG: wal: tenant %q dropped with ordinal %d, the last given is %d", name, ord, n.next-1))
+	if last := n.next.Load() - 1; ord != last {
+		panic(fmt.Sprintf("BUG: wal: tenant %q dropped with ordinal %d, the last given is %d", name, ord, last))
 	}
-	n.next--
+	n.next.Add(^uint32(0))
 	n.mu.Lock()
 	delete(n.tenants, name)
 	n.mu.Unlock()
@@ -213,12 +244,21 @@ func (n *Numbers) Ordinal(tenant string) (uint32, bool) {
 	return o, ok
 }
 
-// TenantCount is the number of ordinals allocated.
-func (n *Numbers) TenantCount() int {
+// ForgetTenant makes name stop naming ordinal ord (the tenant's erase):
+// its next hook is a new tenant's, with a new ordinal. A name that names
+// another ordinal by now keeps it. ord itself is never given again.
+func (n *Numbers) ForgetTenant(name string, ord uint32) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return len(n.tenants)
+	if o, ok := n.tenants[name]; ok && o == ord {
+		delete(n.tenants, name)
+	}
 }
+
+// TenantCount is the number of ordinals ever given on this node, those of
+// erased tenants included (ordinals are never reused, and tenants.max
+// counts them all).
+func (n *Numbers) TenantCount() int { return int(n.next.Load() - 1) }
 
 // Full reports whether a new tenant would be refused (tenants.max).
 func (n *Numbers) Full() bool {

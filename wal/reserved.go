@@ -102,6 +102,16 @@ func (r *Reserved) Ordinal(tenant string) (uint32, bool) { return r.num.Ordinal(
 // TenantsFull reports whether a new tenant would be refused (tenants.max).
 func (r *Reserved) TenantsFull() bool { return r.num.Full() }
 
+// ForgetTenant makes name stop naming ordinal ord, if it still does (the
+// tenant's erase): its next hook is a new tenant's, with a new ordinal
+// recorded as any new one. ord is never given again: the floor of the
+// next boot is above it (ReadFloor reads the tombstones).
+func (r *Reserved) ForgetTenant(name string, ord uint32) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.num.ForgetTenant(name, ord)
+}
+
 // Close records the last numbers given as the floor (a synced write).
 func (r *Reserved) Close() error {
 	r.mu.Lock()

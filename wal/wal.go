@@ -199,6 +199,13 @@ func Open(opts Options) (*WAL, error) {
 	}
 	floor.raise(st.lastSeq, st.lastID)
 	for name, ord := range st.tenants {
+		if _, gone := floor.Erased[ord]; gone {
+			// The log still holds the record of a tenant erased since:
+			// its name is free (its next hook is a new tenant's) and its
+			// ordinal is never given again (floor.Erased keeps it), so it
+			// is neither mapped nor mirrored back.
+			continue
+		}
 		if o, ok := floor.Tenants[name]; !ok || o != ord {
 			if ok {
 				floor.NextOrdinal = max(floor.NextOrdinal, o+1)
@@ -315,8 +322,16 @@ func (w *WAL) Failed() bool { return w.failed.Load() }
 // Ordinal returns a tenant's ordinal, if it has one.
 func (w *WAL) Ordinal(tenant string) (uint32, bool) { return w.num.Ordinal(tenant) }
 
-// TenantCount is the number of ordinals allocated.
+// TenantCount is the number of ordinals ever given, erased tenants' too.
 func (w *WAL) TenantCount() int { return w.num.TenantCount() }
+
+// ForgetTenant makes name stop naming ordinal ord, if it still does: the
+// tenant's erase calls it, and the next hook of name is a new tenant's,
+// with a new ordinal, its own tenant record and mirror record. ord is
+// never given again. The meta store's mirror record of the old ordinal is
+// the erase's to delete (meta.Store.FinishErase); the log's record of it
+// is not mapped back at the next Open once the tombstone names ord.
+func (w *WAL) ForgetTenant(name string, ord uint32) { w.num.ForgetTenant(name, ord) }
 
 // TenantsFull reports whether a new tenant would be refused (tenants.max).
 func (w *WAL) TenantsFull() bool { return w.num.Full() }
