@@ -219,6 +219,8 @@ func (h *deliveryHandlers) fail(w http.ResponseWriter, r *http.Request, msg stri
 	switch {
 	case errors.Is(err, dispatch.ErrNoDelivery):
 		writeNotFound(w)
+	case errors.Is(err, dispatch.ErrTenantErasing):
+		writeErasing(w, r.PathValue("tenant"))
 	case errors.Is(err, dispatch.ErrNotDead):
 		writeError(w, http.StatusConflict, codeDeliveryNotDead, msgDeliveryNotDead)
 	case errors.Is(err, dispatch.ErrBadCursor):

@@ -245,7 +245,14 @@ func refuseErasing(w http.ResponseWriter, r *http.Request, erasing func(tenant s
 	if !erasing(tenant) {
 		return false
 	}
+	writeErasing(w, tenant)
+	return true
+}
+
+// writeErasing is the 409 of a write under a tenant being erased: from
+// the guard, or from dispatch (dispatch.ErrTenantErasing) when the erase
+// closed the tenant after the guard let the write through.
+func writeErasing(w http.ResponseWriter, tenant string) {
 	erasingRefusals.Inc()
 	writeError(w, http.StatusConflict, codeTenantErasing, fmt.Sprintf("tenant %s is being erased; GET /v1/tenants/%s/erase reports it", tenant, tenant))
-	return true
 }

@@ -197,6 +197,8 @@ func (h *quarantineHandlers) fail(w http.ResponseWriter, r *http.Request, msg st
 	case errors.As(err, &invalid):
 		writeError(w, http.StatusConflict, codeSignatureInvalid,
 			"the hook does not verify with the source's current secrets (reason: "+invalid.Reason+"); fix the secret and release it again, or release it with force=true to deliver it flagged")
+	case errors.Is(err, dispatch.ErrTenantErasing):
+		writeErasing(w, r.PathValue("tenant"))
 	case errors.Is(err, dispatch.ErrSourceGone):
 		writeError(w, http.StatusConflict, codeSourceGone, "the hook's source no longer exists, so nothing could deliver it; drop it")
 	case errors.Is(err, dispatch.ErrBusy):

@@ -194,7 +194,7 @@ func (n *node) openWAL(recovery string, ordinal uint16, onDurable func([]*wal.Re
 	}
 	n.wal = w
 	n.storage.setWAL(w)
-	n.log.Info("wal recovered", zap.Uint64("last_seq", w.LastSeq()), zap.Stringer("last_id", w.LastID()), zap.Int("tenants", w.TenantCount()))
+	n.log.Info("wal recovered", zap.Uint64("last_seq", w.LastSeq()), zap.Stringer("last_id", w.LastID()), zap.Int("tenant_ordinals", w.TenantCount()))
 	return nil
 }
 

@@ -470,6 +470,14 @@ func (r *Router) reserve(h *fasthttp.RequestHeader, a *admitted, hold *held) (ve
 			return vTenantOverload, time.Second
 		}
 		hold.queues, hold.tenant, hold.queued = q, a.tenant, cost
+		// Step 6 again, now that the hook is counted: an erase closes
+		// the tenant, then waits for its queue to empty. A hook that
+		// passed step 6 before the close is either counted here before
+		// the erase reads the queue, or sees the close now.
+		if r.o.Closed.IsClosed(s2b(a.tenant)) {
+			tenantErasing.Inc()
+			return vTenantErasing, 0
+		}
 	}
 	// 9. node-wide pipeline bytes: past the node's own bound everyone
 	// waits, 503.
