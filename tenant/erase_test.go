@@ -51,7 +51,7 @@ func (k *killableStore) SetEraseProgress(t string, row []byte) error {
 	return k.s.SetEraseProgress(t, row)
 }
 func (k *killableStore) EraseProgress(t string) ([]byte, bool, error) { return k.s.EraseProgress(t) }
-func (k *killableStore) EraseProgresses() (map[string][]byte, error) { return k.s.EraseProgresses() }
+func (k *killableStore) EraseProgresses() (map[string][]byte, error)  { return k.s.EraseProgresses() }
 
 // rig is an eraser over fake stages that log what they do and check, as
 // each runs, that the stage before it is recorded.
