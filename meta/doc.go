@@ -27,6 +27,9 @@
 //	source_rows.go  SourceRows: the delivery rows of one source
 //	holds.go        HoldsLive: whether a seq range still has live hooks
 //	tenant_ranges.go  TenantRanges: every key range of one tenant (erase)
+//	erase.go        the tenant erase: its progress rows (m:erase:), the
+//	                tombstones (m:erased:), the deletion of a tenant's
+//	                families and events, and the final synced batch
 //
 // store.go opens the store and holds the read helpers every family uses;
 // Census (families.go) counts the keys of each family.

@@ -9,8 +9,16 @@
 // runtime override, else the config's entry, else rate_limits.default
 // (policy.go).
 //
+// It also runs the tenant erase (erase.go, DESIGN.md §2.11): Eraser
+// knows the seed's stages, their order and their record in the job's
+// progress row, and resumes an erase a kill interrupted; the node's
+// stages do the work through EraseSteps (cli wires them). Closed is the
+// set of tenants being erased that the router answers 503
+// tenant_erasing (router step 6).
+//
 // It owns no storage of its own: overrides are kept durable by an
-// OverrideStore (the meta store). It imports config only, and never a
+// OverrideStore (the meta store), erase progress rows by an
+// EraseProgress (the meta store too). It imports config only, and never a
 // storage stage (wal, segment, dispatch, meta), the edge or the admin API:
 // those call it.
 package tenant
