@@ -26,7 +26,7 @@ type TenantEraser interface {
 	Erasing(tenant string) bool
 	// HookGone reports whether a stored hook of tenant with ordinal ord is
 	// gone: its tenant was erased (or is being erased) under that ordinal.
-	HookGone(tenant string, ord uint32) bool
+	HookGone(tenant string, ord uint32) (bool, error)
 }
 
 // EraseStatus is what GET /v1/tenants/{tenant}/erase reports: a running

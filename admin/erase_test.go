@@ -75,11 +75,11 @@ func (f *fakeEraser) Erasing(tenant string) bool {
 	return ok
 }
 
-func (f *fakeEraser) HookGone(tenant string, ord uint32) bool {
+func (f *fakeEraser) HookGone(tenant string, ord uint32) (bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	st, ok := f.erased[tenant]
-	return ok && slices.Contains(st.Ordinals, ord)
+	return ok && slices.Contains(st.Ordinals, ord), nil
 }
 
 // advance moves tenant's running erase past the close, as the job would.

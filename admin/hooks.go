@@ -145,7 +145,7 @@ func register(mux router, auth *Auth, o Options) error {
 	if now == nil {
 		now = time.Now
 	}
-	var hookGone func(tenant string, ord uint32) bool
+	var hookGone func(tenant string, ord uint32) (bool, error)
 	if o.Erase != nil {
 		auth = auth.withErasing(o.Erase.Erasing)
 		hookGone = o.Erase.HookGone
@@ -185,7 +185,7 @@ func register(mux router, auth *Auth, o Options) error {
 // the archive).
 type hookHandler struct {
 	fetch HookFetcher
-	gone  func(tenant string, ord uint32) bool // nil: no erase to ask
+	gone  func(tenant string, ord uint32) (bool, error) // nil: no erase to ask
 	log   *zap.Logger
 }
 
@@ -228,9 +228,17 @@ func (h *hookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, codeNotFound, notFoundHook)
 		return
 	}
-	if h.gone != nil && h.gone(tenant, e.TenantOrdinal) {
-		writeError(w, http.StatusGone, codeGone, "this hook's tenant was erased")
-		return
+	if h.gone != nil {
+		gone, err := h.gone(tenant, e.TenantOrdinal)
+		if err != nil {
+			h.log.Error("cannot tell whether a hook's tenant was erased", zap.String("tenant", tenant), zap.Stringer("id", id), zap.Error(err))
+			writeError(w, http.StatusInternalServerError, codeInternal, "the hook could not be read; the node's log says why")
+			return
+		}
+		if gone {
+			writeError(w, http.StatusGone, codeGone, "this hook's tenant was erased")
+			return
+		}
 	}
 	body := e.AppendJSON(make([]byte, 0, 1024+len(e.Body)*4/3))
 	writeJSON(w, http.StatusOK, append(body, '\n'))

@@ -35,6 +35,11 @@ const eraseCrashEnv = "ANKUSA_TEST_ERASE_CRASH_AFTER"
 // bounded by the node's own request and attempt timeouts).
 const drainWarn = 30 * time.Second
 
+// closeBound bounds one try of the close's wait: past it the try fails
+// (logged, counted) and the job tries again after its backoff, so a
+// wedged attempt shows in the log and the metrics rather than in silence.
+const closeBound = 2 * time.Minute
+
 // openEraser builds the eraser and closes, before any stage serves, the
 // tenants whose erase a kill interrupted. It returns the ordinals
 // dispatch must not rebuild rows for: every erased one and those of the
@@ -103,7 +108,8 @@ func (n *node) resumeErases() error {
 	}
 	for _, t := range ts {
 		if t.ArchivePending {
-			go n.archiveTombstoneLoop(t)
+			n.eraseWG.Add(1)
+			go n.archiveTombstoneLoop(t.Tenant)
 		}
 	}
 	return nil
@@ -138,8 +144,11 @@ func (n *node) ordinal(t string) (uint32, bool) {
 
 // lastSeq is the node's last committed seq.
 func (n *node) lastSeq() uint64 {
-	if n.wal != nil {
+	switch {
+	case n.wal != nil:
 		return n.wal.LastSeq()
+	case n.direct != nil:
+		return n.direct.LastSeq()
 	}
 	return 0
 }
@@ -165,6 +174,8 @@ func (n *node) eraseSteps() tenant.EraseSteps {
 // of its hooks is between admission and commit and no attempt of it
 // runs, and records its ordinal, the seq at close and its counters.
 func (n *node) eraseClose(ctx context.Context, j *tenant.EraseJob) error {
+	ctx, cancel := context.WithTimeout(ctx, closeBound)
+	defer cancel()
 	n.closed.Close(j.Tenant)
 	if n.dispatch != nil {
 		n.dispatch.ClosePen(j.Tenant)
@@ -366,12 +377,27 @@ type eraseData struct {
 
 // eraseFinish writes the final batch: the tombstone, the name freed, the
 // counters gone, the tenant.delete audit row and its event.
-func (n *node) eraseFinish(_ context.Context, j *tenant.EraseJob) error {
-	at := time.Now().UTC()
-	upTo, err := n.meta.LastTenantEvent(j.Tenant)
+func (n *node) eraseFinish(ctx context.Context, j *tenant.EraseJob) error {
+	// The final batch deletes the progress row: a retry after a batch that
+	// committed (its read-back failed) finds it gone and writes nothing
+	// more.
+	if _, running, err := n.eraser.Running(j.Tenant); err != nil {
+		return err
+	} else if !running {
+		tomb, found, err := n.meta.TombstoneOf(j.Tenant)
+		if err != nil || !found {
+			return errors.Join(err, fmt.Errorf("BUG: erase of tenant %s: neither a progress row nor a tombstone at the final batch", j.Tenant))
+		}
+		j.ErasedAt = tomb.ErasedAt
+		return nil
+	}
+	// An event of the tenant written since the events stage (a write
+	// that raced the close) is published before the batch deletes it.
+	upTo, err := n.lifecycle.WaitTenantPublished(ctx, j.Tenant)
 	if err != nil {
 		return err
 	}
+	at := time.Now().UTC()
 	data, _ := json.Marshal(eraseData{Tenant: j.Tenant, ErasedAt: at, StartedAt: j.StartedAt, SeqAtClose: j.SeqAtClose, Hooks: j.Hooks, Bytes: j.Bytes, Removed: j.Removed})
 	final := meta.AuditRow{At: at, Principal: j.Principal, Action: "tenant.delete", Tenant: j.Tenant, Entity: "tenant/" + j.Tenant, Outcome: "ok",
 		Event: meta.Event{Type: meta.EventType("tenant", "deleted"), Subject: j.Tenant, Data: data}}
@@ -422,19 +448,27 @@ func (n *node) archiveTombstone(ctx context.Context, t meta.Tombstone) error {
 	if err != nil {
 		return err
 	}
-	return n.meta.SetTombstoneArchived(t.Tenant)
+	return n.meta.SetTombstoneArchived(t.Tenant, t.ErasedAt)
 }
 
 // archiveTombstoneLoop writes a tombstone a kill left unwritten, retried
-// until it is or the node stops.
-func (n *node) archiveTombstoneLoop(t meta.Tombstone) {
+// until it is or the node stops; each try reads the tombstone again (a
+// later erase of the name may have replaced it).
+func (n *node) archiveTombstoneLoop(tenant string) {
+	defer n.eraseWG.Done()
 	wait := time.Second
 	for {
-		err := n.archiveTombstone(n.eraseCtx(), t)
+		t, found, err := n.meta.TombstoneOf(tenant)
+		if err == nil && (!found || !t.ArchivePending) {
+			return
+		}
+		if err == nil {
+			err = n.archiveTombstone(n.eraseCtx(), t)
+		}
 		if err == nil || n.eraseCtx().Err() != nil {
 			return
 		}
-		n.log.Error("erase: cannot write the archive tombstone; retrying", zap.String("tenant", t.Tenant), zap.Duration("retry_in", wait), zap.Error(err))
+		n.log.Error("erase: cannot write the archive tombstone; retrying", zap.String("tenant", tenant), zap.Duration("retry_in", wait), zap.Error(err))
 		select {
 		case <-n.eraseCtx().Done():
 			return
@@ -513,16 +547,16 @@ func (e eraseAdmin) Erasing(t string) bool { return e.n.closed.IsClosed([]byte(t
 
 // HookGone: the hook's ordinal is one the tenant was erased under, or the
 // one of its running erase.
-func (e eraseAdmin) HookGone(t string, ord uint32) bool {
-	if j, running, err := e.n.eraser.Running(t); err == nil && running {
+func (e eraseAdmin) HookGone(t string, ord uint32) (bool, error) {
+	j, running, err := e.n.eraser.Running(t)
+	if err != nil {
+		return false, err
+	}
+	if running {
 		if o, ok := e.n.ordinal(t); j.HasOrdinal && j.Ordinal == ord || !j.HasOrdinal && ok && o == ord {
-			return true
+			return true, nil
 		}
 	}
 	tomb, found, err := e.n.meta.TombstoneOf(t)
-	if err != nil {
-		e.n.log.Error("erase: cannot read a tombstone; answering the hook as gone", zap.String("tenant", t), zap.Error(err))
-		return true
-	}
-	return found && tomb.Gone(ord)
+	return found && tomb.Gone(ord), err
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
@@ -119,9 +120,11 @@ type node struct {
 	// writes the tenant's tombstone object.
 	archive archive.Backend
 	layout  archive.Layout
-	// stopCtx is done once the node stops.
+	// stopCtx is done once the node stops; eraseWG counts the archive
+	// tombstone writes resumed at boot.
 	stopCtx    context.Context
 	cancelStop context.CancelFunc
+	eraseWG    sync.WaitGroup
 	router     *edge.Router
 	admin      *admin.Server
 	public     *fasthttp.Server
@@ -287,6 +290,7 @@ func (n *node) closeStorage() bool {
 	if n.eraser != nil {
 		n.eraser.Close()
 	}
+	n.eraseWG.Wait()
 	// The redis source store stops following Redis first: a change it
 	// applies reaches dispatch, which closes next.
 	if n.sourceFleet != nil {

@@ -114,6 +114,9 @@ func (c *Direct) TenantsFull() bool { return c.num.TenantsFull() }
 // every ordinal a tombstone names (wal.ReadFloor).
 func (c *Direct) ForgetTenant(name string, ord uint32) { c.num.ForgetTenant(name, ord) }
 
+// LastSeq is the last seq given to a hook (the erase's seq_at_close).
+func (c *Direct) LastSeq() uint64 { return c.num.LastSeq() }
+
 func hasDurable(sinks []config.Sink) bool {
 	for i := range sinks {
 		if sinks[i].Durable() {

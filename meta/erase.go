@@ -125,10 +125,11 @@ func (s *Store) ErasedOrdinals() (map[uint32]string, error) {
 }
 
 // SetTombstoneArchived clears ArchivePending once the archive holds the
-// tenant's tombstone object (a synced write).
-func (s *Store) SetTombstoneArchived(tenant string) error {
+// tenant's tombstone object of the erase that ended at erasedAt (a synced
+// write); a later erase's tombstone, still to be written, stays pending.
+func (s *Store) SetTombstoneArchived(tenant string, erasedAt time.Time) error {
 	t, found, err := s.TombstoneOf(tenant)
-	if err != nil || !found || !t.ArchivePending {
+	if err != nil || !found || !t.ArchivePending || !t.ErasedAt.Equal(erasedAt) {
 		return err
 	}
 	t.ArchivePending = false
@@ -222,7 +223,15 @@ func (s *Store) FinishErase(t Tombstone, ord uint32, hasOrd bool, eventsUpTo uin
 	}
 	t.Ordinals = nil
 	if found {
+		// The tenant erased before, under other ordinals: the tombstone
+		// names them all and sums their counters; an erase of a name that
+		// has not sent since keeps the last close.
 		t.Ordinals = append(t.Ordinals, old.Ordinals...)
+		t.Hooks += old.Hooks
+		t.Bytes += old.Bytes
+		if !hasOrd {
+			t.SeqAtClose = old.SeqAtClose
+		}
 	}
 	b := s.NewBatch()
 	defer b.Close()

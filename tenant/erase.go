@@ -115,8 +115,13 @@ type Eraser struct {
 	ctx     context.Context
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
-	mu      sync.Mutex
-	running map[string]bool
+	mu sync.Mutex
+	// running holds the jobs of the tenants being erased, by generation:
+	// a job lets go of its tenant once the name is open again, while
+	// its archive write may still run, so that a new erase of the name
+	// can start.
+	running map[string]uint64
+	gen     uint64
 }
 
 // Erase metrics.
@@ -139,7 +144,7 @@ func NewEraser(o EraserOptions) *Eraser {
 		o.Retry = time.Second
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Eraser{o: o, ctx: ctx, cancel: cancel, running: map[string]bool{}}
+	return &Eraser{o: o, ctx: ctx, cancel: cancel, running: map[string]uint64{}}
 }
 
 // Jobs reads every running erase's progress row, so the node can close
@@ -186,7 +191,7 @@ func (e *Eraser) Erase(tenant, principal string) (started bool, err error) {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.running[tenant] {
+	if _, ok := e.running[tenant]; ok {
 		return false, nil
 	}
 	if _, found, err := e.o.Progress.EraseProgress(tenant); err != nil || found {
@@ -225,22 +230,22 @@ func (e *Eraser) Wait() { e.wg.Wait() }
 func (e *Eraser) start(j EraseJob) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if !e.running[j.Tenant] {
+	if _, ok := e.running[j.Tenant]; !ok {
 		e.startLocked(j)
 	}
 }
 
 func (e *Eraser) startLocked(j EraseJob) {
-	e.running[j.Tenant] = true
+	e.gen++
+	gen := e.gen
+	e.running[j.Tenant] = gen
 	erasesRunning.Inc()
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()
 		defer erasesRunning.Dec()
-		err := e.run(&j)
-		e.mu.Lock()
-		delete(e.running, j.Tenant)
-		e.mu.Unlock()
+		err := e.run(&j, func() { e.release(j.Tenant, gen) })
+		e.release(j.Tenant, gen)
 		switch {
 		case err == nil:
 			erasesFinished.Inc()
@@ -251,9 +256,18 @@ func (e *Eraser) startLocked(j EraseJob) {
 	}()
 }
 
+// release lets go of tenant, if job gen still holds it.
+func (e *Eraser) release(tenant string, gen uint64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.running[tenant] == gen {
+		delete(e.running, tenant)
+	}
+}
+
 // run runs the stages after j.Stage, each retried until it succeeds or
-// the eraser closes.
-func (e *Eraser) run(j *EraseJob) error {
+// the eraser closes; reopened is called once the name is open again.
+func (e *Eraser) run(j *EraseJob, reopened func()) error {
 	done := stageIndex(j.Stage)
 	if done < stageIndex(StageErased) && e.o.Steps.Close != nil {
 		// Closed again at every resume: the closed state is memory.
@@ -305,6 +319,10 @@ func (e *Eraser) run(j *EraseJob) error {
 	if e.o.Steps.Reopen != nil {
 		e.o.Steps.Reopen(j)
 	}
+	// The name is a new tenant's from here: a new erase of it may start
+	// while this one's archive write still runs (a later tombstone
+	// replaces an earlier one, never the other way round).
+	reopened()
 	if e.o.Steps.Archive != nil {
 		if err := e.retry(j, StageArchived, func(ctx context.Context) error { return e.o.Steps.Archive(ctx, j) }); err != nil {
 			return err

@@ -357,3 +357,59 @@ func TestClosed(t *testing.T) {
 		t.Fatal("a nil set closes")
 	}
 }
+
+// Once the name is open again, a new erase of it starts even while the
+// last one's archive write still fails and is retried (the name may have
+// sent again as a new tenant in the meantime).
+func TestEraseAgainWhileArchiveRetries(t *testing.T) {
+	r := newRig(t)
+	e := r.eraser(nil)
+	archiveDown := make(chan struct{})
+	steps := e.o.Steps
+	archive := steps.Archive
+	steps.Archive = func(ctx context.Context, j *EraseJob) error {
+		select {
+		case <-archiveDown:
+			return archive(ctx, j)
+		default:
+			return errors.New("the archive is down")
+		}
+	}
+	e.o.Steps = steps
+	if started, err := e.Erase("acme", "ops"); err != nil || !started {
+		t.Fatalf("Erase = %v, %v", started, err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !slices.Contains(r.ranStages(), "reopen") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the first erase did not reopen the name: %v", r.ranStages())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	var started bool
+	for !started {
+		var err error
+		if started, err = e.Erase("acme", "ops"); err != nil {
+			t.Fatal(err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a second erase did not start while the first one's archive write was retried")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(archiveDown)
+	e.Wait()
+	if n := countOf(r.ranStages(), StageArchived); n != 2 {
+		t.Fatalf("%d archive writes, want one per erase: %v", n, r.ranStages())
+	}
+}
+
+func countOf(list []string, s string) int {
+	n := 0
+	for _, x := range list {
+		if x == s {
+			n++
+		}
+	}
+	return n
+}

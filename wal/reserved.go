@@ -112,6 +112,9 @@ func (r *Reserved) ForgetTenant(name string, ord uint32) {
 	r.num.ForgetTenant(name, ord)
 }
 
+// LastSeq is the last seq given.
+func (r *Reserved) LastSeq() uint64 { return r.num.LastSeq() }
+
 // Close records the last numbers given as the floor (a synced write).
 func (r *Reserved) Close() error {
 	r.mu.Lock()
