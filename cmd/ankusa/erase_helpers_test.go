@@ -25,6 +25,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/minio/minio-go/v7"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/ankusa/ankusa/internal/redistest"
 	"github.com/ankusa/ankusa/internal/s3test"
@@ -82,6 +83,7 @@ claims:
 
 // erOptions shape an erNode; see the erWith options.
 type erOptions struct {
+	name              string // node.name; "" is erase-test
 	redisURL, redisNS string // "": the persistent source store
 	fleetRate         bool   // rate_limits.scope: fleet (needs redisURL)
 	s3                *s3test.Server
@@ -97,6 +99,9 @@ type erOption func(*erOptions)
 func erWithRedis(url, ns string) erOption {
 	return func(o *erOptions) { o.redisURL, o.redisNS = url, ns }
 }
+
+// erWithName names the node (two nodes of one fleet need two names).
+func erWithName(name string) erOption { return func(o *erOptions) { o.name = name } }
 
 // erWithFleetRate sets rate_limits.scope: fleet (with erWithRedis).
 func erWithFleetRate() erOption { return func(o *erOptions) { o.fleetRate = true } }
@@ -136,6 +141,9 @@ func newErNode(t *testing.T, opts ...erOption) *erNode {
 	for _, f := range opts {
 		f(&n.o)
 	}
+	if n.o.name != "" {
+		n.name = n.o.name
+	}
 	n.lc = newLCReceiver(t, n.name)
 	n.apiNode = &apiNode{testNode: newTestNode(t), t: t}
 	n.c = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
@@ -149,7 +157,7 @@ func newErNode(t *testing.T, opts ...erOption) *erNode {
 func (n *erNode) yaml() string {
 	store, rate, top := "type: persistent", "", n.o.top
 	if n.o.redisURL != "" {
-		store = fsStore(n.o.redisURL, n.o.redisNS, 50*time.Millisecond)
+		store = "type: " + fsStore(n.o.redisURL, n.o.redisNS, 50*time.Millisecond)
 		top += fmt.Sprintf("\nredis: {url: %q, namespace: %q}", n.o.redisURL, n.o.redisNS)
 	}
 	if n.o.fleetRate {
@@ -177,7 +185,7 @@ func (n *erNode) yaml() string {
 // erPopulated is what erPopulate made for one tenant.
 type erPopulated struct {
 	Tenant  string
-	Sources []string // the API sources
+	Sources []string // the API sources (erSource names)
 	Routes  []string // the API routes (one per source)
 	Pending []string // hooks whose rows stay pending (their sink never answers)
 	Dead    []string // hooks dead-lettered (their sink answers 500, max_attempts 1)
@@ -186,7 +194,7 @@ type erPopulated struct {
 	Pen     []string // quarantined hooks
 }
 
-// The sources erPopulate makes, by what their hooks leave.
+// The kinds of source erPopulate makes, by what their hooks leave.
 const (
 	erSrcPending = "pend"
 	erSrcDead    = "dead"
@@ -194,7 +202,11 @@ const (
 	erSrcPen     = "pen"
 )
 
-// erSources are the specs of erPopulate's sources for tenant.
+// erSource is the name of tenant's source of a kind (erSrc*): source
+// names are global, so each tenant's carry its name.
+func erSource(tenant, kind string) string { return tenant + "-" + kind }
+
+// erSources are the specs of erPopulate's sources for tenant, by kind.
 func (n *erNode) erSources(tenant string) map[string]string {
 	claimSinks := fmt.Sprintf(`{"id": "out", "type": "http", "url": "%s/good/dd", "allow_private": true, "claim": {"store": "packs", "over_bytes": %d}}`, n.recv.url, erClaimOver)
 	if n.o.s3 != nil {
@@ -202,12 +214,12 @@ func (n *erNode) erSources(tenant string) map[string]string {
 	}
 	return map[string]string{
 		erSrcPending: fmt.Sprintf(`{"name": %q, "verify": {"type": "none"}, "sinks": [{"id": "out", "type": "http", "url": "http://%s/down/%s", "allow_private": true,
-		  "max_attempts": 1000, "retry_base": "200ms", "retry_max": "1s", "timeout": "1s"}]}`, erSrcPending, n.down, tenant),
+		  "max_attempts": 1000, "retry_base": "200ms", "retry_max": "1s", "timeout": "1s"}]}`, erSource(tenant, erSrcPending), n.down, tenant),
 		erSrcDead: fmt.Sprintf(`{"name": %q, "verify": {"type": "none"}, "sinks": [{"id": "out", "type": "http", "url": "%s/bad/%s", "allow_private": true, "max_attempts": 1}]}`,
-			erSrcDead, n.recv.url, tenant),
-		erSrcDedupe: fmt.Sprintf(`{"name": %q, "verify": {"type": "none"}, "dedupe": {"key": "header:X-Id"}, "sinks": [%s]}`, erSrcDedupe, claimSinks),
+			erSource(tenant, erSrcDead), n.recv.url, tenant),
+		erSrcDedupe: fmt.Sprintf(`{"name": %q, "verify": {"type": "none"}, "dedupe": {"key": "header:X-Id"}, "sinks": [%s]}`, erSource(tenant, erSrcDedupe), claimSinks),
 		erSrcPen: fmt.Sprintf(`{"name": %q, "verify": {"type": "hmac", "header": "X-Sig", "algorithm": "sha256", "encoding": "hex", "secret": %q},
-		  "on_verify_failure": "quarantine", "sinks": [{"id": "out", "type": "http", "url": "%s/good/pen", "allow_private": true}]}`, erSrcPen, erPenSecret, n.recv.url),
+		  "on_verify_failure": "quarantine", "sinks": [{"id": "out", "type": "http", "url": "%s/good/pen", "allow_private": true}]}`, erSource(tenant, erSrcPen), erPenSecret, n.recv.url),
 	}
 }
 
@@ -221,23 +233,32 @@ func (n *erNode) erAddSource(tenant, name, spec string) {
 }
 
 // erPopulate gives tenant, on the running node, everything an erase
-// deletes: the sources pend (pending rows), dead (dead rows), dd (dedupe
-// keys, claims in every claim store) and pen (quarantined hooks), a route
+// deletes (with erWithFleetRate, its override is 0.1 hooks/s, burst 1000): the sources <tenant>-pend (pending rows), -dead (dead rows),
+// -dd (dedupe keys, claims in every claim store) and -pen (quarantined
+// hooks), a route
 // to each, a rate-limit override, and the lifecycle events all of these
 // make. It returns once the rows, claims and pen rows are there.
 func erPopulate(t *testing.T, n *erNode, tenant string) erPopulated {
 	t.Helper()
 	p := erPopulated{Tenant: tenant}
 	specs := n.erSources(tenant)
-	for _, name := range []string{erSrcPending, erSrcDead, erSrcDedupe, erSrcPen} {
-		n.erAddSource(tenant, name, specs[name])
+	for _, kind := range []string{erSrcPending, erSrcDead, erSrcDedupe, erSrcPen} {
+		name := erSource(tenant, kind)
+		n.erAddSource(tenant, name, specs[kind])
 		p.Sources = append(p.Sources, name)
 		p.Routes = append(p.Routes, "r-"+name)
 	}
-	wantStatus(t, "PUT rate_limit of "+tenant, n.do("PUT", "/v1/tenants/"+tenant+"/rate_limit", erAdminToken,
-		`{"rate": 90000, "burst": 90000, "max_queue": 0, "max_queue_bytes": 0}`), http.StatusOK)
-	post := func(src, body string, status int, hdr ...string) string {
+	// With fleet rate limits the override is slow (a hook every 10s) with
+	// a burst of 1000: each hook moves the tenant's GCRA bucket 10s on, so
+	// rl:<tenant> stays in Redis for minutes rather than microseconds.
+	override := `{"rate": 90000, "burst": 90000, "max_queue": 0, "max_queue_bytes": 0}`
+	if n.o.fleetRate {
+		override = `{"rate": 0.1, "burst": 1000, "max_queue": 0, "max_queue_bytes": 0}`
+	}
+	wantStatus(t, "PUT rate_limit of "+tenant, n.do("PUT", "/v1/tenants/"+tenant+"/rate_limit", erAdminToken, override), http.StatusOK)
+	post := func(kind, body string, status int, hdr ...string) string {
 		t.Helper()
+		src := erSource(tenant, kind)
 		a := n.hook(tenant, src, body, hdr...)
 		var v struct {
 			ID string `json:"id"`
@@ -258,7 +279,7 @@ func erPopulate(t *testing.T, n *erNode, tenant string) erPopulated {
 	}
 	p.Small = append(p.Small, post(erSrcDedupe, `{"small":1}`, http.StatusCreated, "X-Id", tenant+"-small"))
 	// The same key again: a duplicate, answered with the first hook's id.
-	if a := n.hook(tenant, erSrcDedupe, `{"small":1}`, "X-Id", tenant+"-small"); a.status/100 != 2 || !bytes.Contains(a.body, []byte(p.Small[0])) {
+	if a := n.hook(tenant, erSource(tenant, erSrcDedupe), `{"small":1}`, "X-Id", tenant+"-small"); a.status/100 != 2 || !bytes.Contains(a.body, []byte(p.Small[0])) {
 		t.Fatalf("duplicate hook to %s/%s: %d %s, want 2xx naming %s", tenant, erSrcDedupe, a.status, a.body, p.Small[0])
 	}
 	for i := range 2 {
@@ -389,12 +410,19 @@ type erTraceReport struct {
 	// Live is the tenant's ordinal in the tenant map, if it has one.
 	Live    uint32
 	HasLive bool
-	// Ordinals are the ordinals looked at: the tombstone's and the live one.
+	// Ordinals are the ordinals looked at: the tombstone's and the live
+	// one; with neither, only the name's families are looked at
+	// (erNameFamilies).
 	Ordinals []uint32
 	// Keys lists, by family, the keys in the tenant's ranges
 	// (meta.Store.TenantRanges) of every ordinal looked at: an erased
 	// tenant must have none.
 	Keys map[string][]string
+	// MirrorMarkers are the keys of the Redis store's local mirror that
+	// hold a removal (a version, no record): the mirror keeps what Redis
+	// keeps (RedisMarkers), so that a node restoring Redis after a loss
+	// gives the removals back too. They are not in Keys.
+	MirrorMarkers []string
 	// Census is the whole store's key count by family.
 	Census map[string]int
 	// Events are the tenant's lifecycle events in the outbox.
@@ -419,6 +447,11 @@ func (r *erTraceReport) KeyCount() int {
 	}
 	return n
 }
+
+// erNameFamilies are the meta store's families keyed by tenant name
+// (meta/families.go: ByName and ByNameEntity), which a tenant has on a
+// node without an ordinal there.
+var erNameFamilies = []string{"tenant", "rate-limit", "source", "route", "mirror-source", "mirror-route"}
 
 // erTrace opens the meta store of the stopped node at dataDir and reports
 // what tenant has in it (Claims and Redis are left empty: erNode.trace
@@ -459,6 +492,19 @@ func erTrace(t *testing.T, dataDir, tenant string) erTraceReport {
 			}
 			ranges = append(ranges, rs...)
 		}
+		if len(r.Ordinals) == 0 {
+			// A node the tenant never sent to (another node of the fleet)
+			// still holds its name's keys: its mirror, an override.
+			rs, err := ms.TenantRanges(0, tenant)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, kr := range rs {
+				if slices.Contains(erNameFamilies, kr.Family) {
+					ranges = append(ranges, kr)
+				}
+			}
+		}
 		if r.Census, err = ms.Census(); err != nil {
 			t.Fatal(err)
 		}
@@ -495,7 +541,14 @@ func erTrace(t *testing.T, dataDir, tenant string) erTraceReport {
 			t.Fatal(err)
 		}
 		for ok := it.First(); ok; ok = it.Next() {
-			r.Keys[kr.Family] = append(r.Keys[kr.Family], fmt.Sprintf("%q", it.Key()))
+			k := fmt.Sprintf("%q", it.Key())
+			if strings.HasPrefix(kr.Family, "mirror-") && len(it.Value()) <= 8 {
+				// A version and no record: the mirror's copy of a
+				// removal marker (meta.Batch.PutMirrored).
+				r.MirrorMarkers = append(r.MirrorMarkers, k)
+				continue
+			}
+			r.Keys[kr.Family] = append(r.Keys[kr.Family], k)
 		}
 		if err := it.Close(); err != nil {
 			t.Fatal(err)
@@ -610,7 +663,18 @@ func erRedisTrace(t *testing.T, url, ns, tenant string) (keys, markers []string)
 				t.Fatal(err)
 			}
 			for _, m := range ms {
-				if names(m) || names("/"+m) {
+				of := names(m) || names("/"+m)
+				if base, isLog := strings.CutSuffix(k, "ss:log"); isLog && !of {
+					// The store's log names an entity by kind and name
+					// (a source's name does not say its tenant): its
+					// record does.
+					owner, err := c.HGet(ctx, base+"ss:"+m, "t").Result()
+					if err != nil && err != redis.Nil {
+						t.Fatal(err)
+					}
+					of = owner == tenant
+				}
+				if of {
 					markers = append(markers, k+" member "+m)
 				}
 			}
