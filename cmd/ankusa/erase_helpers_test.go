@@ -111,7 +111,9 @@ func erWithFleetRate() erOption { return func(o *erOptions) { o.fleetRate = true
 // that claims into it.
 func erWithS3(s *s3test.Server) erOption { return func(o *erOptions) { o.s3 = s } }
 
-// erWithWAL replaces the wal line (e.g. "wal: {type: none}").
+// erWithWAL replaces the wal line (e.g. "wal: {type: none}"). A node
+// without a wal takes only sources with a durable (broker) sink, which
+// erPopulate's HTTP sinks are not: such a test makes its own sources.
 func erWithWAL(line string) erOption { return func(o *erOptions) { o.wal = line } }
 
 // erWithTop adds top-level keys to the config.
@@ -137,7 +139,7 @@ type erNode struct {
 // check-config accept it; the node is not started (n.serve).
 func newErNode(t *testing.T, opts ...erOption) *erNode {
 	t.Helper()
-	n := &erNode{name: "erase-test", lc: nil, recv: newSinkRecorder(t), down: freeAddr(t)}
+	n := &erNode{name: "erase-test", recv: newSinkRecorder(t), down: freeAddr(t)}
 	for _, f := range opts {
 		f(&n.o)
 	}
@@ -150,10 +152,14 @@ func newErNode(t *testing.T, opts ...erOption) *erNode {
 	t.Cleanup(n.c.CloseIdleConnections)
 	n.archive = filepath.Join(n.dir, "archive")
 	n.claimDir = filepath.Join(n.dir, "claims")
+	if n.o.s3 != nil {
+		n.o.s3.MakeBucket(t, "claims")
+	}
 	writeConfig(t, n.testNode, n.yaml())
 	return n
 }
 
+// yaml is n's config (erNodeYAML with n's options).
 func (n *erNode) yaml() string {
 	store, rate, top := "type: persistent", "", n.o.top
 	if n.o.redisURL != "" {
@@ -165,7 +171,6 @@ func (n *erNode) yaml() string {
 	}
 	stores := fmt.Sprintf("    packs: {type: dir, path: %s, pack_delay: 20ms}\n", n.claimDir)
 	if s := n.o.s3; s != nil {
-		s.MakeBucket(n.t, "claims")
 		ak, sk := filepath.Join(n.dir, "s3.key"), filepath.Join(n.dir, "s3.secret")
 		for path, v := range map[string]string{ak: s.AccessKey, sk: s.SecretKey} {
 			if err := os.WriteFile(path, []byte(v), 0o600); err != nil {

@@ -13,6 +13,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"sync"
@@ -80,6 +82,11 @@ func erNoTrace(t *testing.T, n, peer *erNode) {
 		}
 	}
 	erWaitEvents(t, n, "acme", acme)
+	// What stays in the archive: the tombstone object replay reads.
+	stone := filepath.Join(n.archive, "tombstones", "tenant=acme.json")
+	if !waitFor(15*time.Second, func() bool { _, err := os.Stat(stone); return err == nil }) {
+		t.Errorf("the archive has no %s after the erase", stone)
+	}
 	if peer != nil {
 		erWaitSources(t, peer, "acme", 0)
 		if erRedisHas(t, n, "rl:acme") {
@@ -339,6 +346,7 @@ func TestEraseRunningAttempt(t *testing.T) {
 	if closedFor < hold-time.Second {
 		t.Errorf("the erase passed the close %v after the DELETE, with an attempt holding %v: it did not wait for the attempt", closedFor, hold)
 	}
+	t.Logf("the erase stayed at started or closed for %v after the DELETE", closedFor)
 	final := erWaitErased(t, n, "acme")
 	if !slices.Equal(final.Ordinals, []uint32{ord}) {
 		t.Errorf("the erase covers ordinals %v, want [%d]", final.Ordinals, ord)
