@@ -346,10 +346,11 @@ func TestEraseGoneHooks(t *testing.T) {
 		t.Fatalf("the archive has no tombstone of acme: %v", err)
 	}
 	var ts struct {
-		Tenant   string `json:"tenant"`
-		ErasedAt string `json:"erased_at"`
+		Tenant   string    `json:"tenant"`
+		ErasedAt time.Time `json:"erased_at"`
 	}
-	if err := json.Unmarshal(b, &ts); err != nil || ts.Tenant != "acme" || ts.ErasedAt != *done.ErasedAt {
+	want, _ := time.Parse(time.RFC3339Nano, *done.ErasedAt)
+	if err := json.Unmarshal(b, &ts); err != nil || ts.Tenant != "acme" || !ts.ErasedAt.Equal(want) {
 		t.Fatalf("tombstone %s: %s (%v), want tenant acme erased at %s", tomb, b, err, *done.ErasedAt)
 	}
 
