@@ -111,11 +111,11 @@ type EraserOptions struct {
 
 // Eraser runs the node's erase jobs, one goroutine each.
 type Eraser struct {
-	o       EraserOptions
-	ctx     context.Context
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
-	mu sync.Mutex
+	o      EraserOptions
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	mu     sync.Mutex
 	// running holds the jobs of the tenants being erased, by generation:
 	// a job lets go of its tenant once the name is open again, while
 	// its archive write may still run, so that a new erase of the name
