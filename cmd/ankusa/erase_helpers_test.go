@@ -88,7 +88,6 @@ type erOptions struct {
 	fleetRate         bool   // rate_limits.scope: fleet (needs redisURL)
 	s3                *s3test.Server
 	wal               string // the wal line; "" is a disk wal
-	top               string // more top-level keys
 }
 
 // erOption is an option of newErNode.
@@ -115,9 +114,6 @@ func erWithS3(s *s3test.Server) erOption { return func(o *erOptions) { o.s3 = s 
 // without a wal takes only sources with a durable (broker) sink, which
 // erPopulate's HTTP sinks are not: such a test makes its own sources.
 func erWithWAL(line string) erOption { return func(o *erOptions) { o.wal = line } }
-
-// erWithTop adds top-level keys to the config.
-func erWithTop(yaml string) erOption { return func(o *erOptions) { o.top = yaml } }
 
 // erNode is a node under test for the erase: a persistent (or Redis)
 // source store, a wal on disk, an archive dir, segments sealed after 1s,
@@ -161,7 +157,7 @@ func newErNode(t *testing.T, opts ...erOption) *erNode {
 
 // yaml is n's config (erNodeYAML with n's options).
 func (n *erNode) yaml() string {
-	store, rate, top := "type: persistent", "", n.o.top
+	store, rate, top := "type: persistent", "", ""
 	if n.o.redisURL != "" {
 		store = "type: " + fsStore(n.o.redisURL, n.o.redisNS, 50*time.Millisecond)
 		top += fmt.Sprintf("\nredis: {url: %q, namespace: %q}", n.o.redisURL, n.o.redisNS)

@@ -10,7 +10,6 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -139,7 +138,7 @@ func newEKBase(t *testing.T) *ekBase {
 	b := &ekBase{node: newErNode(t)}
 	p := b.node.serve(t)
 	b.acme = erPopulate(t, b.node, "acme")
-	ekPopulateOther(t, b.node, "globex")
+	erPopulate(t, b.node, "globex")
 	p.stop()
 	b.globex = b.node.trace(t, "globex")
 	if b.globex.KeyCount() == 0 || len(b.globex.Events) == 0 {
@@ -160,39 +159,6 @@ func newEKBase(t *testing.T) *ekBase {
 	}
 	b.checkGlobex(t, "after an erase of acme without a kill", n)
 	return b
-}
-
-// ekPopulateOther gives tenant what erPopulate gives, under source names
-// of its own ("<tenant>-pend"...): source names are global, and
-// erPopulate names its sources the same for every tenant.
-func ekPopulateOther(t *testing.T, n *erNode, tenantName string) {
-	t.Helper()
-	for name, spec := range n.erSources(tenantName) {
-		own := tenantName + "-" + name
-		n.erAddSource(tenantName, own, strings.Replace(spec, fmt.Sprintf(`"name": %q`, name), fmt.Sprintf(`"name": %q`, own), 1))
-	}
-	wantStatus(t, "PUT rate_limit of "+tenantName, n.do("PUT", "/v1/tenants/"+tenantName+"/rate_limit", erAdminToken,
-		`{"rate": 90000, "burst": 90000, "max_queue": 0, "max_queue_bytes": 0}`), http.StatusOK)
-	src := func(name string) string { return tenantName + "-" + name }
-	var delivered []string
-	for i := range 3 {
-		hookID(t, "hook to "+src(erSrcPending), n.hook(tenantName, src(erSrcPending), fmt.Sprintf(`{"pending":%d}`, i)))
-	}
-	for i := range 2 {
-		hookID(t, "hook to "+src(erSrcDead), n.hook(tenantName, src(erSrcDead), fmt.Sprintf(`{"dead":%d}`, i)))
-		delivered = append(delivered, hookID(t, "hook to "+src(erSrcDedupe), n.hook(tenantName, src(erSrcDedupe), erLargeBody, "X-Id", fmt.Sprintf("%s-large-%d", tenantName, i))))
-	}
-	for i := range 2 {
-		body := fmt.Sprintf(`{"pen":%d}`, i)
-		wantStatus(t, "bad hook to "+src(erSrcPen), n.hook(tenantName, src(erSrcPen), body, "X-Sig", hmacHex("not-the-secret", body)), http.StatusAccepted)
-	}
-	if !waitFor(20*time.Second, func() bool {
-		got := n.recv.delivered()
-		return len(deadRows(t, n.apiNode, tenantName)) == 2 && len(erPenIDs(t, n, tenantName)) == 2 && got[delivered[0]] > 0 && got[delivered[1]] > 0
-	}) {
-		t.Fatalf("tenant %s: dead rows %v, pen %v, deliveries %v: want 2 dead, 2 in the pen, %v delivered", tenantName,
-			deadRows(t, n.apiNode, tenantName), erPenIDs(t, n, tenantName), n.recv.delivered(), delivered)
-	}
 }
 
 // ekFinishArchive waits until the erase of tenant on n has written its
