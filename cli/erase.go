@@ -239,46 +239,61 @@ func (n *node) eraseSources(_ context.Context, j *tenant.EraseJob) (int64, error
 	audit := func(action string) meta.AuditRow {
 		return meta.AuditRow{Principal: j.Principal, Action: action, Detail: "tenant erase"}
 	}
+	routes, err := sweepPages("route", func() []entity {
+		rs, _ := w.Snapshot().Routes(j.Tenant, "", 100)
+		out := make([]entity, 0, len(rs))
+		for _, r := range rs {
+			if !r.FromConfig {
+				out = append(out, entity{r.ID, func() error {
+					_, err := w.DeleteRoute(source.RouteDelete{Tenant: j.Tenant, ID: r.ID, Audit: audit("route.delete")})
+					return err
+				}})
+			}
+		}
+		return out
+	})
+	if err != nil {
+		return routes, err
+	}
+	srcs, err := sweepPages("source", func() []entity {
+		ss, _ := w.Snapshot().Sources(j.Tenant, "", 100)
+		out := make([]entity, 0, len(ss))
+		for _, s := range ss {
+			if !s.FromConfig {
+				out = append(out, entity{s.Name, func() error {
+					_, err := w.DeleteSource(source.SourceDelete{Tenant: j.Tenant, Name: s.Name, Audit: audit("source.delete")})
+					return err
+				}})
+			}
+		}
+		return out
+	})
+	return routes + srcs, err
+}
+
+// entity is a source or route to delete.
+type entity struct {
+	name   string
+	delete func() error
+}
+
+// sweepPages deletes the entities page lists, page after page, until a
+// page is empty; one another write removed first counts as removed.
+func sweepPages(kind string, page func() []entity) (int64, error) {
 	var removed int64
-	gone := func(err error) bool {
-		var se *source.Error
-		return errors.As(err, &se) && se.Code == source.CodeNotFound
-	}
 	for {
-		routes, _ := w.Snapshot().Routes(j.Tenant, "", 100)
-		deleted := 0
-		for _, r := range routes {
-			if r.FromConfig {
-				continue
-			}
-			if _, err := w.DeleteRoute(source.RouteDelete{Tenant: j.Tenant, ID: r.ID, Audit: audit("route.delete")}); err != nil && !gone(err) {
-				return removed, fmt.Errorf("cannot delete route %s: %w", r.ID, err)
+		es := page()
+		if len(es) == 0 {
+			return removed, nil
+		}
+		for _, e := range es {
+			var se *source.Error
+			if err := e.delete(); err != nil && !(errors.As(err, &se) && se.Code == source.CodeNotFound) {
+				return removed, fmt.Errorf("cannot delete %s %s: %w", kind, e.name, err)
 			}
 			removed++
-			deleted++
-		}
-		if deleted == 0 {
-			break
 		}
 	}
-	for {
-		srcs, _ := w.Snapshot().Sources(j.Tenant, "", 100)
-		deleted := 0
-		for _, s := range srcs {
-			if s.FromConfig {
-				continue
-			}
-			if _, err := w.DeleteSource(source.SourceDelete{Tenant: j.Tenant, Name: s.Name, Audit: audit("source.delete")}); err != nil && !gone(err) {
-				return removed, fmt.Errorf("cannot delete source %s: %w", s.Name, err)
-			}
-			removed++
-			deleted++
-		}
-		if deleted == 0 {
-			break
-		}
-	}
-	return removed, nil
 }
 
 // eraseRateLimit removes the tenant's override (audited) and, with

@@ -258,6 +258,20 @@ func (d *Dispatcher) InFlight(ord uint32) int {
 	return d.inflight[ord]
 }
 
+// allRunners is every sink's runner, the retiring ones too.
+func (d *Dispatcher) allRunners() []*runner {
+	d.rmu.Lock()
+	defer d.rmu.Unlock()
+	runners := make([]*runner, 0, len(d.runners)+len(d.retiring))
+	for _, r := range d.runners {
+		runners = append(runners, r)
+	}
+	for r := range d.retiring {
+		runners = append(runners, r)
+	}
+	return runners
+}
+
 // Close stops claiming and starting attempts, waits for running attempts
 // to record their outcome, writes the last checkpoint and closes the
 // sinks. Hooks handed off and not yet written keep their rows through the
@@ -269,15 +283,7 @@ func (d *Dispatcher) Close() error {
 	d.in.closed.Store(true)
 	close(d.stop)
 	d.wg.Wait()
-	d.rmu.Lock()
-	runners := make([]*runner, 0, len(d.runners)+len(d.retiring))
-	for _, r := range d.runners {
-		runners = append(runners, r)
-	}
-	for r := range d.retiring {
-		runners = append(runners, r)
-	}
-	d.rmu.Unlock()
+	runners := d.allRunners()
 	for _, r := range runners {
 		r.wait()
 	}

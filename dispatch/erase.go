@@ -229,15 +229,7 @@ func (d *Dispatcher) tenantBusy(ord uint32) int {
 // dropQueued lets go of every task of ordinal ord queued in a runner
 // (their rows stay as they are, for the erase to delete).
 func (d *Dispatcher) dropQueued(ord uint32) {
-	d.rmu.Lock()
-	runners := make([]*runner, 0, len(d.runners)+len(d.retiring))
-	for _, r := range d.runners {
-		runners = append(runners, r)
-	}
-	for r := range d.retiring {
-		runners = append(runners, r)
-	}
-	d.rmu.Unlock()
+	runners := d.allRunners()
 	var ts []*task
 	for _, r := range runners {
 		r.mu.Lock()
