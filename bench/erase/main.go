@@ -17,18 +17,20 @@
 //     (after -warmup), whose deliveries the receiver takes (204);
 //   - with the erase: the same run again, and -erase-at into its measured
 //     window DELETE /v1/tenants/big?confirm=big; GET
-//     /v1/tenants/big/erase is polled every 50 ms until the erase is done.
+//     /v1/tenants/big/erase is polled every 20 ms until the erase is done.
 //     Its duration (from the 202 to erased_at, and the node's started_at
 //     to erased_at), when each stage was first seen done, and the removed
 //     counts per stage are reported; loadgen's figures are whole-run, so
 //     the report says whether the erase ended at least 3 s before the
-//     window did.
+//     window did;
+//   - after (-after): the baseline run once more, after the erase: how
+//     far two runs without an erase differ on this machine at the time.
 //
 // The acceptance is steady's p99 with the erase within 2× of its p99
 // without: the report says PASS or FAIL, but only a broken run (a node
 // that would not start, an answer but 201, an erase that did not finish
 // within -erase-limit) exits non-zero. A CPU profile of the node is taken
-// over each of the two steady runs (-profile, the admin listener's
+// over each steady run (-profile, the admin listener's
 // /debug/pprof/profile), for where the erase's time goes.
 //
 // Before each steady run it waits for the node to go idle and for a quiet
@@ -48,6 +50,7 @@ import (
 // options are the command's flags.
 type options struct {
 	bin, tmp, out, jsonOut, profile string
+	after                           bool
 	hooks                           int64
 	ingestC, steadyC                int
 	rate                            float64
@@ -75,6 +78,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.eraseAt, "erase-at", 5*time.Second, "when, into the measured window of the second steady run, the erase is requested")
 	fs.DurationVar(&o.eraseLimit, "erase-limit", 10*time.Minute, "a broken run: the erase not done after this long")
 	fs.DurationVar(&o.drainLimit, "drain-limit", 10*time.Minute, "a broken run: big's first attempts not all made this long after its ingest")
+	fs.BoolVar(&o.after, "after", true, "run steady once more after the erase, for the spread of two runs without one")
 	fs.DurationVar(&o.alone.Limit, "settle", time.Minute, "before each steady run, wait up to this long for a quiet machine")
 	if err := benchkit.Parse(fs, args); err != nil {
 		return nil, err

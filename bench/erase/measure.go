@@ -91,10 +91,23 @@ func measure(ctx context.Context, o *options) (*report, error) {
 	if rep.during, err = rep.steady(ctx, o, n, "erase", rep.erase); err != nil {
 		return nil, err
 	}
-	rep.busy = o.alone.Busy
 	if rep.erase.BacklogAfter, err = n.backlog(); err != nil {
 		return nil, err
 	}
+	// The same run once more after the erase: how far two runs without
+	// an erase differ on this machine now.
+	if o.after {
+		if _, _, err := n.idle(ctx, time.Minute); err != nil {
+			return nil, err
+		}
+		if err := o.alone.Wait(ctx); err != nil {
+			return nil, err
+		}
+		if rep.after, err = rep.steady(ctx, o, n, "after", nil); err != nil {
+			return nil, err
+		}
+	}
+	rep.busy = o.alone.Busy
 	rep.receiverOther = recv.other.Load()
 	return rep, nil
 }
@@ -229,7 +242,7 @@ func eraseBig(ctx context.Context, o *options, n *node, er *eraseRun) error {
 		if time.Now().After(deadline) || !n.Alive() {
 			return fmt.Errorf("the erase of %s: at stage %q after %s", bigTenant, st.Stage, o.eraseLimit)
 		}
-		if err := benchkit.Sleep(ctx, 50*time.Millisecond); err != nil {
+		if err := benchkit.Sleep(ctx, 20*time.Millisecond); err != nil {
 			return err
 		}
 		if st, err = n.eraseStatus(bigTenant); err != nil {
