@@ -160,6 +160,7 @@ func TestLifecycleEventOfEveryAdminWrite(t *testing.T) {
 	lcQuarantine(r, recv)
 	lcRoutesAndBacklog(r, recv)
 	lcRateLimits(r)
+	lcErase(r)
 	p.stop()
 
 	// Every write of the document was made, changing something and
@@ -443,6 +444,31 @@ func lcRateLimits(r *lcRun) {
 	r.write(clear, "DELETE", "/v1/tenants/acme/rate_limit", "", http.StatusNoContent, rateEvent("deleted", "acme", clearAction, 60, 120, 0))
 	r.write(clear, "DELETE", "/v1/tenants/acme/rate_limit", "", http.StatusNotFound)
 	r.write(clear, "DELETE", "/v1/tenants/globex/rate_limit", "", http.StatusNoContent, rateEvent("deleted", "globex", clearAction, 7, 9, 11))
+}
+
+// lcErase: erasing a tenant with nothing on the node leaves its one
+// tenant.deleted event and audit row; a refused erase leaves none. The
+// erase runs after its 202: its event is due once GET .../erase says
+// erased.
+func lcErase(r *lcRun) {
+	const erase = "DELETE /v1/tenants/{tenant}"
+	r.write(erase, "DELETE", "/v1/tenants/default?confirm=default", "", http.StatusConflict)
+	r.write(erase, "DELETE", "/v1/tenants/initech?confirm=globex", "", http.StatusBadRequest)
+	r.write(erase, "DELETE", "/v1/tenants/initech?confirm=initech", "", http.StatusAccepted,
+		lcWant{tenant: "initech", typ: "io.ankusa.tenant.deleted", subject: "initech", action: "tenant.delete",
+			data: map[string]any{"tenant": "initech", "hooks": 0.0}})
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		a := r.do("GET", "/v1/tenants/initech/erase", opsToken, "")
+		if a.status == http.StatusOK && strings.Contains(string(a.body), `"state":"erased"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("the erase of initech did not finish in 15s: %d %s", a.status, a.body)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	r.want[len(r.want)-1].end = time.Now()
 }
 
 // checkEveryWriteOutbox opens the stopped node's meta store and checks its outbox

@@ -2,6 +2,7 @@ package natssink
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -37,6 +38,19 @@ func TestServerDown(t *testing.T) {
 		}
 	}
 	srv.Stop()
+	// A hook sent before the client has read the server's close goes out
+	// on the dying connection and times out waiting for its PubAck (a
+	// retryable error too, "may still be in the stream"): what this test
+	// holds is the answer once the client knows the server is gone.
+	sc, err := s.conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); sc.nc.IsConnected(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the client did not notice the server's stop in 10s")
+		}
+	}
 	var pending []*envelope.Envelope
 	for i := range 5 {
 		e := testEnvelope()
