@@ -40,10 +40,8 @@ const drainWarn = 30 * time.Second
 // wedged attempt shows in the log and the metrics rather than in silence.
 const closeBound = 2 * time.Minute
 
-// openEraser builds the eraser and closes, before any stage serves, the
-// tenants whose erase a kill interrupted. It returns the ordinals
-// dispatch must not rebuild rows for: every erased one and those of the
-// running erases.
+// openEraser builds the eraser, reads the erases a kill interrupted
+// (n.resumed) and closes their tenants before any stage serves.
 func (n *node) openEraser() error {
 	o := tenant.EraserOptions{Progress: n.meta, Logger: n.log.Named("erase"), Steps: n.eraseSteps()}
 	if stage := os.Getenv(eraseCrashEnv); stage != "" {
@@ -65,6 +63,7 @@ func (n *node) openEraser() error {
 	for _, j := range jobs {
 		n.closed.Close(j.Tenant)
 	}
+	n.resumed = jobs
 	return nil
 }
 
@@ -81,11 +80,7 @@ func (n *node) erasedOrdinals() ([]uint32, error) {
 	for o := range erased {
 		out = append(out, o)
 	}
-	jobs, err := n.eraser.Jobs()
-	if err != nil {
-		return nil, err
-	}
-	for _, j := range jobs {
+	for _, j := range n.resumed {
 		if j.HasOrdinal {
 			out = append(out, j.Ordinal)
 		} else if o, ok := n.ordinal(j.Tenant); ok {
@@ -117,18 +112,13 @@ func (n *node) resumeErases() error {
 
 // closeErasingPen has the pen refuse the tenants of the running erases
 // (dispatch is open, the router not yet).
-func (n *node) closeErasingPen() error {
+func (n *node) closeErasingPen() {
 	if n.dispatch == nil {
-		return nil
+		return
 	}
-	jobs, err := n.eraser.Jobs()
-	if err != nil {
-		return err
-	}
-	for _, j := range jobs {
+	for _, j := range n.resumed {
 		n.dispatch.ClosePen(j.Tenant)
 	}
-	return nil
 }
 
 // ordinal is the tenant's ordinal on this node, if it has one.
@@ -349,7 +339,8 @@ func (n *node) eraseDedupe(_ context.Context, j *tenant.EraseJob) (int64, error)
 	if !j.HasOrdinal {
 		return 0, nil
 	}
-	return n.meta.DeleteTenantFamilies(j.Ordinal, j.Tenant, "dedupe")
+	del, err := n.meta.DeleteTenantFamilies(j.Ordinal, j.Tenant, "dedupe")
+	return del.Total(), err
 }
 
 // eraseEvents deletes the tenant's lifecycle events (the redacted

@@ -116,6 +116,8 @@ type node struct {
 	// erased, which the router answers 503 tenant_erasing.
 	eraser *tenant.Eraser
 	closed *tenant.Closed
+	// resumed are the erases a kill interrupted, read once at boot.
+	resumed []tenant.EraseJob
 	// archive and layout are the archive (nil without), where an erase
 	// writes the tenant's tombstone object.
 	archive archive.Backend
@@ -183,9 +185,7 @@ func (n *node) open(recovery string) error {
 	if err != nil {
 		return err
 	}
-	if err := n.closeErasingPen(); err != nil {
-		return err
-	}
+	n.closeErasingPen()
 	n.startClaims()
 	n.followSources()
 	if err := n.openRouter(commit); err != nil {

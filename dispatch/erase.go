@@ -117,25 +117,15 @@ func (d *Dispatcher) EraseTenantRows(ord uint32) (int64, error) {
 		return 0, fmt.Errorf("BUG: dispatch: erasing the rows of tenant ordinal %d without closing it", ord)
 	}
 	d.dropQueued(ord)
-	var pending, dead int64
-	err := d.meta.TenantRows(ord, func(_ meta.RowID, row *meta.Delivery) bool {
-		if row.State == meta.RowDead {
-			dead++
-		} else {
-			pending++
-		}
-		return false
-	})
-	if err != nil {
-		return 0, fmt.Errorf("cannot count the delivery rows of tenant ordinal %d: %w", ord, err)
-	}
 	n, err := d.meta.DeleteTenantFamilies(ord, "", "rows", "due", "dead", "attempts")
 	if err != nil {
 		eraseFailures.Inc()
 		return 0, err
 	}
-	d.pending.Add(-pending)
-	d.dead.Add(-dead)
+	// The backlog gauges count rows and dead letters by key, as at boot
+	// (meta.CountRows): the deletion's own counts, no second pass.
+	d.pending.Add(-(n["rows"] - n["dead"]))
+	d.dead.Add(-n["dead"])
 	backlogGauges(d)
 	d.tmu.Lock()
 	delete(d.active, ord)
@@ -148,7 +138,7 @@ func (d *Dispatcher) EraseTenantRows(ord uint32) (int64, error) {
 	delete(d.dirty, ord)
 	d.countsMu.Unlock()
 	d.ckptMu.Unlock()
-	return n, nil
+	return n.Total(), nil
 }
 
 // EraseTenantPen deletes the closed ordinal ord's quarantine pen rows (one
@@ -178,7 +168,7 @@ func (d *Dispatcher) EraseTenantPen(ord uint32) (int64, error) {
 	d.pen.rows.Add(-rows)
 	d.pen.bytes.Add(-bytes)
 	d.penGauges()
-	return n, nil
+	return n.Total(), nil
 }
 
 // enter begins a busy section of ordinal ord (a write of its rows outside

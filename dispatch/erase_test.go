@@ -149,6 +149,13 @@ func TestCloseTenantStopsWriterAndClaims(t *testing.T) {
 	if rows, attempts := ordRows(t, n.meta, ord, gone); rows != 0 || attempts != 0 {
 		t.Fatalf("after the erase gone has %d rows, %d attempt records", rows, attempts)
 	}
+	// The backlog gauges drop the erased rows: they agree with a count of
+	// the store, as at boot.
+	if c, err := n.meta.CountRows(); err != nil {
+		t.Fatal(err)
+	} else if pending, dead := dispatch.BacklogGauges(d); pending != c.Rows-c.Dead || dead != c.Dead {
+		t.Fatalf("after the erase the gauges say %d pending and %d dead, the store %+v", pending, dead, c)
+	}
 	if again, err := d.EraseTenantRows(ord); err != nil || again != 0 {
 		t.Fatalf("a second EraseTenantRows deleted %d keys (%v), want 0", again, err)
 	}

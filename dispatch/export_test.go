@@ -33,3 +33,7 @@ func Backoff(spec config.Sink, n int, retryAfter time.Duration) time.Duration {
 
 // SweepAttempts runs one sweep of the attempt log now.
 func SweepAttempts(d *Dispatcher) (int, error) { return d.sweepAttempts() }
+
+// BacklogGauges are the dispatcher's counts of pending rows and dead
+// letters behind the backlog gauges.
+func BacklogGauges(d *Dispatcher) (pending, dead int64) { return d.pending.Load(), d.dead.Load() }

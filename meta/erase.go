@@ -140,35 +140,49 @@ func (s *Store) SetTombstoneArchived(tenant string, erasedAt time.Time) error {
 	return nil
 }
 
+// Deleted counts the keys DeleteTenantFamilies deleted, by family.
+type Deleted map[string]int64
+
+// Total is the keys deleted in every family.
+func (d Deleted) Total() int64 {
+	var n int64
+	for _, c := range d {
+		n += c
+	}
+	return n
+}
+
 // DeleteTenantFamilies deletes, in one synced batch, every key of the
 // tenant with ordinal ord and name name in the named families (see
-// TenantRanges), and returns how many keys it deleted. An erase stage
-// calls it once the stage's writers are stopped for the tenant.
-func (s *Store) DeleteTenantFamilies(ord uint32, name string, families ...string) (int64, error) {
+// TenantRanges), and returns how many keys it deleted in each (the rows
+// and dead families' counts are the tenant's rows and dead letters, as
+// CountRows counts them). An erase stage calls it once the stage's
+// writers are stopped for the tenant.
+func (s *Store) DeleteTenantFamilies(ord uint32, name string, families ...string) (Deleted, error) {
 	ranges, err := s.TenantRanges(ord, name)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	b := s.NewBatch()
 	defer b.Close()
-	var n int64
+	out := Deleted{}
 	for _, r := range ranges {
 		if !slices.Contains(families, r.Family) {
 			continue
 		}
 		err := s.scan("the "+r.Family+" keys of tenant "+name, r.Lo, r.Hi, func(k, _ []byte) (bool, error) {
-			n++
+			out[r.Family]++
 			return false, nil
 		})
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
 		_ = b.b.DeleteRange(r.Lo, r.Hi, nil)
 	}
 	if err := b.Commit(Sync); err != nil {
-		return 0, fmt.Errorf("cannot delete the %v keys of tenant %s: %w", families, name, err)
+		return nil, fmt.Errorf("cannot delete the %v keys of tenant %s: %w", families, name, err)
 	}
-	return n, nil
+	return out, nil
 }
 
 // DeleteTenantEvents deletes every lifecycle event of tenant up to seq
