@@ -344,6 +344,16 @@ type Verify struct {
 	TimestampHeader string `yaml:"timestamp_header" json:"timestamp_header,omitempty"`
 	SignedContent   string `yaml:"signed_content" json:"signed_content,omitempty"`
 	AllowSHA1       bool   `yaml:"allow_sha1" json:"allow_sha1,omitempty"`
+	// URL is the address the provider was given, for schemes that sign
+	// it (Twilio, Square, HubSpot v3): behind a balancer the node cannot
+	// know it. Default: https:// + Host + the request URI.
+	URL string `yaml:"url" json:"url,omitempty"`
+	// HandshakeToken is the token a provider's subscription handshake
+	// carries when it is not the signing secret (Meta's hub.verify_token).
+	HandshakeToken Secret `yaml:"handshake_token" json:"-"`
+	// EventType says where the hook's event type is, header:NAME or
+	// json:PATH; default: the preset's.
+	EventType string `yaml:"event_type" json:"event_type,omitempty"`
 }
 
 // SourceDedupe is a source's dedupe key.
@@ -369,6 +379,10 @@ type Sink struct {
 	// derived from type, url, exchange and routing_key (see SinkID).
 	ID           string            `yaml:"id" json:"id,omitempty"`
 	Type         string            `yaml:"type" json:"type"`
+	// Filter is a CEL expression over the hook (event_type, tenant_id,
+	// source_id, headers, params, body): a hook it does not match gets no
+	// delivery row for this sink. Empty: every hook.
+	Filter string `yaml:"filter" json:"filter,omitempty"`
 	URL          string            `yaml:"url" json:"url,omitempty"`
 	Headers      map[string]string `yaml:"headers" json:"headers,omitempty"`
 	Secret       Secret            `yaml:"secret" json:"-"`

@@ -100,6 +100,10 @@ type Envelope struct {
 	Body          []byte
 	Verification  Verification
 	DedupeKey     string
+	// EventType is the provider's name for what happened ("push",
+	// "invoice.paid"), read where the source's preset says; "" when it
+	// has none.
+	EventType string
 	// RemoteAddr is the sender's address, "ip:port", as the edge saw it
 	// at receipt: the PROXY header's sender behind a trusted balancer,
 	// else the peer. Empty when unknown (records written before it).
