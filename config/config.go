@@ -377,12 +377,12 @@ type Sink struct {
 	// ID is the sink's stable id within its source: delivery rows are
 	// keyed by it, so editing the source does not remap them. Default:
 	// derived from type, url, exchange and routing_key (see SinkID).
-	ID           string            `yaml:"id" json:"id,omitempty"`
-	Type         string            `yaml:"type" json:"type"`
+	ID   string `yaml:"id" json:"id,omitempty"`
+	Type string `yaml:"type" json:"type"`
 	// Filter is a CEL expression over the hook (event_type, tenant_id,
 	// source_id, headers, params, body): a hook it does not match gets no
 	// delivery row for this sink. Empty: every hook.
-	Filter string `yaml:"filter" json:"filter,omitempty"`
+	Filter       string            `yaml:"filter" json:"filter,omitempty"`
 	URL          string            `yaml:"url" json:"url,omitempty"`
 	Headers      map[string]string `yaml:"headers" json:"headers,omitempty"`
 	Secret       Secret            `yaml:"secret" json:"-"`
