@@ -86,7 +86,7 @@ func (f *twilioFamily) Verify(h Headers, body []byte, _ time.Time) error {
 		if subtle.ConstantTimeCompare(sum[:], want) != 1 {
 			return ErrMismatch
 		}
-	} else if isReq && bytes.Equal(r.Method(), []byte("POST")) && bytes.HasPrefix(bytes.ToLower(bytes.TrimSpace(h.Peek("Content-Type"))), formType) {
+	} else if isForm(h.Peek("Content-Type")) {
 		if bytes.Count(body, []byte("&")) >= maxFormParams {
 			return ErrMalformed
 		}
@@ -111,4 +111,12 @@ func (f *twilioFamily) Verify(h Headers, body []byte, _ time.Time) error {
 		return nil
 	}
 	return ErrMismatch
+}
+
+// isForm reports whether a Content-Type is a urlencoded form (whose
+// parameters Twilio signs); any other body is not signed but through
+// bodySHA256.
+func isForm(ct []byte) bool {
+	ct = bytes.TrimSpace(ct)
+	return len(ct) >= len(formType) && bytes.EqualFold(ct[:len(formType)], formType)
 }

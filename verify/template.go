@@ -292,7 +292,7 @@ func (t *tsSpec) within(tm, now time.Time) bool {
 		d = -d
 	}
 	// Whole seconds: a timestamp in seconds at the edge of the
-	// tolerance is accepted, as withinTolerance does.
+	// tolerance is accepted.
 	return d.Truncate(time.Second) <= t.tol
 }
 

@@ -96,15 +96,6 @@ func (None) Verify(Headers, []byte, time.Time) error { return nil }
 // Name is "none".
 func (None) Name() string { return "none" }
 
-// withinTolerance checks a unix-seconds timestamp against now, both ways.
-func withinTolerance(ts int64, now time.Time, tol time.Duration) bool {
-	d := now.Unix() - ts
-	if d < 0 {
-		d = -d
-	}
-	return d <= int64(tol/time.Second)
-}
-
 // parseUnix parses decimal unix seconds without allocating.
 func parseUnix(b []byte) (int64, bool) {
 	if len(b) == 0 || len(b) > 12 {
