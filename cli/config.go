@@ -32,6 +32,7 @@ func sourceContext(cfg *config.Config) config.SourceContext {
 func validateOptions() config.ValidateOptions {
 	return config.ValidateOptions{
 		ResolverKnown: edge.ResolverKnown,
+		VerifierKnown: verify.Known,
 		CheckResolver: func(r config.RouteResolver) error {
 			if _, err := edge.NewResolver(r); err != nil {
 				return fmt.Errorf("route_resolver: %w", err)
@@ -43,7 +44,7 @@ func validateOptions() config.ValidateOptions {
 			return err
 		},
 		CheckDedupe: func(key, verifierType string) error {
-			_, err := dedupe.NewExtractor(key, verifierType)
+			_, err := dedupe.NewExtractorAuto(key, verifierType, verify.AutoDedupeKey, verify.AutoDedupeTypes())
 			return err
 		},
 		CheckSink: func(s config.Sink) error {

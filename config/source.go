@@ -2,6 +2,7 @@ package config
 
 import (
 	"math"
+	"net/url"
 	"slices"
 	"time"
 )
@@ -21,7 +22,9 @@ type SourceContext struct {
 	ValidateOptions
 }
 
-// Verifier types a source may name.
+// VerifierTypes are the verifier types every build has. The binary's
+// verifier catalogue (verify presets) adds its own names through
+// ValidateOptions.VerifierKnown, which accepts a type this list lacks.
 var VerifierTypes = []string{"none", "hmac", "stripe", "github", "shopify", "slack", "standardwebhooks"}
 
 // verifyFailureModes are what on_verify_failure may say.
@@ -64,7 +67,7 @@ func validateVerify(p *Problems, at string, s *Source, ctx SourceContext) {
 	switch {
 	case vt == "":
 		p.add("%s.verify.type: required (%v; none accepts anything)", at, VerifierTypes)
-	case !slices.Contains(VerifierTypes, vt):
+	case !slices.Contains(VerifierTypes, vt) && (ctx.VerifierKnown == nil || !ctx.VerifierKnown(vt)):
 		p.add("%s.verify.type: unknown verifier %q (%v)", at, vt, VerifierTypes)
 	case ctx.VerifierKnown != nil && !ctx.VerifierKnown(vt):
 		p.add("%s.verify.type: verifier %q is not available in this build yet; use none until it is", at, vt)
@@ -72,6 +75,12 @@ func validateVerify(p *Problems, at string, s *Source, ctx SourceContext) {
 		p.add("%s.verify.secret: required by verifier %q", at, vt)
 	case ctx.CheckVerify != nil && secretsResolved(s.Verify):
 		p.stage(at, ctx.CheckVerify(s.Verify))
+	}
+	if u := s.Verify.URL; u != "" {
+		pu, err := url.Parse(u)
+		if err != nil || (pu.Scheme != "https" && pu.Scheme != "http") || pu.Host == "" || pu.Fragment != "" {
+			p.add("%s.verify.url: %q must be an absolute http or https URL (the address the provider signs, as it was given to it)", at, u)
+		}
 	}
 	switch {
 	case !slices.Contains(verifyFailureModes, s.OnVerifyFailure):

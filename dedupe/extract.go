@@ -48,12 +48,27 @@ var jsonParsers fastjson.ParserPool
 // indexes an array) or `auto` (the verifier's own delivery id: stripe's
 // json:id, github's X-GitHub-Delivery, shopify's X-Shopify-Webhook-Id,
 // standardwebhooks' webhook-id). Errors name the problem for an operator.
+//
+// The binary resolves auto through the verifier catalogue instead
+// (NewExtractorAuto): this table is the one a build without it knows.
 func NewExtractor(spec, verifierType string) (*Extractor, error) {
+	return NewExtractorAuto(spec, verifierType, func(t string) (string, bool) {
+		r, ok := autoKeys[t]
+		return r, ok
+	}, strings.Split(autoTypes, ", "))
+}
+
+// NewExtractorAuto is NewExtractor with `auto` resolved by auto: the key
+// spec (header:NAME or json:PATH) a verifier type's scheme carries, ok
+// false when it carries none; autoTypes lists the types that do, for the
+// error. The verifier catalogue (verify.AutoDedupeKey) is the binary's, so
+// that this package does not depend on it.
+func NewExtractorAuto(spec, verifierType string, auto func(verifierType string) (string, bool), autoTypes []string) (*Extractor, error) {
 	s := spec
 	if s == "auto" {
-		r, ok := autoKeys[verifierType]
+		r, ok := auto(verifierType)
 		if !ok {
-			return nil, fmt.Errorf("dedupe.key: auto needs a verifier that carries its own id (%s); this source's is %q", autoTypes, verifierType)
+			return nil, fmt.Errorf("dedupe.key: auto needs a verifier that carries its own id (%s); this source's is %q", strings.Join(autoTypes, ", "), verifierType)
 		}
 		s = r
 	}

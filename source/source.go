@@ -129,7 +129,7 @@ func Build(name string, spec config.Source, globalMax int64, fromConfig bool) *S
 	var x *dedupe.Extractor
 	var ttl time.Duration
 	if spec.Dedupe != nil {
-		if x, err = dedupe.NewExtractor(spec.Dedupe.Key, spec.Verify.Type); err != nil {
+		if x, err = dedupe.NewExtractorAuto(spec.Dedupe.Key, spec.Verify.Type, verify.AutoDedupeKey, verify.AutoDedupeTypes()); err != nil {
 			x = nil
 		}
 		ttl = spec.Dedupe.TTL.D()

@@ -62,6 +62,9 @@ func New(v config.Verify) (Verifier, error) {
 	}
 	switch v.Type {
 	case "none":
+		if v.URL != "" {
+			return nil, fmt.Errorf("verify.url: verifier none signs nothing (only twilio and presets that sign {url} read it)")
+		}
 		return None{}, nil
 	case "hmac":
 		if tol == 0 {
