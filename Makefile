@@ -238,3 +238,13 @@ soak-claims: build
 
 clean:
 	rm -rf $(BIN)
+
+# README.md's table of verifier presets, between its <!-- presets --> and
+# <!-- /presets --> markers, from verify/presets.yaml (cli's
+# TestREADMEPresets fails when it is stale).
+.PHONY: presets-readme
+presets-readme:
+	@mkdir -p $(BIN)
+	$(GO) run ./cmd/ankusa presets -format markdown > $(BIN)/presets.md
+	awk -v f=$(BIN)/presets.md 'BEGIN { while ((getline l < f) > 0) t = t l "\n" } /<!-- \/presets -->/ { skip = 0 } !skip { print } /<!-- presets -->/ { printf "%s", t; skip = 1 }' README.md > $(BIN)/README.md.tmp
+	mv $(BIN)/README.md.tmp README.md

@@ -25,6 +25,7 @@ commands:
   claim get     -config FILE [-o FILE] REF                      write the body a claim reference names (its JSON, or base64url), checked against its sha256
   claim delete  -config FILE -tenant T                          delete every claim pack of tenant T (claims/tenant=T/) in every claim store
   rewrap        -config FILE [-rate N]                         seal every stored secret under secrets.kek (after a rotation; the node stopped)
+  presets       [-format table|json|markdown]                  list the verifier presets (verify.type), their family and headers
   version                                                      print the version
 `
 
@@ -50,6 +51,8 @@ func Main(args []string) int {
 		return rewrap(args[1:])
 	case "claim":
 		return claim(args[1:])
+	case "presets":
+		return presetsCmd(args[1:])
 	case "version", "-version", "--version":
 		fmt.Println("ankusa", Version)
 		return 0
