@@ -105,7 +105,7 @@ sw_secret, sw_id, sw_ts, sw_body = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "ms
 sw_sig = "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="
 assert "v1," + b64(mac(hashlib.sha256, base64.b64decode(sw_secret[6:]), f"{sw_id}.{sw_ts}.{sw_body}")) == sw_sig
 write("standardwebhooks", origin="published",
-      follows="https://github.com/standard-webhooks/standard-webhooks/blob/main/libraries/python/standardwebhooks/tests/test_webhooks.py",
+      follows="https://github.com/standard-webhooks/standard-webhooks/blob/main/libraries/python/tests/test_webhooks.py#L153",
       secret=sw_secret, now=int(sw_ts), url="https://hooks.example.com/in/sw",
       headers={"webhook-id": sw_id, "webhook-timestamp": sw_ts, "webhook-signature": "v1,Zm9v " + sw_sig},
       body=sw_body,
@@ -170,7 +170,7 @@ write("square", origin="python", follows="https://developer.squareup.com/docs/we
 # HubSpot v3: base64 HMAC-SHA256 of method + URL + body + timestamp (ms).
 hs_secret, hs_url, hs_ms = "hs-client-secret-0000-1111", "https://hooks.example.com/in/hubspot?portal=62515", str(NOW * 1000)
 hs_body = '[{"eventId":100,"subscriptionId":1234,"portalId":62515,"subscriptionType":"contact.creation","objectId":123}]'
-write("hubspot", origin="python", follows="https://developers.hubspot.com/docs/api/webhooks/validating-requests",
+write("hubspot", origin="python", follows="https://developers.hubspot.com/docs/apps/legacy-apps/authentication/validating-requests#validate-the-v3-request-signature",
       secret=hs_secret, now=NOW, url=hs_url,
       headers={"X-HubSpot-Signature-v3": b64(mac(hashlib.sha256, hs_secret, "POST" + hs_url + hs_body + hs_ms)),
                "X-HubSpot-Request-Timestamp": hs_ms},
@@ -192,7 +192,7 @@ write("discord", origin="python",
                 {"name": "signature truncated", "headers": {"X-Signature-Ed25519": dc_sig[:64]}, "err": "malformed"}])
 
 tx_body = '{"data":{"event_type":"message.received","id":"0ccc7b54-4df3-4bca-a65a-3da1ecc777f0","payload":{"text":"hi"}}}'
-write("telnyx", origin="python", follows="https://developers.telnyx.com/docs/messaging/messages/receiving-webhooks",
+write("telnyx", origin="python", follows="https://developers.telnyx.com/api-reference/callbacks/number-order-status-update",
       secret=b64(ed_pub), now=NOW, url="https://hooks.example.com/in/telnyx",
       headers={"telnyx-signature-ed25519": b64(ed.sign(f"{NOW}|{tx_body}".encode())), "telnyx-timestamp": str(NOW)},
       body=tx_body, event_type="message.received",
