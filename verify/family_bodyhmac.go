@@ -44,6 +44,9 @@ func (f *bodyHMACFamily) Verify(h Headers, body []byte, now time.Time) error {
 	}
 	val, ok := st.lookup(f.sig, h, body)
 	if !ok {
+		if st.dup {
+			return ErrMalformed
+		}
 		return ErrMissing
 	}
 	var rf reqFields
@@ -74,6 +77,9 @@ func (f *bodyHMACFamily) Verify(h Headers, body []byte, now time.Time) error {
 	parts, ok := f.fill(&pbuf, st, &rf, h, body)
 	if !ok {
 		return ErrMissing
+	}
+	if st.dup {
+		return ErrMalformed
 	}
 	if anyMatch(f.keys, sig, parts...) {
 		return nil

@@ -233,6 +233,9 @@ func (f *hmacFamily) Verify(h Headers, body []byte, now time.Time) error {
 	if !ok {
 		return ErrMissing
 	}
+	if st.dup {
+		return ErrMalformed
+	}
 	match := 0
 	for _, key := range f.keys {
 		ms, mac := key.mac(parts...)

@@ -143,6 +143,7 @@ type reqState struct {
 	root    *fastjson.Value
 	parsed  bool
 	jsonErr bool
+	dup     bool // a path met a duplicate key (walk)
 	scratch []byte
 }
 
@@ -150,7 +151,7 @@ var reqStates = sync.Pool{New: func() any { return &reqState{scratch: make([]byt
 
 func getState() *reqState {
 	st := reqStates.Get().(*reqState)
-	st.root, st.parsed, st.jsonErr, st.scratch = nil, false, false, st.scratch[:0]
+	st.root, st.parsed, st.jsonErr, st.dup, st.scratch = nil, false, false, false, st.scratch[:0]
 	return st
 }
 
@@ -185,7 +186,7 @@ func (st *reqState) lookup(src source, h Headers, body []byte) ([]byte, bool) {
 	if root == nil {
 		return nil, false
 	}
-	v := root.Get(src.path...)
+	v := st.walk(root, src.path)
 	if v == nil {
 		return nil, false
 	}
@@ -199,6 +200,48 @@ func (st *reqState) lookup(src source, h Headers, body []byte) ([]byte, bool) {
 		return st.scratch[start:len(st.scratch):len(st.scratch)], true
 	}
 	return nil, false
+}
+
+// walk follows a dotted path (a decimal segment indexes an array). An
+// object that has a segment's key more than once is a parser
+// differential, not a value: this parser reads the first, others the
+// last, so a signed first value could vouch for an unsigned last one. It
+// answers nil and marks the request (dup), which the families refuse.
+func (st *reqState) walk(v *fastjson.Value, path []string) *fastjson.Value {
+	for _, seg := range path {
+		switch v.Type() {
+		case fastjson.TypeObject:
+			o, _ := v.Object()
+			var next *fastjson.Value
+			n := 0
+			o.Visit(func(k []byte, val *fastjson.Value) {
+				if string(k) == seg {
+					if n == 0 {
+						next = val
+					}
+					n++
+				}
+			})
+			if n > 1 {
+				st.dup = true
+				return nil
+			}
+			v = next
+		case fastjson.TypeArray:
+			a, _ := v.Array()
+			i, ok := parseDigits([]byte(seg), 6)
+			if !ok || int(i) >= len(a) {
+				return nil
+			}
+			v = a[i]
+		default:
+			return nil
+		}
+		if v == nil {
+			return nil
+		}
+	}
+	return v
 }
 
 var (

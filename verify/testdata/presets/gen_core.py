@@ -236,6 +236,7 @@ write("mailgun", origin="python",
       secret=mg_key, now=NOW, url="https://hooks.example.com/in/mailgun",
       headers={"Content-Type": "application/json"}, body=mg_body, event_type="delivered",
       negative=[{"name": "token changed", "body": mg_body.replace(mg_token, mg_token[:-1] + "f"), "err": "mismatch"},
+                {"name": "signature object duplicated", "body": mg_body[:-1] + ',"signature":{"timestamp":"1","token":"x","signature":"00"}}', "err": "malformed"},
                 {"name": "not JSON", "body": "signature=" + mg_sig, "err": "malformed"}])
 
 # Adyen: base64 HMAC-SHA256 (key hex) of the item's fields joined by ":".
@@ -251,4 +252,7 @@ ad_body = json.dumps({"live": "false", "notificationItems": [{"NotificationReque
 write("adyen", origin="python", follows="https://docs.adyen.com/development-resources/webhooks/verify-hmac-signatures",
       secret=ad_key, now=NOW, url="https://hooks.example.com/in/adyen",
       headers={"Content-Type": "application/json"}, body=ad_body, event_type="AUTHORISATION",
-      negative=[{"name": "amount changed", "body": ad_body.replace("1130", "1131"), "err": "mismatch"}])
+      negative=[{"name": "amount changed", "body": ad_body.replace("1130", "1131"), "err": "mismatch"},
+                # A parser that keeps the last of duplicate keys would read
+                # 1 where the signature vouches for 1130.
+                {"name": "amount duplicated", "body": ad_body.replace('"value":1130', '"value":1130,"value":1'), "err": "malformed"}])
