@@ -246,4 +246,3 @@ func FuzzBodyHMACJSON(f *testing.F) {
 		}
 	})
 }
-
