@@ -186,6 +186,17 @@ func buildPreset(p *Preset, c config.Verify, secrets []string, tol time.Duration
 	if c.URL != "" && !p.signsURL() {
 		return nil, fmt.Errorf("verify.url: preset %q does not sign the request's URL (only twilio and templates with {url} do)", p.Name)
 	}
+	for _, k := range []struct{ key, val string }{
+		{"header", c.Header}, {"prefix", c.Prefix}, {"algorithm", c.Algorithm}, {"encoding", c.Encoding},
+		{"timestamp_header", c.TimestampHeader}, {"signed_content", c.SignedContent},
+	} {
+		if k.val != "" {
+			// A preset fixes its scheme: a key that would change it
+			// belongs to the generic verifier, and ignoring it would
+			// verify something else than the operator wrote.
+			return nil, fmt.Errorf("verify.%s: preset %q fixes its scheme; %s is a key of type hmac", k.key, p.Name, k.key)
+		}
+	}
 	if c.AllowSHA1 && p.Name != "github" {
 		return nil, fmt.Errorf("verify.allow_sha1: only the github verifier has a SHA-1 signature to allow")
 	}

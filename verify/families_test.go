@@ -118,6 +118,8 @@ func TestPresetNewErrors(t *testing.T) {
 		{"unknown type has a hint", config.Verify{Type: "stripey", Secret: secret("s")}, "verify.type", []string{"stripey", "ankusa presets"}},
 		{"url on a preset that does not sign it", config.Verify{Type: "github", Secret: secret("s"), URL: "https://x.example/h"}, "verify.url", []string{"github"}},
 		{"url on hmac", config.Verify{Type: "hmac", Header: "X-S", Secret: secret("s"), URL: "https://x.example/h"}, "verify.url", nil},
+		{"hmac key on a preset", config.Verify{Type: "stripe", Secret: secret("s"), Header: "X-Sig"}, "verify.header", []string{"stripe", "type hmac"}},
+		{"signed_content on a preset", config.Verify{Type: "slack", Secret: secret("s"), SignedContent: "{body}"}, "verify.signed_content", nil},
 		{"allow_sha1 off github", config.Verify{Type: "stripe", Secret: secret("s"), AllowSHA1: true}, "verify.allow_sha1", nil},
 		{"ed25519 key not a key", config.Verify{Type: "discord", Secret: secret("abcd")}, "verify.secret", []string{"public key"}},
 		{"ecdsa key not a key", config.Verify{Type: "sendgrid", Secret: secret("AAAA")}, "verify.secret", []string{"P-256"}},
