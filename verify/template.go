@@ -17,11 +17,11 @@ const (
 	// maxTmplParts caps a signed-content template's parts ({url} without
 	// verify.url counts three: scheme, host, request URI).
 	maxTmplParts = 24
-	// maxSigs caps the signatures one header may list (rotation needs
-	// two or three); a longer list is malformed.
+	// maxSigs caps the public-key signatures of one header that are
+	// checked (each an Ed25519 verification). HMAC signatures are not
+	// capped: each costs a decode and a compare against MACs computed
+	// once per key, and the header's size bounds them.
 	maxSigs = 16
-	// maxListItems caps the items of a signature header.
-	maxListItems = 64
 )
 
 // part is literal text or a placeholder of a signed-content template.
