@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -89,6 +90,9 @@ func loadPresets(data []byte) (map[string]*Preset, error) {
 		}
 		if !strings.HasPrefix(p.Docs, "https://") {
 			return nil, fmt.Errorf("presets.yaml: preset %q: docs must be an https address", p.Name)
+		}
+		if err := checkFields(p); err != nil {
+			return nil, fmt.Errorf("presets.yaml: preset %q: %w", p.Name, err)
 		}
 		for _, s := range []struct{ field, v string }{{"id", p.ID}, {"event_type", p.EventType}} {
 			if s.v != "" {
@@ -215,4 +219,34 @@ func buildPreset(p *Preset, c config.Verify, secrets []string, tol time.Duration
 		}
 	}
 	return withPreset(v, p, c, secrets)
+}
+
+// familyFields are the scheme fields each family reads (name, title,
+// family, docs, notes, event_type and handshake are every preset's).
+var familyFields = map[string][]string{
+	"hmac":             {"header", "prefix", "list", "algorithm", "encoding", "key", "signed", "timestamp", "id"},
+	"standardwebhooks": {"header", "timestamp", "id"},
+	"twilio":           {"header", "algorithm", "encoding", "key", "id"},
+	"ed25519":          {"header", "encoding", "signed", "timestamp", "id"},
+	"ecdsa":            {"header", "encoding", "signed", "timestamp", "id"},
+	"token":            {"header", "prefix", "id"},
+	"basic":            {"header", "id"},
+	"body-hmac":        {"signature", "algorithm", "encoding", "key", "signed", "timestamp", "id"},
+}
+
+// checkFields refuses a scheme field the preset's family does not read:
+// data that would be silently ignored is a mistake in the data.
+func checkFields(p *Preset) error {
+	set := map[string]bool{
+		"header": p.Header != "", "prefix": p.Prefix != "", "list": p.List != nil,
+		"signature": p.Signature != "", "algorithm": p.Algorithm != "", "encoding": p.Encoding != "",
+		"key": p.Key != "", "signed": p.Signed != "", "timestamp": p.Timestamp != nil, "id": p.ID != "",
+	}
+	allowed := familyFields[p.Family]
+	for _, f := range []string{"header", "prefix", "list", "signature", "algorithm", "encoding", "key", "signed", "timestamp", "id"} {
+		if set[f] && !slices.Contains(allowed, f) {
+			return fmt.Errorf("%s: family %s does not read it (it reads %s)", f, p.Family, strings.Join(allowed, ", "))
+		}
+	}
+	return nil
 }

@@ -23,6 +23,7 @@ func TestLoadPresetsRefuses(t *testing.T) {
 		{"unknown field", ok + "  headr: X\n", "headr"},
 		{"bad id", ok + "  id: body:x\n", "id:"},
 		{"no title", "- name: acme\n  family: hmac\n  docs: https://x\n", "title is required"},
+		{"field the family does not read", entry("acme", "token", "https://x") + "  algorithm: sha1\n", "algorithm: family token does not read it"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := loadPresets([]byte(tc.data))
