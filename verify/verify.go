@@ -36,8 +36,19 @@ var (
 const DefaultTolerance = 5 * time.Minute
 
 // New builds the verifier a source's verify section describes. Its errors
-// name the field at fault.
+// name the field at fault. Every verifier goes through withPreset, so that
+// verify.event_type works (and verify.handshake_token is refused) for the
+// built-in types as for the catalogue's.
 func New(v config.Verify) (Verifier, error) {
+	vf, err := newBuiltin(v)
+	if err != nil {
+		return nil, err
+	}
+	return withPreset(vf, &Preset{Name: v.Type}, v, collectSecrets(v))
+}
+
+// newBuiltin builds the signature check of a built-in verifier type.
+func newBuiltin(v config.Verify) (Verifier, error) {
 	secrets := collectSecrets(v)
 	tol := v.Tolerance.D()
 	if tol == 0 {
