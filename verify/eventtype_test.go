@@ -71,11 +71,11 @@ func TestEventTypeFromPresetAndConfig(t *testing.T) {
 
 func TestEventTypeRefused(t *testing.T) {
 	for spec, want := range map[string]string{
-		"push":          "must be header:NAME or json:PATH",
-		"header:":       "empty header name",
-		"header:X Evt":  "not a valid header name",
-		"json:":         "empty path",
-		"json:a..b":     "empty segment",
+		"push":                                   "must be header:NAME or json:PATH",
+		"header:":                                "empty header name",
+		"header:X Evt":                           "not a valid header name",
+		"json:":                                  "empty path",
+		"json:a..b":                              "empty segment",
 		"json:" + strings.Repeat("a.", 20) + "a": "deeper than",
 	} {
 		_, err := withPreset(None{}, &Preset{Name: "p"}, config.Verify{EventType: spec}, nil)
