@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/VictoriaMetrics/metrics"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"go.uber.org/zap"
 
@@ -445,5 +446,38 @@ func TestAsanaUnknownSecret(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 || resp.Header.Get("X-Hook-Secret") != asanaSecret {
 		t.Fatalf("asana handshake: %d, X-Hook-Secret %q", resp.StatusCode, resp.Header.Get("X-Hook-Secret"))
+	}
+}
+
+// TestHandshakeMetrics: answered, refused and rate-limited handshakes are
+// counted by kind and outcome.
+func TestHandshakeMetrics(t *testing.T) {
+	read := func(kind, outcome string) int {
+		var b strings.Builder
+		metrics.WritePrometheus(&b, false)
+		prefix := `ankusa_edge_handshakes_total{kind="` + kind + `",outcome="` + outcome + `"} `
+		for _, l := range strings.Split(b.String(), "\n") {
+			if v, ok := strings.CutPrefix(l, prefix); ok {
+				n, _ := strconv.Atoi(v)
+				return n
+			}
+		}
+		t.Fatalf("no metric %s", prefix)
+		return 0
+	}
+	addr, _ := hsNode(t)
+	base := "http://" + addr + "/webhooks/"
+	answered, refused, limited := read("dropbox", "answered"), read("meta", "refused"), read("dropbox", "rate_limited")
+	hsDo(t, "GET", base+"dropbox-tight?challenge=a", "")
+	hsDo(t, "GET", base+"dropbox-tight?challenge=a", "")
+	hsDo(t, "GET", base+"meta?hub.mode=subscribe&hub.challenge=1&hub.verify_token=wrong", "")
+	if d := read("dropbox", "answered") - answered; d != 1 {
+		t.Errorf("dropbox answered +%d, want +1", d)
+	}
+	if d := read("dropbox", "rate_limited") - limited; d != 1 {
+		t.Errorf("dropbox rate_limited +%d, want +1", d)
+	}
+	if d := read("meta", "refused") - refused; d != 1 {
+		t.Errorf("meta refused +%d, want +1", d)
 	}
 }
