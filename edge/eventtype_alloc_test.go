@@ -1,6 +1,7 @@
 package edge_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -58,5 +59,42 @@ func TestRouterEventTypeZeroAllocs(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Errorf("router path with an event type and a handshake allocates %.2f times per request, want 0", allocs)
+	}
+}
+
+// BenchmarkRouterEventType is BenchmarkRouterPath's 4KiB hook to a source
+// with nothing more (plain), with Slack's handshake and an event type in
+// a header, and with an event type at a JSON path (the body parsed once).
+func BenchmarkRouterEventType(b *testing.B) {
+	body := []byte(`{"id":"evt_1","type":"invoice.paid","data":{"object":{"note":"` + strings.Repeat("x", 4000) + `"}}}`)
+	for _, c := range []struct {
+		name   string
+		preset *verify.Preset
+	}{
+		{"plain", nil},
+		{"handshake+header", &verify.Preset{Name: "slack", Handshake: "slack", EventType: "header:User-Agent"}},
+		{"json", &verify.Preset{Name: "p", EventType: "json:type"}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			cfg := loadConfig(b, pathConfig)
+			st := source.NewStatic(cfg)
+			src := st.Snapshot().Lookup([]byte("demo"))
+			src.Verifier = acceptAll{}
+			if c.preset != nil {
+				var err error
+				if src.Verifier, err = verify.Extend(acceptAll{}, c.preset, config.Verify{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			p := newTargetCtx(b, storeRouter(b, cfg, st, &instantWAL{}), "", len(body))
+			p.body = body
+			b.ReportAllocs()
+			b.SetBytes(int64(len(body)))
+			for b.Loop() {
+				if p.serve(true) != fasthttp.StatusCreated {
+					b.Fatal("not 201")
+				}
+			}
+		})
 	}
 }
