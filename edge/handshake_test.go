@@ -298,11 +298,11 @@ func TestHandshakes(t *testing.T) {
 		{name: "dropbox", method: "GET", path: "dropbox?challenge=Cn1xNFYLgPVjNRoOSuWW0MvwhHJ3TQHZ7iuGKxF8", // https://www.dropbox.com/developers/reference/webhooks
 			want: hsAnswer{200, "text/plain", "Cn1xNFYLgPVjNRoOSuWW0MvwhHJ3TQHZ7iuGKxF8", [2]string{"X-Content-Type-Options", "nosniff"}}},
 		{name: "meta", method: "GET", path: "meta?hub.mode=subscribe&hub.challenge=1158201444&hub.verify_token=meatyhamhock", // developers.facebook.com/docs/graph-api/webhooks/getting-started
-			want:         hsAnswer{200, "text/plain", "1158201444", [2]string{}},
+			want:         hsAnswer{200, "text/plain", "1158201444", [2]string{"X-Content-Type-Options", "nosniff"}},
 			forgedPath:   "meta?hub.mode=subscribe&hub.challenge=1158201444&hub.verify_token=meatyhamhocx",
 			forgedStatus: 403},
 		{name: "graph", method: "POST", path: "graph" + graphQuery, hdr: []string{"Content-Type", "text/plain; charset=utf-8"},
-			want: hsAnswer{200, "text/plain", graphToken, [2]string{}}},
+			want: hsAnswer{200, "text/plain", graphToken, [2]string{"X-Content-Type-Options", "nosniff"}}},
 		{name: "xero", method: "POST", path: "xero", body: xeroBody,
 			hdr:    []string{"Content-Type", "application/json", "X-Xero-Signature", xeroSig},
 			want:   hsAnswer{200, "", "", [2]string{}},

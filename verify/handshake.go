@@ -32,6 +32,11 @@ const (
 	ctText = "text/plain"
 )
 
+// nosniff goes with every challenge echoed as text from a query string
+// (Dropbox asks for it; Meta's and Graph's echo the same kind of value):
+// a browser must not read an echo as HTML.
+var nosniff = [2]string{"X-Content-Type-Options", "nosniff"}
+
 // Refusals: a handshake that failed its own check is answered with the
 // edge's error form and never with the challenge.
 var (
@@ -117,8 +122,7 @@ func (h *handshake) HandshakeGET(r Request, now time.Time) (Answer, bool) {
 		if !ok || !challengeOK([]byte(ch)) {
 			return Answer{}, false
 		}
-		return Answer{Kind: h.kind, Status: 200, ContentType: ctText, Body: []byte(ch),
-			Header: [2]string{"X-Content-Type-Options", "nosniff"}}, true
+		return Answer{Kind: h.kind, Status: 200, ContentType: ctText, Body: []byte(ch), Header: nosniff}, true
 	case "meta":
 		// https://developers.facebook.com/docs/graph-api/webhooks/getting-started#verification-requests
 		// GET ?hub.mode=subscribe&hub.verify_token=T&hub.challenge=C: C
@@ -131,7 +135,7 @@ func (h *handshake) HandshakeGET(r Request, now time.Time) (Answer, bool) {
 		if subtle.ConstantTimeCompare([]byte(q.Get("hub.verify_token")), h.token) != 1 {
 			return h.refuse(403, refuseToken), true
 		}
-		return Answer{Kind: h.kind, Status: 200, ContentType: ctText, Body: []byte(ch), Verified: true}, true
+		return Answer{Kind: h.kind, Status: 200, ContentType: ctText, Body: []byte(ch), Verified: true, Header: nosniff}, true
 	}
 	return Answer{}, false
 }
@@ -224,7 +228,7 @@ func (h *handshake) Handshake(r Request, body []byte, verr error) (Answer, bool)
 		if !ok || !challengeOK([]byte(tok)) {
 			return Answer{}, false
 		}
-		return Answer{Kind: h.kind, Status: 200, ContentType: ctText, Body: []byte(tok)}, true
+		return Answer{Kind: h.kind, Status: 200, ContentType: ctText, Body: []byte(tok), Header: nosniff}, true
 	case "xero":
 		// https://developer.xero.com/documentation/guides/webhooks/configuring-your-server/#intent-to-receive
 		// Intent to receive: signed payloads with an empty events list,
