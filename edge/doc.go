@@ -35,8 +35,10 @@
 //     signature. Either spends the tenant's token when it proved itself,
 //     else the source's quarantine bucket, as a hook would, and counts in
 //     ankusa_edge_handshakes_total{kind,outcome}.
-//   - The hook's event type (verify.EventTyper), read once the hook is
-//     verified and stored as the envelope's last field.
+//   - The hook's event type (verify.EventTyper), read once verification
+//     has decided the hook's fate (a flagged or quarantined hook keeps
+//     its event type too, for the operator) and stored as the envelope's
+//     last field.
 //   - The resolvers and their registry (RegisterResolver, NewResolver),
 //     Route and Params: path (POST /<prefix>/:source_id, the source's
 //     tenant), tenantpath (POST /<prefix>/:tenant_id/:source_id), host
