@@ -4,6 +4,7 @@ import (
 	"math"
 	"net/url"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -43,6 +44,7 @@ func ValidateSource(name string, s *Source, ctx SourceContext) Problems {
 		p.add("%s.tenant_id: %q must match %s", at, s.TenantID, NameRE)
 	}
 	validateVerify(&p, at, s, ctx)
+	validateEventType(&p, at, s.Verify.EventType)
 	if s.MaxBodyBytes < 0 {
 		p.add("%s.max_body_bytes: must not be negative", at)
 	}
@@ -140,5 +142,29 @@ func validateQuarantine(p *Problems, at string, s *Source, ctx SourceContext) {
 		if q.Burst < 1 {
 			p.add("%s.quarantine.burst: %d must be at least 1", at, q.Burst)
 		}
+	}
+}
+
+// validateEventType checks verify.event_type's form: header:NAME or
+// json:PATH (the verifier builds it and checks it against its preset; this
+// check holds wherever a source is validated, verifier built or not).
+func validateEventType(p *Problems, at, spec string) {
+	if spec == "" {
+		return
+	}
+	switch {
+	case strings.HasPrefix(spec, "header:"):
+		name := spec[len("header:"):]
+		if name == "" || strings.ContainsFunc(name, func(r rune) bool {
+			return r <= ' ' || r >= 0x7f || strings.ContainsRune("\"(),/:;<=>?@[\\]{}", r)
+		}) {
+			p.add("%s.verify.event_type: %q: the header name is empty or not a valid header name", at, spec)
+		}
+	case strings.HasPrefix(spec, "json:"):
+		if path := spec[len("json:"):]; path == "" || slices.Contains(strings.Split(path, "."), "") {
+			p.add("%s.verify.event_type: %q: the path is empty or has an empty segment (segments are separated by single dots)", at, spec)
+		}
+	default:
+		p.add("%s.verify.event_type: %q must be header:NAME or json:PATH", at, spec)
 	}
 }

@@ -140,6 +140,12 @@ func WalkSecrets(s *Source, fn func(path string, sec *Secret)) {
 			fn(fmt.Sprintf("verify.secrets[%d]", i), &s.Verify.Secrets[i])
 		}
 	}
+	// The handshake's token (Meta's hub.verify_token) proves a
+	// subscription is the operator's: resolved, sealed and redacted like
+	// the signing secrets.
+	if s.Verify.HandshakeToken.IsSet() {
+		fn("verify.handshake_token", &s.Verify.HandshakeToken)
+	}
 	for i := range s.Sinks {
 		at := fmt.Sprintf("sinks[%d].", i)
 		WalkSinkSecrets(&s.Sinks[i], func(path string, sec *Secret) { fn(at+path, sec) })
@@ -188,8 +194,11 @@ var sinkSecretFields = []struct {
 // it), set or not; nil when s has no such field (an index past the end, a
 // section that is absent).
 func SecretAt(s *Source, path string) *Secret {
-	if path == "verify.secret" {
+	switch path {
+	case "verify.secret":
 		return &s.Verify.Secret
+	case "verify.handshake_token":
+		return &s.Verify.HandshakeToken
 	}
 	var i int
 	var rest string

@@ -252,3 +252,25 @@ func TestCutAndWithURLPassword(t *testing.T) {
 		}
 	}
 }
+
+// TestHandshakeTokenIsASecret: verify.handshake_token is walked, found by
+// its path and resolved like the signing secrets (a literal through the
+// admin API, never an env: or file: reference there).
+func TestHandshakeTokenIsASecret(t *testing.T) {
+	s := Source{Verify: Verify{Type: "hmac", Secret: Secret{Ref: "k"}, HandshakeToken: Secret{Ref: "meatyhamhock"}}}
+	var paths []string
+	WalkSecrets(&s, func(path string, _ *Secret) { paths = append(paths, path) })
+	if len(paths) != 2 || paths[1] != "verify.handshake_token" {
+		t.Fatalf("WalkSecrets paths %q", paths)
+	}
+	if SecretAt(&s, "verify.handshake_token") != &s.Verify.HandshakeToken {
+		t.Fatal("SecretAt does not find verify.handshake_token")
+	}
+	if p := ResolveLiteralSecrets(&s); len(p) != 0 || s.Verify.HandshakeToken.Value != "meatyhamhock" {
+		t.Fatalf("ResolveLiteralSecrets: %q, value %q", p, s.Verify.HandshakeToken.Value)
+	}
+	s.Verify.HandshakeToken = Secret{Ref: "env:HOME"}
+	if p := ResolveLiteralSecrets(&s); len(p) != 1 || !strings.Contains(p[0], "verify.handshake_token: env: and file:") {
+		t.Fatalf("ResolveLiteralSecrets with an env: token: %q", p)
+	}
+}

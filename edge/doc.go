@@ -25,6 +25,20 @@
 //     node's pipeline bytes, new tenants) in admit; steps 11-14 in ingest: the body read within its bound straight
 //     into a pooled WAL record, the signature and on_verify_failure
 //     (quarantine pen, flag), dedupe, and the commit through Committer.
+//   - Subscription handshakes (handshake.go): a provider's handshake,
+//     which its source's preset declares (verify.Handshaker), is answered
+//     at the edge and never committed. Step 0 lets a GET through only to
+//     a source whose handshake is a GET (Okta, Dropbox, Meta), with no
+//     body; any other GET, an unknown URL's among them, is the same 405.
+//     A POST handshake (Slack, Zoom, Twitch, Discord, Microsoft Graph,
+//     Xero, Asana) is recognised at step 12 with the verdict of its own
+//     signature. Either spends the tenant's token when it proved itself,
+//     else the source's quarantine bucket, as a hook would, and counts in
+//     ankusa_edge_handshakes_total{kind,outcome}.
+//   - The hook's event type (verify.EventTyper), read once verification
+//     has decided the hook's fate (a flagged or quarantined hook keeps
+//     its event type too, for the operator) and stored as the envelope's
+//     last field.
 //   - The resolvers and their registry (RegisterResolver, NewResolver),
 //     Route and Params: path (POST /<prefix>/:source_id, the source's
 //     tenant), tenantpath (POST /<prefix>/:tenant_id/:source_id), host

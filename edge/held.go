@@ -34,14 +34,20 @@ type held struct {
 	pen    int64 // bytes reserved of the quarantine pen
 	ticket dedupe.Ticket
 	keyed  bool // ticket holds the hook's dedupe key
+
+	// answered: the request was a subscription handshake, answered at
+	// step 12; nothing is committed.
+	answered bool
 }
 
 // flag sets verification flag bits of the hook's envelope.
 func (h *held) flag(f byte) { h.rec.AddFlags(h.req.Buf, f) }
 
-// end appends the envelope's last fields, its dedupe key and the sender's
-// address.
-func (h *held) end(dedupeKey string) { h.req.Buf = h.rec.EndFrom(h.req.Buf, dedupeKey, h.remote) }
+// end appends the envelope's last fields: its dedupe key, the sender's
+// address and the hook's event type.
+func (h *held) end(dedupeKey, eventType string) {
+	h.req.Buf = h.rec.EndEvent(h.req.Buf, dedupeKey, h.remote, eventType)
+}
 
 // committed hands what the hook reserved over to it once it is durable:
 // the pen's bytes stay reserved for its pen row, and its dedupe key now

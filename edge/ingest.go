@@ -41,6 +41,9 @@ func (r *Router) ingest(ctx *fasthttp.RequestCtx, a *admitted, hold *held) {
 		replyWait(ctx, v, wait, false)
 		return
 	}
+	if hold.answered {
+		return // a subscription handshake: answered, nothing to commit
+	}
 	if !r.dedupe(ctx, a, hold, body, failed) {
 		return
 	}
@@ -102,6 +105,15 @@ func (r *Router) verifyHook(ctx *fasthttp.RequestCtx, a *admitted, hold *held, b
 	src := a.src
 	if vf := src.Verifier; vf.Name() != "none" {
 		err := vf.Verify(&ctx.Request.Header, body, time.Unix(0, r.o.Now()))
+		// A preset's subscription handshake is answered here, with the
+		// verdict it was checked by, and never committed.
+		if hs, ok := vf.(verify.Handshaker); ok {
+			if ans, ok := hs.Handshake(&ctx.Request.Header, body, err); ok {
+				hold.answered = true
+				r.answerHandshake(ctx, a, ans)
+				return false, vOK, 0
+			}
+		}
 		reason := verify.Failure(err)
 		src.Counters.Verified[reason].Inc()
 		if err == nil {
@@ -136,7 +148,7 @@ func (r *Router) verifyHook(ctx *fasthttp.RequestCtx, a *admitted, hold *held, b
 func (r *Router) dedupe(ctx *fasthttp.RequestCtx, a *admitted, hold *held, body []byte, failed bool) bool {
 	src := a.src
 	if src.Dedupe == nil || failed || r.o.Dedupe == nil {
-		hold.end("")
+		r.end(ctx, a, hold, body, "")
 		return true
 	}
 	// (Declared here: a JSON key escapes to the heap, and only hooks of a
@@ -144,7 +156,7 @@ func (r *Router) dedupe(ctx *fasthttp.RequestCtx, a *admitted, hold *held, body 
 	var kbuf [dedupe.MaxKeyBytes]byte
 	key, ok := src.Dedupe.Key(kbuf[:0], &ctx.Request.Header, body)
 	if !ok {
-		hold.end("")
+		r.end(ctx, a, hold, body, "")
 		return true
 	}
 	t, orig, dup, err := r.o.Dedupe.Begin(ctx, dedupe.MakeKey(a.tenant, src.Name, key), src.DedupeTTL, r.o.Now())
@@ -159,7 +171,7 @@ func (r *Router) dedupe(ctx *fasthttp.RequestCtx, a *admitted, hold *held, body 
 		return false
 	}
 	hold.ticket, hold.keyed = t, true
-	hold.end(b2s(key))
+	r.end(ctx, a, hold, body, b2s(key))
 	return true
 }
 

@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 
 	"github.com/VictoriaMetrics/metrics"
+
+	"github.com/ankusa/ankusa/verify"
 )
 
 // statusCodes are the answers the edge gives; anything else counts as
@@ -78,3 +80,32 @@ var (
 		return cs
 	}()
 )
+
+// Outcomes of a subscription handshake (ankusa_edge_handshakes_total).
+const (
+	hsAnswered    = iota // answered as its provider expects
+	hsRefused            // its signature or token did not verify: refused, never the challenge
+	hsRateLimited        // the tenant's or the quarantine bucket was empty: 429
+)
+
+var hsOutcomes = []string{"answered", "refused", "rate_limited"}
+
+// handshakeCounters are ankusa_edge_handshakes_total{kind,outcome}, one per
+// handshake kind (verify.HandshakeKinds) and outcome: a bounded label set.
+var handshakeCounters = func() map[string]*[3]*metrics.Counter {
+	m := map[string]*[3]*metrics.Counter{}
+	for _, k := range verify.HandshakeKinds {
+		var cs [3]*metrics.Counter
+		for i, o := range hsOutcomes {
+			cs[i] = metrics.NewCounter(`ankusa_edge_handshakes_total{kind="` + k + `",outcome="` + o + `"}`)
+		}
+		m[k] = &cs
+	}
+	return m
+}()
+
+func countHandshake(kind string, outcome int) {
+	if cs := handshakeCounters[kind]; cs != nil {
+		cs[outcome].Inc()
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/ankusa/ankusa/dedupe"
 	"github.com/ankusa/ankusa/source"
 	"github.com/ankusa/ankusa/tenant"
+	"github.com/ankusa/ankusa/verify"
 	"github.com/ankusa/ankusa/wal"
 )
 
@@ -94,7 +95,11 @@ type Router struct {
 	pipeline     atomic.Int64
 	hooked       atomic.Bool // HeaderReceived runs before Handle (NewServer)
 	logThrottler throttle
-	qbuckets     sync.Map // source name → *quarantineBucket
+	// hsThrottle and hookSecretThrottle pace the log lines of refused
+	// handshakes and of Asana secrets the source does not have.
+	hsThrottle         throttle
+	hookSecretThrottle throttle
+	qbuckets           sync.Map // source name → *quarantineBucket
 }
 
 // quarantineBucket is a source's quarantine bucket with the spec it was
@@ -161,6 +166,9 @@ type admitted struct {
 	tenant    string
 	limit     int64 // body bound for this request
 	newTenant bool  // the tenant has no ordinal yet (step 10)
+	// get: a GET to a source whose preset has a GET handshake (the only
+	// GET that gets past step 0).
+	get bool
 }
 
 // check runs router steps 0-5: everything decided from the request line and
@@ -172,8 +180,37 @@ type admitted struct {
 func (r *Router) check(h *fasthttp.RequestHeader, a *admitted, headersChecked bool) verdict {
 	// 0. method
 	if !h.IsPost() {
+		return r.checkGET(h, a, headersChecked)
+	}
+	return r.resolve(h, a, headersChecked)
+}
+
+// checkGET is step 0 for a request that is not a POST: a GET goes on only
+// to a source whose verifier answers a GET handshake, and only without a
+// body. Every other outcome, an unknown URL among them, is the same 405 a
+// GET has always had, so a probe cannot tell which sources exist (except,
+// unavoidably, those with a GET handshake).
+func (r *Router) checkGET(h *fasthttp.RequestHeader, a *admitted, headersChecked bool) verdict {
+	if !h.IsGet() {
 		return vMethod
 	}
+	if cl := h.ContentLength(); cl != 0 && cl != -2 {
+		return vMethod
+	}
+	if r.resolve(h, a, headersChecked) != vOK {
+		*a = admitted{}
+		return vMethod
+	}
+	if hs, ok := a.src.Verifier.(verify.Handshaker); !ok || !hs.AcceptsGET() {
+		*a = admitted{}
+		return vMethod
+	}
+	a.get = true
+	return vOK
+}
+
+// resolve runs router steps 1-5 for a request step 0 let through.
+func (r *Router) resolve(h *fasthttp.RequestHeader, a *admitted, headersChecked bool) verdict {
 	snap := r.o.Sources.Snapshot()
 	// 1. route guard: a route of the table matches host and path, or the
 	// resolver found the request's route itself (a token's)
@@ -388,6 +425,10 @@ func (r *Router) Handle(ctx *fasthttp.RequestCtx) {
 	// the route, the source and the tenant, against the current snapshot.
 	if v := r.check(h, &a, r.hooked.Load()); v != vOK {
 		reply(ctx, v, true)
+		return
+	}
+	if a.get {
+		r.handshakeGET(ctx, &a)
 		return
 	}
 	if v, wait := r.admit(h, &a, &hold); v != vOK {

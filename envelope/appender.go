@@ -18,7 +18,8 @@ const bodyLenSize = 4
 //	Params(buf, n), then n × Pair(buf, key, value)
 //	Headers(buf, n), then n × Pair(buf, name, value)
 //	BeginBody(buf), the body's bytes appended to buf, EndBody(buf)   (or Body(buf, b))
-//	End(buf, dedupeKey)   (or EndFrom(buf, dedupeKey, remoteAddr))
+//	End(buf, dedupeKey)   (or EndFrom(buf, dedupeKey, remoteAddr),
+//	                       or EndEvent(buf, dedupeKey, remoteAddr, eventType))
 //
 // Between BeginBody and EndBody the caller appends the body itself (the
 // edge reads it from the socket straight into the record). Every step
@@ -143,14 +144,26 @@ func (a *Appender) End(buf []byte, dedupeKey string) []byte {
 // ("ip:port") follows the dedupe key, and FlagRemoteAddr says so. An
 // empty remoteAddr is End.
 func (a *Appender) EndFrom(buf []byte, dedupeKey, remoteAddr string) []byte {
+	return a.EndEvent(buf, dedupeKey, remoteAddr, "")
+}
+
+// EndEvent is EndFrom for a hook whose event type is known: eventType
+// follows the remote address (or the dedupe key when there is none), and
+// FlagEventType says so. An empty eventType is EndFrom. Like every step it
+// copies the strings' bytes at once, so they may view the request.
+func (a *Appender) EndEvent(buf []byte, dedupeKey, remoteAddr, eventType string) []byte {
 	a.expect(stepKey, "End")
 	a.step = stepDone
 	buf = AppendString(buf, dedupeKey)
-	if remoteAddr == "" {
-		return buf
+	if remoteAddr != "" {
+		buf[a.start+OffFlags] |= FlagRemoteAddr
+		buf = AppendString(buf, remoteAddr)
 	}
-	buf[a.start+OffFlags] |= FlagRemoteAddr
-	return AppendString(buf, remoteAddr)
+	if eventType != "" {
+		buf[a.start+OffFlags] |= FlagEventType
+		buf = AppendString(buf, eventType)
+	}
+	return buf
 }
 
 // AddFlags sets verification flag bits (Flag*, FailureBits) of the

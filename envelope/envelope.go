@@ -32,6 +32,11 @@ const (
 	// FlagRemoteAddr: the sender's address follows the dedupe key. It is
 	// about the record's layout, not its verification.
 	FlagRemoteAddr byte = 1 << 3
+	// FlagEventType: the hook's event type is the record's last field
+	// (after the remote address when bit 3 is set, else after the dedupe
+	// key). Like bit 3 it is about the layout: records written before
+	// event types were recorded lack it and decode with EventType "".
+	FlagEventType byte = 1 << 7
 	// Bits 4..6 hold why a flagged or quarantined hook failed verification
 	// (Fail*), so an operator looking at the pen sees the reason.
 	failShift      = 4
@@ -148,7 +153,7 @@ func (e *Envelope) AppendTo(dst []byte) []byte {
 		dst = a.Pair(dst, h.Name, h.Value)
 	}
 	dst = a.Body(dst, e.Body)
-	return a.EndFrom(dst, e.DedupeKey, e.RemoteAddr)
+	return a.EndEvent(dst, e.DedupeKey, e.RemoteAddr, e.EventType)
 }
 
 // EncodedLen is the length of e's binary form (what AppendTo appends).
@@ -166,6 +171,9 @@ func (e *Envelope) EncodedLen() int {
 	n += bodyLenSize + len(e.Body) + str(e.DedupeKey)
 	if e.RemoteAddr != "" {
 		n += str(e.RemoteAddr)
+	}
+	if e.EventType != "" {
+		n += str(e.EventType)
 	}
 	return n
 }
@@ -252,6 +260,10 @@ func Decode(src []byte, e *Envelope) ([]byte, error) {
 	e.RemoteAddr = ""
 	if f&FlagRemoteAddr != 0 {
 		e.RemoteAddr = d.str()
+	}
+	e.EventType = ""
+	if f&FlagEventType != 0 {
+		e.EventType = d.str()
 	}
 	if d.err != nil {
 		return src, d.err

@@ -14,6 +14,11 @@ func FuzzDecode(f *testing.F) {
 	f.Add(full.AppendTo(nil))
 	g := goldenEnvelope()
 	f.Add(g.AppendTo(nil))
+	g2 := goldenEnvelopeV2()
+	f.Add(g2.AppendTo(nil))
+	typed := full
+	typed.EventType = "push"
+	f.Add(typed.AppendTo(nil))
 	f.Add((&Envelope{}).AppendTo(nil))
 	f.Add(full.AppendTo(nil)[:FixedSize+3])
 	f.Add([]byte{})

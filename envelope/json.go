@@ -63,6 +63,9 @@ const groupLinear = 32
 //     received, and may hold obs-text) has each invalid byte replaced by
 //     \ufffd, again as encoding/json does: JSON strings cannot carry raw bytes.
 //     Only the JSON view is lossy there; the binary form keeps the bytes.
+//   - event_type, after dedupe_key, is the provider's name for what
+//     happened ("push", "invoice.paid"); it is left out when the hook has
+//     none, so the form of a hook without one is unchanged.
 //   - remote_addr, last, is the sender's address at receipt, "ip:port" (the
 //     PROXY header's sender behind a trusted balancer, else the TCP peer);
 //     it is left out when unknown (hooks stored before it was recorded).
@@ -114,6 +117,10 @@ func (e *Envelope) AppendJSON(dst []byte) []byte {
 	dst = strconv.AppendBool(dst, e.Verification.Flagged)
 	dst = append(dst, `},"dedupe_key":`...)
 	dst = appendJSONString(dst, e.DedupeKey)
+	if e.EventType != "" {
+		dst = append(dst, `,"event_type":`...)
+		dst = appendJSONString(dst, e.EventType)
+	}
 	if e.RemoteAddr != "" {
 		dst = append(dst, `,"remote_addr":`...)
 		dst = appendJSONString(dst, e.RemoteAddr)
@@ -303,6 +310,7 @@ func (e *Envelope) UnmarshalJSON(b []byte) error {
 			Flagged:  f.Verification.Flagged,
 		},
 		DedupeKey:  f.DedupeKey,
+		EventType:  f.EventType,
 		RemoteAddr: f.RemoteAddr,
 	}
 	if f.BodyEncoding == BodyClaim {
@@ -329,6 +337,7 @@ type jsonForm struct {
 		Flagged  bool   `json:"flagged"`
 	} `json:"verification"`
 	DedupeKey  string `json:"dedupe_key"`
+	EventType  string `json:"event_type"`
 	RemoteAddr string `json:"remote_addr"`
 }
 

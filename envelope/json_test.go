@@ -92,6 +92,7 @@ func afterJSON(e Envelope) Envelope {
 	e.Verification.Quarantined = false
 	e.Verification.Failure = FailNone
 	e.TenantID, e.SourceID, e.DedupeKey = jsonView(e.TenantID), jsonView(e.SourceID), jsonView(e.DedupeKey)
+	e.EventType = jsonView(e.EventType)
 	e.Verification.Verifier = jsonView(e.Verification.Verifier)
 	var params []Param
 	for _, p := range e.RouteParams {

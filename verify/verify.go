@@ -36,7 +36,9 @@ const DefaultTolerance = 5 * time.Minute
 
 // New builds the verifier a source's verify section describes: none, the
 // generic hmac, or a preset of the catalogue (presets.yaml) by its name.
-// Its errors name the field at fault.
+// Its errors name the field at fault. Every verifier goes through
+// withPreset, so verify.event_type works (and verify.handshake_token is
+// refused) for none and hmac as for the catalogue's presets.
 func New(v config.Verify) (Verifier, error) {
 	secrets := collectSecrets(v)
 	tol := v.Tolerance.D()
@@ -65,12 +67,16 @@ func New(v config.Verify) (Verifier, error) {
 		if v.URL != "" {
 			return nil, fmt.Errorf("verify.url: verifier none signs nothing (only twilio and presets that sign {url} read it)")
 		}
-		return None{}, nil
+		return withPreset(None{}, &Preset{Name: v.Type}, v, secrets)
 	case "hmac":
 		if tol == 0 {
 			tol = DefaultTolerance
 		}
-		return newGeneric(v, secrets, tol)
+		g, err := newGeneric(v, secrets, tol)
+		if err != nil {
+			return nil, err
+		}
+		return withPreset(g, &Preset{Name: v.Type}, v, secrets)
 	}
 	return buildPreset(&p, v, secrets, tol)
 }

@@ -65,6 +65,8 @@
 //	  x-ankusa-source                 string
 //	  x-ankusa-attempt                long (int64), from 1
 //	  x-ankusa-verification-flagged   bool true, only for flagged hooks
+//	  x-ankusa-event-type             string, the hook's event type, only
+//	                                  for a hook that has one
 //	  x-ankusa-param-NAME             string, one per route parameter
 //	  x-ankusa-body-claim             string, format raw only, for a hook
 //	                                  delivered by reference (claim:

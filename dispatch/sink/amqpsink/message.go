@@ -20,6 +20,7 @@ const (
 	HeaderSource      = "x-ankusa-source"
 	HeaderAttempt     = "x-ankusa-attempt"
 	HeaderFlagged     = "x-ankusa-verification-flagged"
+	HeaderEventType   = "x-ankusa-event-type"
 	HeaderBodyClaim   = "x-ankusa-body-claim"
 	HeaderParamPrefix = "x-ankusa-param-"
 )
@@ -89,6 +90,9 @@ func (s *Sink) build(d *dispatch.Delivery) (*message, error) {
 	}
 	if e.Verification.Flagged {
 		h[HeaderFlagged] = true
+	}
+	if e.EventType != "" {
+		h[HeaderEventType] = e.EventType
 	}
 	if e.BodyClaim != nil && s.raw {
 		h[HeaderBodyClaim] = string(e.BodyClaim.AppendJSON(nil))

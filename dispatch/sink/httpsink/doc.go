@@ -54,6 +54,9 @@
 //     tenant and source; x-ankusa-attempt: the attempt's number, from 1;
 //     x-ankusa-verification-flagged: true, only for a hook whose signature
 //     failed verification and was kept flagged (on_verify_failure: accept_flag).
+//   - x-ankusa-event-type: the hook's event type ("push", "invoice.paid"),
+//     only for a hook that has one (read where its source's preset or
+//     verify.event_type says; printable ASCII, at most 256 bytes).
 //   - x-ankusa-body-claim, format raw only, for a hook delivered by
 //     reference (the sink's claim: {store, over_bytes}, its body larger
 //     than over_bytes): the claim's JSON form, one line,

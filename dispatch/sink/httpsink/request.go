@@ -22,6 +22,7 @@ var (
 	hSource           = []byte("x-ankusa-source")
 	hAttempt          = []byte("x-ankusa-attempt")
 	hFlagged          = []byte("x-ankusa-verification-flagged")
+	hEventType        = []byte("x-ankusa-event-type")
 	hBodyClaim        = []byte("x-ankusa-body-claim")
 	hWebhookID        = []byte("webhook-id")
 	hWebhookTimestamp = []byte("webhook-timestamp")
@@ -134,6 +135,10 @@ func (s *Sink) setHeaders(a *attempt, d *dispatch.Delivery) {
 	h.SetCanonical(hAttempt, strconv.AppendInt(a.ts[:0], int64(d.Attempt), 10))
 	if e.Verification.Flagged {
 		h.SetCanonical(hFlagged, vTrue)
+	}
+	if e.EventType != "" {
+		a.scratch = append(a.scratch[:0], e.EventType...)
+		h.SetCanonical(hEventType, a.scratch)
 	}
 	if e.BodyClaim != nil && !s.envelopeFormat {
 		a.scratch = e.BodyClaim.AppendJSON(a.scratch[:0])

@@ -74,6 +74,8 @@
 //	                                format raw: the hook's own
 //	                                Content-Type (absent when it had none)
 //	  ankusa-verification-flagged   "true", only for flagged hooks
+//	  ankusa-event-type             the hook's event type, only for a
+//	                                hook that has one
 //	  ankusa-body-claim             format raw, a body delivered by
 //	                                reference only: the claim's JSON,
 //	                                {"store":...,"key":...,"offset":N,

@@ -20,6 +20,7 @@ const (
 	HeaderSource      = "ankusa-source"
 	HeaderAttempt     = "ankusa-attempt"
 	HeaderFlagged     = "ankusa-verification-flagged"
+	HeaderEventType   = "ankusa-event-type"
 	HeaderParamPrefix = "ankusa-param-"
 	HeaderBodyClaim   = "ankusa-body-claim"
 	HeaderContentType = "content-type"
@@ -95,7 +96,7 @@ func (s *Sink) build(d *dispatch.Delivery) (*kgo.Record, *[]byte, error) {
 	}
 	*bp = b
 
-	hs := make([]kgo.RecordHeader, 0, 7+len(e.RouteParams))
+	hs := make([]kgo.RecordHeader, 0, 8+len(e.RouteParams))
 	hs = append(hs,
 		kgo.RecordHeader{Key: HeaderEventID, Value: b[ends[0]:ends[1]:ends[1]]},
 		kgo.RecordHeader{Key: HeaderTenant, Value: b[ends[1]:ends[2]:ends[2]]},
@@ -106,6 +107,9 @@ func (s *Sink) build(d *dispatch.Delivery) (*kgo.Record, *[]byte, error) {
 	}
 	if e.Verification.Flagged {
 		hs = append(hs, kgo.RecordHeader{Key: HeaderFlagged, Value: []byte("true")})
+	}
+	if e.EventType != "" {
+		hs = append(hs, kgo.RecordHeader{Key: HeaderEventType, Value: []byte(e.EventType)})
 	}
 	if ends[6] > ends[5] {
 		hs = append(hs, kgo.RecordHeader{Key: HeaderBodyClaim, Value: b[ends[5]:ends[6]:ends[6]]})

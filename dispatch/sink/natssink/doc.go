@@ -68,6 +68,8 @@
 //	  ankusa-source                  the source id
 //	  ankusa-attempt                 the attempt, decimal, from 1
 //	  ankusa-verification-flagged    "true", only for flagged hooks
+//	  ankusa-event-type              the hook's event type, only for a
+//	                                 hook that has one
 //	  ankusa-param-NAME              one per route parameter
 //	  Content-Type                   application/json (format envelope),
 //	                                 or the hook's own Content-Type

@@ -20,6 +20,7 @@ const (
 	HeaderSource      = "ankusa-source"
 	HeaderAttempt     = "ankusa-attempt"
 	HeaderFlagged     = "ankusa-verification-flagged"
+	HeaderEventType   = "ankusa-event-type"
 	HeaderParamPrefix = "ankusa-param-"
 	// HeaderBodyClaim carries a claimed body's reference in the raw
 	// format (envelope.Claim's JSON form); the message's data is empty.
@@ -46,6 +47,9 @@ func (s *Sink) build(d *dispatch.Delivery) (*nats.Msg, error) {
 	h[HeaderAttempt] = []string{strconv.Itoa(d.Attempt)}
 	if e.Verification.Flagged {
 		h[HeaderFlagged] = []string{"true"}
+	}
+	if e.EventType != "" {
+		h[HeaderEventType] = []string{e.EventType}
 	}
 	for _, p := range e.RouteParams {
 		h[HeaderParamPrefix+p.Key] = []string{p.Value}

@@ -1,0 +1,106 @@
+package edge
+
+import (
+	"sync"
+	"time"
+
+	"github.com/valyala/fasthttp"
+	"go.uber.org/zap"
+
+	"github.com/ankusa/ankusa/verify"
+)
+
+// handshakeGET answers a GET that step 0 let through: a source whose
+// preset has a GET handshake (Okta, Dropbox, Meta). It has no body, so
+// nothing is reserved: step 6, then step 7's check, then the answer.
+func (r *Router) handshakeGET(ctx *fasthttp.RequestCtx, a *admitted) {
+	hs := a.src.Verifier.(verify.Handshaker)
+	ans, ok := hs.HandshakeGET(&ctx.Request.Header, time.Unix(0, r.o.Now()))
+	if !ok {
+		// Not the handshake (a GET without its challenge): the same 405
+		// as any GET.
+		reply(ctx, vMethod, true)
+		return
+	}
+	if r.o.Closed.IsClosed(s2b(a.tenant)) {
+		tenantErasing.Inc()
+		reply(ctx, vTenantErasing, false)
+		return
+	}
+	if r.o.Tenants != nil {
+		if ok, wait := r.o.Tenants.Check(a.tenant); !ok {
+			countHandshake(ans.Kind, hsRateLimited)
+			replyWait(ctx, vRateLimited, wait, false)
+			return
+		}
+	}
+	r.answerHandshake(ctx, a, ans)
+}
+
+// answerHandshake answers a subscription handshake, GET or POST, once it
+// is known to be one: it spends the tenant's token when the handshake
+// proved itself (Verified), else a token of the source's quarantine
+// bucket, as a hook would; an empty bucket is the hook's 429. Nothing is
+// committed or delivered; Handle's finish gives back what the request
+// reserved.
+func (r *Router) answerHandshake(ctx *fasthttp.RequestCtx, a *admitted, ans verify.Answer) {
+	if ans.Verified {
+		if r.o.Tenants != nil {
+			if ok, wait := r.o.Tenants.Take(a.tenant); !ok {
+				countHandshake(ans.Kind, hsRateLimited)
+				replyWait(ctx, vRateLimited, wait, false)
+				return
+			}
+		}
+	} else if ok, wait := r.quarantineBucket(a.src).Take(r.o.Mono()); !ok {
+		quarantineLimited.Inc()
+		countHandshake(ans.Kind, hsRateLimited)
+		replyWait(ctx, vQuarantineLimited, wait, false)
+		return
+	}
+	ctx.Response.SetStatusCode(ans.Status)
+	if ans.ContentType != "" {
+		ctx.Response.Header.SetContentType(ans.ContentType)
+	}
+	if ans.Header[0] != "" {
+		ctx.Response.Header.Set(ans.Header[0], ans.Header[1])
+	}
+	ctx.Response.SetBody(ans.Body)
+	countStatus(ans.Status)
+	if ans.Status >= 400 {
+		countHandshake(ans.Kind, hsRefused)
+		if r.hsThrottle.allow() {
+			r.o.Logger.Warn("subscription handshake refused: its signature or token does not verify",
+				zap.String("kind", ans.Kind), zap.String("source", a.src.Name), zap.String("tenant", a.tenant), zap.Int("status", ans.Status))
+		}
+		return
+	}
+	countHandshake(ans.Kind, hsAnswered)
+	if ans.Kind == "asana" && !ans.Verified && r.hookSecretThrottle.allow() {
+		// Asana makes the webhook's secret in its handshake and sends it
+		// nowhere else: the operator can learn it only here. The node
+		// does not adopt it; the subscription's events fail verification
+		// until it is one of the source's secrets.
+		r.o.Logger.Warn("asana handshake answered with a secret this source does not have: its events will fail verification until verify.secret (or verify.secrets) holds it",
+			zap.String("source", a.src.Name), zap.String("tenant", a.tenant), zap.String("x_hook_secret", ans.Header[1]))
+	}
+}
+
+// end appends the envelope's last fields (held.end), reading the hook's
+// event type when its source's verifier knows where it is. A source
+// without one pays a type assertion.
+func (r *Router) end(ctx *fasthttp.RequestCtx, a *admitted, hold *held, body []byte, dedupeKey string) {
+	et, ok := a.src.Verifier.(verify.EventTyper)
+	if !ok {
+		hold.end(dedupeKey, "")
+		return
+	}
+	// A pooled buffer: one on the stack would escape through the
+	// interface call and cost every such hook an allocation.
+	buf := eventTypeBufs.Get().(*[verify.MaxEventTypeBytes]byte)
+	t := et.AppendEventType(buf[:0], &ctx.Request.Header, body)
+	hold.end(dedupeKey, b2s(t)) // copied into the record at once
+	eventTypeBufs.Put(buf)
+}
+
+var eventTypeBufs = sync.Pool{New: func() any { return new([verify.MaxEventTypeBytes]byte) }}
