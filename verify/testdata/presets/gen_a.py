@@ -66,6 +66,11 @@ def rfc3339_epoch(s):
 
 OTHER = "not-the-configured-secret-0000"
 
+# A timestamped vector's `now` is one second after its signed timestamp (a
+# delivery's latency): the harness moves `now` by the tolerance plus two
+# seconds both ways and expects ErrExpired, so `now` must stay within two
+# seconds of the timestamp.
+
 
 def vector(name, follows, secret, now, headers, body, event_type, negative, url=None):
     return {
@@ -87,15 +92,19 @@ def without(headers, name):
     return {k: v for k, v in headers.items() if k != name}
 
 
+# A negative's headers are laid over the positive's ("" removes one) and its
+# body, when absent, is the positive's (verify/presets_test.go).
+
 def neg_missing(headers, sig_header, body):
-    return {"name": "no " + sig_header + " header", "headers": without(headers, sig_header),
-            "body": body, "err": "missing"}
+    return {"name": "no " + sig_header + " header", "headers": {sig_header: ""}, "err": "missing"}
 
 
 def neg_other(headers, sig_header, value, body):
-    h = dict(headers)
-    h[sig_header] = value
-    return {"name": "signed with another secret", "headers": h, "body": body, "err": "mismatch"}
+    return {"name": "signed with another secret", "headers": {sig_header: value}, "err": "mismatch"}
+
+
+def neg_header(name, header, value, err="mismatch"):
+    return {"name": name, "headers": {header: value}, "err": err}
 
 
 # ---------------------------------------------------------------- vectors
@@ -130,11 +139,10 @@ def paddle():
     other = "ts=%d;h1=%s" % (ts, hexmac("sha256", OTHER, "%d:%s" % (ts, body)))
     neg = [neg_missing(h, "Paddle-Signature", body),
            neg_other(h, "Paddle-Signature", other, body),
-           {"name": "timestamp changed, signature kept", "headers": dict(h, **{"Paddle-Signature": sig.replace("ts=%d" % ts, "ts=%d" % (ts - 1))}),
-            "body": body, "err": "mismatch"}]
-    # now is 2 s after ts, not 10: Paddle allows 5 s.
+           {"name": "timestamp changed, signature kept", "headers": {"Paddle-Signature": sig.replace("ts=%d" % ts, "ts=%d" % (ts - 1))},
+            "err": "mismatch"}]
     V.append(vector("paddle", "https://developer.paddle.com/webhooks/signature-verification",
-                    secret, ts + 2, h, body, "transaction.completed", neg))
+                    secret, ts + 1, h, body, "transaction.completed", neg))
 
 
 # Zoom: x-zm-signature: v0=<hex HMAC-SHA256 of "v0:ts:body">.
@@ -154,9 +162,9 @@ def zoom():
          "x-zm-trackingid": "v=2.0;clid=us06;rid=WEB_1a2b3c4d5e6f"}
     neg = [neg_missing(h, "x-zm-signature", body),
            neg_other(h, "x-zm-signature", "v0=" + hexmac("sha256", OTHER, "v0:%d:%s" % (ts, body)), body),
-           {"name": "timestamp header changed", "headers": dict(h, **{"x-zm-request-timestamp": str(ts - 1)}),
-            "body": body, "err": "mismatch"}]
-    V.append(vector("zoom", "https://developers.zoom.us/docs/api/webhooks/", secret, ts + 10, h, body,
+           {"name": "timestamp header changed", "headers": {"x-zm-request-timestamp": str(ts - 1)},
+            "err": "mismatch"}]
+    V.append(vector("zoom", "https://developers.zoom.us/docs/api/webhooks/", secret, ts + 1, h, body,
                     "meeting.started", neg))
 
 
@@ -177,7 +185,7 @@ def linear():
          "Linear-Event": "Issue", "Linear-Signature": hexmac("sha256", secret, body)}
     neg = [neg_missing(h, "Linear-Signature", body),
            neg_other(h, "Linear-Signature", hexmac("sha256", OTHER, body), body)]
-    V.append(vector("linear", "https://linear.app/docs/api/sdk-webhooks", secret, ts_ms // 1000 + 10, h, body,
+    V.append(vector("linear", "https://linear.app/docs/api/sdk-webhooks", secret, ts_ms // 1000 + 1, h, body,
                     "Issue", neg))
 
 
@@ -228,10 +236,10 @@ def calendly():
            neg_other(h, "Calendly-Webhook-Signature",
                      "t=%d,v1=%s" % (ts, hexmac("sha256", OTHER, "%d.%s" % (ts, body))), body),
            {"name": "timestamp changed, signature kept",
-            "headers": dict(h, **{"Calendly-Webhook-Signature": sig.replace("t=%d" % ts, "t=%d" % (ts - 1))}),
-            "body": body, "err": "mismatch"}]
+            "headers": {"Calendly-Webhook-Signature": sig.replace("t=%d" % ts, "t=%d" % (ts - 1))},
+            "err": "mismatch"}]
     V.append(vector("calendly", "https://developer.calendly.com/api-docs/overview/webhooks/webhook-signatures",
-                    secret, ts + 10, h, body, "invitee.created", neg))
+                    secret, ts + 1, h, body, "invitee.created", neg))
 
 
 def bitbucket():
@@ -298,10 +306,10 @@ def twitch():
     neg = [neg_missing(h, "Twitch-Eventsub-Message-Signature", body),
            neg_other(h, "Twitch-Eventsub-Message-Signature",
                      "sha256=" + hexmac("sha256", OTHER, msg_id + ts + body), body),
-           {"name": "message id changed", "headers": dict(h, **{"Twitch-Eventsub-Message-Id": "e76c6bd4-55c9-4987-8304-da1588d8988c"}),
-            "body": body, "err": "mismatch"}]
+           {"name": "message id changed", "headers": {"Twitch-Eventsub-Message-Id": "e76c6bd4-55c9-4987-8304-da1588d8988c"},
+            "err": "mismatch"}]
     V.append(vector("twitch", "https://dev.twitch.tv/docs/eventsub/handling-webhook-events/",
-                    secret, rfc3339_epoch(ts) + 10, h, body, "channel.follow", neg))
+                    secret, rfc3339_epoch(ts) + 1, h, body, "channel.follow", neg))
 
 
 def xero():
@@ -367,8 +375,8 @@ def okta():
     h = {"Content-Type": "application/json", "Accept": "application/json", "User-Agent": "Okta-Integrations",
          "X-Okta-Request-Id": "XOZfPkReFFZ10KWyGkzAMwAAADA", "Authorization": secret}
     neg = [neg_missing(h, "Authorization", body),
-           {"name": "another token", "headers": dict(h, Authorization="Bearer someone-elses-token"),
-            "body": body, "err": "mismatch"}]
+           {"name": "another token", "headers": {"Authorization": "Bearer someone-elses-token"},
+            "err": "mismatch"}]
     V.append(vector("okta", "https://developer.okta.com/use_cases/event_hooks", secret, 1764928800, h, body,
                     "user.session.start", neg))
 
@@ -406,9 +414,9 @@ def mux():
     neg = [neg_missing(h, "Mux-Signature", body),
            neg_other(h, "Mux-Signature", "t=%d,v1=%s" % (ts, hexmac("sha256", OTHER, "%d.%s" % (ts, body))), body),
            {"name": "timestamp changed, signature kept",
-            "headers": dict(h, **{"Mux-Signature": sig.replace("t=%d" % ts, "t=%d" % (ts - 1))}),
-            "body": body, "err": "mismatch"}]
-    V.append(vector("mux", "https://www.mux.com/docs/core/verify-webhook-signatures", secret, ts + 10, h, body,
+            "headers": {"Mux-Signature": sig.replace("t=%d" % ts, "t=%d" % (ts - 1))},
+            "err": "mismatch"}]
+    V.append(vector("mux", "https://www.mux.com/docs/core/verify-webhook-signatures", secret, ts + 1, h, body,
                     "video.asset.ready", neg))
 
 
@@ -477,10 +485,10 @@ def recurly():
     neg = [neg_missing(h, "recurly-signature", body),
            neg_other(h, "recurly-signature", "%d,%s" % (ts_ms, other), body),
            {"name": "timestamp changed, signatures kept",
-            "headers": dict(h, **{"recurly-signature": "%d,%s,%s" % (ts_ms - 1, other, good)}),
-            "body": body, "err": "mismatch"}]
+            "headers": {"recurly-signature": "%d,%s,%s" % (ts_ms - 1, other, good)},
+            "err": "mismatch"}]
     V.append(vector("recurly", "https://docs.recurly.com/recurly-subscriptions/docs/signature-verification",
-                    secret, ts_ms // 1000 + 10, h, body, None, neg))
+                    secret, ts_ms // 1000 + 1, h, body, None, neg))
 
 
 def box():
@@ -501,10 +509,10 @@ def box():
          "box-signature-secondary": b64mac("sha256", secondary, body + ts)}
     neg = [neg_missing(h, "box-signature-primary", body),
            neg_other(h, "box-signature-primary", b64mac("sha256", OTHER, body + ts), body),
-           {"name": "delivery timestamp changed", "headers": dict(h, **{"box-delivery-timestamp": "2025-12-05T01:59:49-08:00"}),
-            "body": body, "err": "mismatch"}]
+           {"name": "delivery timestamp changed", "headers": {"box-delivery-timestamp": "2025-12-05T01:59:49-08:00"},
+            "err": "mismatch"}]
     V.append(vector("box", "https://developer.box.com/guides/webhooks/v2/signatures-v2", primary,
-                    rfc3339_epoch(ts) + 10, h, body, "FILE.UPLOADED", neg))
+                    rfc3339_epoch(ts) + 1, h, body, "FILE.UPLOADED", neg))
 
 
 def dropbox():
@@ -560,10 +568,10 @@ def zendesk():
            neg_other(h, "X-Zendesk-Webhook-Signature", b64mac("sha256", OTHER, ts + body), body),
            # The order Zendesk does not use: body, then timestamp.
            {"name": "signed body then timestamp",
-            "headers": dict(h, **{"X-Zendesk-Webhook-Signature": b64mac("sha256", secret, body + ts)}),
-            "body": body, "err": "mismatch"}]
+            "headers": {"X-Zendesk-Webhook-Signature": b64mac("sha256", secret, body + ts)},
+            "err": "mismatch"}]
     V.append(vector("zendesk", "https://developer.zendesk.com/documentation/webhooks/verifying/", secret,
-                    rfc3339_epoch(ts) + 10, h, body, "zen:event-type:ticket.created", neg))
+                    rfc3339_epoch(ts) + 1, h, body, "zen:event-type:ticket.created", neg))
 
 
 META_SECRET = "4a1f5e9c2b7d8e0f3a6c1b9d5e2f7a0c"
@@ -627,8 +635,8 @@ def chargebee():
     cred = "Basic " + base64.b64encode(secret.encode()).decode()
     h = {"Content-Type": "application/json", "User-Agent": "ChargeBee", "Authorization": cred}
     neg = [neg_missing(h, "Authorization", body),
-           {"name": "wrong password", "headers": dict(h, Authorization="Basic " + base64.b64encode(b"cb-hooks:wrong-password").decode()),
-            "body": body, "err": "mismatch"}]
+           {"name": "wrong password", "headers": {"Authorization": "Basic " + base64.b64encode(b"cb-hooks:wrong-password").decode()},
+            "err": "mismatch"}]
     V.append(vector("chargebee", "https://www.chargebee.com/docs/2.0/webhook_settings.html", secret, 1764928800, h,
                     body, "subscription_created", neg))
 
@@ -728,7 +736,8 @@ def emit(v):
             out.append("    headers:")
             for hk, hv in n["headers"].items():
                 out.append("      %s: %s" % (hk, scalar(hv)))
-            out.append("    body: %s" % scalar(n["body"]))
+            if "body" in n:
+                out.append("    body: %s" % scalar(n["body"]))
             out.append("    err: %s" % n["err"])
     return "\n".join(out) + "\n"
 
