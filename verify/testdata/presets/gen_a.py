@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Writes the vectors of the group-a presets (verify/presets.d/a.yaml).
 
-Each vector is a realistic delivery of the provider, signed here with the
-standard library the way the provider's documentation describes (the
-`follows` address). Run from anywhere:
+Each vector is the provider's published example where it publishes one
+(origin: published, used exactly and checked here), else a realistic
+delivery of the provider signed here with the standard library the way the
+provider's documentation describes (the `follows` address). Run from
+anywhere:
 
     python3 verify/testdata/presets/gen_a.py          # writes <name>.yaml
     python3 verify/testdata/presets/gen_a.py --check  # recomputes every MAC with openssl
@@ -641,70 +643,78 @@ def chargebee():
                     body, "subscription_created", neg))
 
 
-def gogs():
+def coinify():
+    # Coinify's published example, used exactly.
+    body = '{"examplePayload":true}'
+    secret = "my-shared-secret"
+    sig = "bcdbb89e3031905f3cc1a20d16b5f969a17a7d8fa0c26e4a807c2193402d66f4"
+    assert hexmac("sha256", secret, body) == sig
+    h = {"Content-Type": "application/json", "X-Coinify-Webhook-Signature": sig}
+    neg = [neg_missing(h, "X-Coinify-Webhook-Signature", body),
+           neg_other(h, "X-Coinify-Webhook-Signature", hexmac("sha256", OTHER, body), body)]
+    v = vector("coinify", "https://coinify.readme.io/docs/webhook-signature", secret, 1764928800, h, body, None, neg)
+    v["origin"] = "published"
+    V.append(v)
+
+
+def datasaur():
+    # Datasaur's published example, used exactly.
+    body = '{"body":"sample"}'
+    secret = "secret"
+    sig = "0278b1a603de4c561ac0feb960354d0d00e8846b74813d81bddb43ad45bff767"
+    assert hexmac("sha256", secret, body) == sig
+    h = {"Content-Type": "application/json", "X-Datasaur-Signature": sig}
+    neg = [neg_missing(h, "X-Datasaur-Signature", body),
+           neg_other(h, "X-Datasaur-Signature", hexmac("sha256", OTHER, body), body)]
+    v = vector("datasaur", "https://docs.datasaur.ai/integrations/webhook-notifications/webhook-signature", secret,
+               1764928800, h, body, None, neg)
+    v["origin"] = "published"
+    V.append(v)
+
+
+def surge():
+    secret = "sk_whsec_01jjfe3n6x9q2w7r4t6y8u0i"
+    ts = 1764928790
     body = compact({
-        "ref": "refs/heads/main", "before": "28e1879d029cb852e4844d9c718537df08844e03",
-        "after": "bffeb74224043ba2feb48d137756c8a9331c449a",
-        "compare_url": "https://git.example.com/acme/webhooks/compare/28e1879d029c...bffeb7422404",
-        "commits": [{"id": "bffeb74224043ba2feb48d137756c8a9331c449a", "message": "Webhooks Yay!",
-                     "url": "https://git.example.com/acme/webhooks/commit/bffeb74224043ba2feb48d137756c8a9331c449a",
-                     "author": {"name": "Gogs", "email": "gogs@example.com", "username": "gogs"},
-                     "timestamp": "2025-12-05T10:59:46+01:00"}],
-        "repository": {"id": 140, "full_name": "acme/webhooks", "private": False},
-        "pusher": {"id": 1, "login": "gogs", "username": "gogs"},
+        "type": "message.received", "id": "evt_01jjfeev3hf9n9c7k5231hd3hr", "account_id": "acct_01j9a43avnfqzbjfch6pygv1td",
+        "timestamp": "2025-12-05T09:59:50Z",
+        "data": {"id": "msg_01jjfeev2n8hx9kq7w3e0r4t5y", "body": "Are you open on Saturday?",
+                 "conversation": {"id": "cnv_01jjfe9h5m3q8c2v7b4n1x6z0k",
+                                  "contact": {"id": "ctc_01j9dy8mdzfn3r0e8x1tbdrdrf", "phone_number": "+18015551234"}}},
     })
-    simple("gogs", "https://gogs.io/advancing/webhooks", "gogs-hook-3gEsCfjlV2ugRwgp", "X-Gogs-Signature",
-           lambda s, b: hexmac("sha256", s, b),
-           {"Content-Type": "application/json", "X-Gogs-Delivery": "f6266f16-1bf3-46a5-9ea4-602e06ead473",
-            "X-Gogs-Event": "push"}, body, "push")
+    good = hexmac("sha256", secret, "%d.%s" % (ts, body))
+    other = hexmac("sha256", OTHER, "%d.%s" % (ts, body))
+    # Two v1 while credentials roll: the configured secret signs the second.
+    sig = "t=%d,v1=%s,v1=%s" % (ts, other, good)
+    h = {"Content-Type": "application/json", "Surge-Signature": sig}
+    neg = [neg_missing(h, "Surge-Signature", body),
+           neg_other(h, "Surge-Signature", "t=%d,v1=%s" % (ts, other), body),
+           {"name": "timestamp changed, signatures kept",
+            "headers": {"Surge-Signature": sig.replace("t=%d" % ts, "t=%d" % (ts - 1))}, "err": "mismatch"}]
+    V.append(vector("surge", "https://docs.surge.app/api-reference/webhooks/signature-validation", secret, ts + 1, h,
+                    body, "message.received", neg))
 
 
-def helpscout():
+def documenso():
+    secret = "dcs-whk-9QmR2vX7tL4pK8nB"
     body = compact({
-        "id": 2391938111, "number": 349, "type": "email", "folderId": 1234567, "status": "active",
-        "state": "published", "subject": "Refund for order 1234", "mailboxId": 85,
-        "createdBy": {"id": 12, "type": "customer", "email": "bear@acme.com"},
-        "createdAt": "2025-12-05T09:59:48Z", "preview": "Hi, I would like a refund for my last order...",
-        "primaryCustomer": {"id": 238123, "email": "bear@acme.com"},
+        "event": "DOCUMENT_COMPLETED",
+        "payload": {"id": 10, "externalId": None, "userId": 1, "title": "Contract.pdf", "status": "COMPLETED",
+                    "completedAt": "2025-12-05T09:59:49.000Z",
+                    "recipients": [{"id": 52, "email": "signer@example.com", "name": "Alex Doe", "role": "SIGNER",
+                                    "signingStatus": "SIGNED"}]},
+        "createdAt": "2025-12-05T09:59:50.000Z", "webhookEndpoint": "https://hooks.example.com/in/documenso",
     })
-    simple("helpscout", "https://developer.helpscout.com/webhooks/", "hs-Webhook-Secret-7c2e9f",
-           "X-HelpScout-Signature", lambda s, b: b64mac("sha1", s, b),
-           {"Content-Type": "application/json", "X-HelpScout-Event": "convo.created"}, body, "convo.created")
-
-
-def webex():
-    body = compact({
-        "id": "Y2lzY29zcGFyazovL3VzL1dFQkhPT0svZjRlNjA1NjAtNjYwMi00ZmIwLWEyNWEtOTQ5ODgxNjA5NDk3",
-        "name": "New message in 'Project Unicorn' room", "targetUrl": "https://hooks.example.com/in/webex",
-        "resource": "messages", "event": "created",
-        "filter": "roomId=Y2lzY29zcGFyazovL3VzL1JPT00vYmJjZWIxYWQtNDNmMS0zYjU4LTkxNDctZjE0YmIwYzRkMTU0",
-        "orgId": "OTZhYmMyYWEtM2RjYy0xMWU1LWExNTItZmUzNDgxOWNkYzlh", "ownedBy": "creator", "status": "active",
-        "actorId": "Y2lzY29zcGFyazovL3VzL1BFT1BMRS9mNWIzNjE4Ny1jOGRkLTQ3MjctOGIyZi1mOWM0NDdmMjkwNDY",
-        "data": {"id": "Y2lzY29zcGFyazovL3VzL01FU1NBR0UvOTJkYjNiZTAtNDNiZC0xMWU2LThhZTktZGQ1YjNkZmM1NjVk",
-                 "roomId": "Y2lzY29zcGFyazovL3VzL1JPT00vYmJjZWIxYWQtNDNmMS0zYjU4LTkxNDctZjE0YmIwYzRkMTU0",
-                 "personEmail": "matt@example.com", "created": "2025-12-05T09:59:49.000Z"},
-    })
-    simple("webex", "https://developer.webex.com/blog/using-a-webhook-secret", "somesupersecretphrase",
-           "X-Spark-Signature", lambda s, b: hexmac("sha1", s, b),
-           {"Content-Type": "application/json"}, body, "messages")
-
-
-def frontapp():
-    body = compact({
-        "_links": {"self": "https://api2.frontapp.com/events/evt_55c8c149"},
-        "id": "evt_55c8c149", "type": "inbound", "emitted_at": 1764928789.123,
-        "conversation": {"id": "cnv_55c8c149", "subject": "Order status", "status": "unassigned"},
-        "source": {"_meta": {"type": "inboxes"}, "data": [{"id": "inb_55c8c149", "name": "Support"}]},
-        "target": {"_meta": {"type": "message"}, "data": {"id": "msg_55c8c149", "type": "email", "is_inbound": True}},
-    })
-    simple("frontapp", "https://dev.frontapp.com/docs/rule-webhooks", "front-api-secret-1b9e7c3d5f",
-           "X-Front-Signature", lambda s, b: b64mac("sha1", s, b),
-           {"Content-Type": "application/json"}, body, "inbound")
+    h = {"Content-Type": "application/json", "X-Documenso-Secret": secret}
+    neg = [neg_missing(h, "X-Documenso-Secret", body),
+           {"name": "another secret", "headers": {"X-Documenso-Secret": "someone-elses-secret"}, "err": "mismatch"}]
+    V.append(vector("documenso", "https://docs.documenso.com/docs/developers/webhooks/verification", secret,
+                    1764928800, h, body, "DOCUMENT_COMPLETED", neg))
 
 
 BUILDERS = [paddle, zoom, linear, intercom, typeform, calendly, bitbucket, pagerduty, twitch, xero, woocommerce,
             coinbase, okta, sentry, mux, lemonsqueezy, razorpay, checkout, clickup, recurly, box, dropbox, asana,
-            notion, zendesk, meta, facebook, instagram, whatsapp, chargebee, gogs, helpscout, webex, frontapp]
+            notion, zendesk, meta, facebook, instagram, whatsapp, chargebee, coinify, datasaur, surge, documenso]
 
 
 # ---------------------------------------------------------------- output
