@@ -712,9 +712,43 @@ def documenso():
                     1764928800, h, body, "DOCUMENT_COMPLETED", neg))
 
 
+def sanity():
+    secret = "sanity-wh-secret-4Yp9Qm2Lx7"
+    ts_ms = 1764928790512
+    body = compact({"_id": "drafts.post-42", "_type": "post", "_rev": "Fw3kqYbX9tQ1nR5mZ7vC2a",
+                    "title": "Launch notes", "slug": {"_type": "slug", "current": "launch-notes"},
+                    "_updatedAt": "2025-12-05T09:59:50Z"})
+    mac_ = base64.urlsafe_b64encode(mac("sha256", secret, "%d.%s" % (ts_ms, body))).decode().rstrip("=")
+    sig = "t=%d,v1=%s" % (ts_ms, mac_)
+    other = base64.urlsafe_b64encode(mac("sha256", OTHER, "%d.%s" % (ts_ms, body))).decode().rstrip("=")
+    h = {"Content-Type": "application/json", "sanity-webhook-signature": sig,
+         "sanity-operation": "update", "sanity-document-id": "drafts.post-42"}
+    neg = [neg_missing(h, "sanity-webhook-signature", body),
+           neg_other(h, "sanity-webhook-signature", "t=%d,v1=%s" % (ts_ms, other), body),
+           {"name": "timestamp changed, signature kept",
+            "headers": {"sanity-webhook-signature": sig.replace("t=%d" % ts_ms, "t=%d" % (ts_ms - 1))},
+            "err": "mismatch"}]
+    V.append(vector("sanity", "https://github.com/sanity-io/webhook-toolkit", secret, ts_ms // 1000 + 1, h, body,
+                    None, neg))
+
+
+def lusha():
+    secret = "lusha-acct-whsec-7f3c9a1e"
+    ts = 1764928790
+    body = compact({"id": "evt_7d1c2b3a4e5f", "type": "contact.enriched", "createdAt": "2025-12-05T09:59:50Z",
+                    "data": {"contactId": "c_51234", "firstName": "Alex", "lastName": "Doe",
+                             "company": {"name": "Acme", "domain": "acme.com"}}})
+    h = {"Content-Type": "application/json", "User-Agent": "Lusha-Webhooks/1.0", "X-Lusha-Timestamp": str(ts),
+         "X-Lusha-Signature": hexmac("sha256", secret, "%d.%s" % (ts, body))}
+    neg = [neg_missing(h, "X-Lusha-Signature", body),
+           neg_other(h, "X-Lusha-Signature", hexmac("sha256", OTHER, "%d.%s" % (ts, body)), body),
+           neg_header("timestamp header changed", "X-Lusha-Timestamp", str(ts - 1))]
+    V.append(vector("lusha", "https://docs.lusha.com/webhooks/security", secret, ts + 1, h, body, None, neg))
+
+
 BUILDERS = [paddle, zoom, linear, intercom, typeform, calendly, bitbucket, pagerduty, twitch, xero, woocommerce,
             coinbase, okta, sentry, mux, lemonsqueezy, razorpay, checkout, clickup, recurly, box, dropbox, asana,
-            notion, zendesk, meta, facebook, instagram, whatsapp, chargebee, coinify, datasaur, surge, documenso]
+            notion, zendesk, meta, facebook, instagram, whatsapp, chargebee, coinify, datasaur, surge, documenso, sanity, lusha]
 
 
 # ---------------------------------------------------------------- output
