@@ -6,7 +6,10 @@
 package verify_test
 
 import (
+	"path/filepath"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/ankusa/ankusa/verify"
 )
@@ -33,5 +36,38 @@ func TestVerifyAllocs(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// zeroAllocFamilies are the families whose successful Verify allocates
+// nothing once warm; twilio parses a form and ecdsa's big-number
+// arithmetic allocates.
+var zeroAllocFamilies = []string{"hmac", "body-hmac", "standardwebhooks", "ed25519", "token", "basic"}
+
+// TestPresetAllocs runs every preset's vector under AllocsPerRun: each
+// shape of the hmac family (list, prefix, template with a header or list
+// timestamp, {url}, {method}, {json:...}) allocates nothing.
+func TestPresetAllocs(t *testing.T) {
+	presets, err := verify.Presets()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range presets {
+		if !slices.Contains(zeroAllocFamilies, p.Family) {
+			continue
+		}
+		t.Run(p.Name, func(t *testing.T) {
+			vec := loadVector(t, filepath.Join(vectorDir, p.Name+".yaml"))
+			v := mustNew(t, vec.config(t))
+			h, body, at := vec.request(t, nil), vec.body(t), time.Unix(vec.Now, 0)
+			var err error
+			allocs := testing.AllocsPerRun(200, func() { err = v.Verify(h, body, at) })
+			if err != nil {
+				t.Fatalf("Verify: %v", err)
+			}
+			if allocs != 0 {
+				t.Fatalf("Verify allocates %.1f times per call; want 0", allocs)
+			}
+		})
 	}
 }

@@ -1,7 +1,6 @@
 package verify
 
 import (
-	"bytes"
 	"crypto/hmac"
 	"crypto/sha1"
 	"crypto/sha256"
@@ -30,14 +29,6 @@ func newMacKey(newHash func() hash.Hash, key []byte) *macKey {
 	m := &macKey{}
 	m.pool.New = func() any { return &macState{h: hmac.New(newHash, k)} }
 	return m
-}
-
-func newMacKeys(newHash func() hash.Hash, secrets []string) []*macKey {
-	keys := make([]*macKey, len(secrets))
-	for i, s := range secrets {
-		keys[i] = newMacKey(newHash, []byte(s))
-	}
-	return keys
 }
 
 // equal reports (1 or 0, in constant time) whether sig is the MAC of the
@@ -107,35 +98,4 @@ func anyMatch(keys []*macKey, sig []byte, parts ...[]byte) bool {
 		ok |= k.equal(sig, parts...)
 	}
 	return ok == 1
-}
-
-// anyEntryMatches reports whether any entry of a sender's list (split on
-// sep; entry picks an entry's encoded signature, or skips it) is the MAC of
-// parts under any key. The sender chooses how many entries there are, so it
-// computes one MAC per key and compares it with every entry, never a MAC
-// per entry; it tries every key and entry, so timing does not say which
-// one matched.
-func anyEntryMatches(keys []*macKey, list []byte, sep byte, enc string, entry func([]byte) ([]byte, bool), parts ...[]byte) bool {
-	var sigBuf [64]byte
-	match := 0
-	for _, key := range keys {
-		st, mac := key.mac(parts...)
-		for rest := list; len(rest) > 0; {
-			var item []byte
-			if i := bytes.IndexByte(rest, sep); i >= 0 {
-				item, rest = rest[:i], rest[i+1:]
-			} else {
-				item, rest = rest, nil
-			}
-			val, ok := entry(item)
-			if !ok {
-				continue
-			}
-			if sig, ok := decodeSig(&sigBuf, enc, val); ok {
-				match |= subtle.ConstantTimeCompare(mac, sig)
-			}
-		}
-		key.release(st)
-	}
-	return match == 1
 }

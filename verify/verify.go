@@ -3,7 +3,6 @@ package verify
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/ankusa/ankusa/config"
@@ -35,21 +34,28 @@ var (
 // DefaultTolerance is how far a signed timestamp may be from now.
 const DefaultTolerance = 5 * time.Minute
 
-// New builds the verifier a source's verify section describes. Its errors
-// name the field at fault.
+// New builds the verifier a source's verify section describes: none, the
+// generic hmac, or a preset of the catalogue (presets.yaml) by its name.
+// Its errors name the field at fault.
 func New(v config.Verify) (Verifier, error) {
 	secrets := collectSecrets(v)
 	tol := v.Tolerance.D()
-	if tol == 0 {
-		tol = DefaultTolerance
-	}
-	if tol < time.Second {
+	if tol != 0 && tol < time.Second {
 		// Timestamps are whole seconds: a shorter tolerance would be
 		// truncated to none and refuse nearly every hook.
 		return nil, fmt.Errorf("verify.tolerance: %v is under a second (signed timestamps are whole seconds; omit it for the %v default)", tol, DefaultTolerance)
 	}
-	if !slices.Contains(config.VerifierTypes, v.Type) {
-		return nil, fmt.Errorf("verify.type: unknown verifier %q", v.Type)
+	if _, err := catalogue(); err != nil {
+		return nil, fmt.Errorf("verify.type: the preset catalogue does not load: %w", err)
+	}
+	var p Preset
+	switch v.Type {
+	case "none", "hmac":
+	default:
+		var ok bool
+		if p, ok = LookupPreset(v.Type); !ok {
+			return nil, fmt.Errorf("verify.type: unknown verifier %q (none, hmac or a preset: `ankusa presets` lists them)", v.Type)
+		}
 	}
 	if v.Type != "none" && len(secrets) == 0 {
 		return nil, fmt.Errorf("verify.secret: required by verifier %q", v.Type)
@@ -57,21 +63,13 @@ func New(v config.Verify) (Verifier, error) {
 	switch v.Type {
 	case "none":
 		return None{}, nil
-	case "stripe":
-		return newStripe(secrets, tol), nil
-	case "github":
-		return newGitHub(secrets, v.AllowSHA1), nil
-	case "shopify":
-		return newShopify(secrets), nil
-	case "slack":
-		return newSlack(secrets, tol), nil
-	case "standardwebhooks":
-		return newStandardWebhooks(secrets, tol)
 	case "hmac":
+		if tol == 0 {
+			tol = DefaultTolerance
+		}
 		return newGeneric(v, secrets, tol)
-	default:
-		return nil, fmt.Errorf("verify.type: unknown verifier %q", v.Type)
 	}
+	return buildPreset(&p, v, secrets, tol)
 }
 
 // collectSecrets lists the resolved secrets (config.Load resolves env: and
@@ -97,15 +95,6 @@ func (None) Verify(Headers, []byte, time.Time) error { return nil }
 
 // Name is "none".
 func (None) Name() string { return "none" }
-
-// withinTolerance checks a unix-seconds timestamp against now, both ways.
-func withinTolerance(ts int64, now time.Time, tol time.Duration) bool {
-	d := now.Unix() - ts
-	if d < 0 {
-		d = -d
-	}
-	return d <= int64(tol/time.Second)
-}
 
 // parseUnix parses decimal unix seconds without allocating.
 func parseUnix(b []byte) (int64, bool) {
