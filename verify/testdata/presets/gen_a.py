@@ -580,6 +580,8 @@ META_SECRET = "4a1f5e9c2b7d8e0f3a6c1b9d5e2f7a0c"
 
 
 def meta_like(name, follows, body, event_type):
+    # Meta sends (and signs) the payload with non-ASCII characters escaped.
+    body = json.dumps(json.loads(body), separators=(",", ":"), ensure_ascii=True)
     simple(name, follows, META_SECRET, "X-Hub-Signature-256", lambda s, b: "sha256=" + hexmac("sha256", s, b),
            {"Content-Type": "application/json", "User-Agent": "facebookexternalua"}, body, event_type)
 
