@@ -72,20 +72,21 @@ def standard(name, follows, prefix, secret, key, msg_id, body, event_type, extra
         "body": body,
         "event_type": event_type,
         "negative": [
-            neg("signature header missing", without(headers, h_sig), body, "missing"),
-            neg("signed with another secret", dict(headers, **{h_sig: std_sig(other, msg_id, T, body)}), body, "mismatch"),
-            neg("timestamp replaced after signing", dict(headers, **{h_ts: str(T + 1)}), body, "mismatch"),
-            neg("id replaced after signing", dict(headers, **{h_id: msg_id + "x"}), body, "mismatch"),
+            neg("signature header missing", without(headers, h_sig), "missing"),
+            neg("signed with another secret", ({h_sig: std_sig(other, msg_id, T, body)}), "mismatch"),
+            neg("timestamp replaced after signing", ({h_ts: str(T + 1)}), "mismatch"),
+            neg("id replaced after signing", ({h_id: msg_id + "x"}), "mismatch"),
         ],
     }
 
 
-def neg(name, headers, body, err):
-    return {"name": name, "headers": headers, "body": body, "err": err}
+def neg(name, headers, err):
+    """A negative: headers are applied over the vector's, "" removing one."""
+    return {"name": name, "headers": headers, "err": err}
 
 
 def without(headers, name):
-    return {k: v for k, v in headers.items() if k != name}
+    return {name: ""}
 
 
 VECTORS = []
@@ -139,11 +140,13 @@ del replicate["event_type"]
 VECTORS.append(replicate)
 
 # Polar: the key is the secret's own bytes (its SDK base64-encodes the text
-# before the Standard Webhooks verifier decodes it again).
-polar_secret = "polar_whs_4Fq9sLk2Xv8TnR1yZpWbC3mD7eH0gJ5u"
+# before the Standard Webhooks verifier decodes it again), so the secret is
+# configured as whsec_ + base64(secret as Polar shows it).
+polar_shown = "polar_whs_4Fq9sLk2Xv8TnR1yZpWbC3mD7eH0gJ5u"
+polar_secret = "whsec_" + b64(polar_shown.encode())
 VECTORS.append(standard(
     "polar", "https://polar.sh/docs/integrate/webhooks/delivery", "webhook",
-    polar_secret, polar_secret.encode(), "msg_2q8DdE5gHiJkLmNoPqRsTuVwXyZ",
+    polar_secret, polar_shown.encode(), "msg_2q8DdE5gHiJkLmNoPqRsTuVwXyZ",
     compact({"type": "order.paid", "timestamp": "2025-12-05T16:00:00.000000Z",
              "data": {"id": "b3a5e0a4-7c1d-4e5f-9a2b-3c4d5e6f7a8b", "status": "paid",
                       "total_amount": 2000, "currency": "usd", "billing_reason": "purchase"}}),
@@ -185,8 +188,8 @@ def simple(name, follows, secret, key, alg, enc, sig_header, prefix, body, other
     wrong = mac(alg, WRONG, msg)
     wrong = wrong.hex() if enc == "hex" else b64(wrong)
     return hmac_vector(name, follows, secret, headers, body, event_type, [
-        neg("signature header missing", without(headers, sig_header), body, "missing"),
-        neg("signed with another secret", dict(headers, **{sig_header: prefix + wrong}), body, "mismatch"),
+        neg("signature header missing", without(headers, sig_header), "missing"),
+        neg("signed with another secret", ({sig_header: prefix + wrong}), "mismatch"),
     ], url=url)
 
 
@@ -201,10 +204,10 @@ def stamped(name, follows, secret, key, alg, enc, sig_header, ts_header, ts, sig
     wrong = mac(alg, WRONG, signed_fn(ts, body))
     wrong = wrong.hex() if enc == "hex" else b64(wrong)
     return hmac_vector(name, follows, secret, headers, body, event_type, [
-        neg("signature header missing", without(headers, sig_header), body, "missing"),
-        neg("timestamp header missing", without(headers, ts_header), body, "missing"),
-        neg("signed with another secret", dict(headers, **{sig_header: wrong}), body, "mismatch"),
-        neg("timestamp replaced after signing", dict(headers, **{ts_header: str(ts + 1)}), body, "mismatch"),
+        neg("signature header missing", without(headers, sig_header), "missing"),
+        neg("timestamp header missing", without(headers, ts_header), "missing"),
+        neg("signed with another secret", ({sig_header: wrong}), "mismatch"),
+        neg("timestamp replaced after signing", ({ts_header: str(ts + 1)}), "mismatch"),
     ])
 
 
@@ -215,9 +218,9 @@ def listed(name, follows, secret, key, sig_header, fmt, ts, signed, body, other_
     headers[sig_header] = fmt(ts, sig)
     wrong = mac("sha256", WRONG, signed(ts, body)).hex()
     return hmac_vector(name, follows, secret, headers, body, event_type, [
-        neg("signature header missing", without(headers, sig_header), body, "missing"),
-        neg("signed with another secret", dict(headers, **{sig_header: fmt(ts, wrong)}), body, "mismatch"),
-        neg("timestamp replaced after signing", dict(headers, **{sig_header: fmt(ts + 1, sig)}), body, "mismatch"),
+        neg("signature header missing", without(headers, sig_header), "missing"),
+        neg("signed with another secret", ({sig_header: fmt(ts, wrong)}), "mismatch"),
+        neg("timestamp replaced after signing", ({sig_header: fmt(ts + 1, sig)}), "mismatch"),
     ])
 
 
@@ -610,7 +613,6 @@ def write(v):
             lines.append(f"  - name: {q(n['name'])}")
             lines.append("    headers:")
             lines += [f"      {k}: {q(x)}" for k, x in n["headers"].items()]
-            lines.append(f"    body: {q(n['body'])}")
             lines.append(f"    err: {n['err']}")
     with open(os.path.join(HERE, name + ".yaml"), "w") as f:
         f.write("\n".join(lines) + "\n")
