@@ -583,6 +583,33 @@ VECTORS.append(simple(
     "action=scheduled&id=1234567890&calendarID=4567&appointmentTypeID=891011",
     {"Content-Type": "application/x-www-form-urlencoded"}))
 
+# Tally: Tally-Signature = base64 HMAC-SHA256 of the body.
+tally_secret = "tally-signing-secret-5e4d3c2b1a"
+VECTORS.append(simple(
+    "tally", "https://tally.so/help/webhooks", tally_secret, tally_secret, "sha256", "base64",
+    "Tally-Signature", "",
+    compact({"eventId": "a4cb511e-d513-4fa5-baee-b815d718dfd1", "eventType": "FORM_RESPONSE",
+             "createdAt": "2025-12-05T16:00:00.000Z",
+             "data": {"responseId": "2wgx4n", "submissionId": "2wgx4n", "respondentId": "dwQKYm",
+                      "formId": "VwbNEw", "formName": "Beta sign-up", "createdAt": "2025-12-05T16:00:00.000Z",
+                      "fields": [{"key": "question_3EKz4n", "label": "Email", "type": "INPUT_EMAIL",
+                                  "value": "ada@example.com"}]}}),
+    {"Content-Type": "application/json"}, "FORM_RESPONSE"))
+
+# SurveyMonkey: Sm-Signature = base64 HMAC-SHA1 of the body, key "<client id>&<secret>".
+sm_client, sm_api_secret = "a1B2c3D4e5F6g7H8", "227136048791628139483058613726453"
+sm_secret = sm_client + "&" + sm_api_secret
+VECTORS.append(simple(
+    "surveymonkey", "https://api.surveymonkey.com/v3/docs", sm_secret, sm_secret, "sha1", "base64",
+    "Sm-Signature", "",
+    compact({"name": "My Survey Webhook", "filter_type": "survey", "filter_id": "123456789",
+             "event_type": "response_completed", "event_id": "10000000001",
+             "object_type": "response", "object_id": "987654321",
+             "event_datetime": "2025-12-05T16:00:00.000000+00:00",
+             "resources": {"survey_id": "123456789", "collector_id": "111222333",
+                           "respondent_id": "444555666", "recipient_id": "0"}}),
+    {"Content-Type": "application/json", "Sm-Apikey": sm_client}, "response_completed"))
+
 
 # --- output ------------------------------------------------------------------
 
