@@ -50,14 +50,14 @@ services:
 	@scripts/ensure-nats.sh
 	@scripts/ensure-versitygw.sh
 
-# Each fuzz target for FUZZTIME: 18 targets, 108 s of fuzzing, about two
-# and a half minutes with their builds (the seed corpora in testdata/fuzz
+# Each fuzz target for FUZZTIME: 24 targets, 120 s of fuzzing, about three
+# minutes with their builds (the seed corpora in testdata/fuzz
 # also run with the unit tests). go test -fuzz takes one package and one
 # target at a time. A failing input is written to the package's
 # testdata/fuzz/<target>/ and replays with go test -run '<target>/<file>'.
 # scripts/fuzz-one.sh retries once a run that failed only on Go 1.26's
 # fuzz-coordinator deadline race (golang/go#75804), never a finding.
-FUZZTIME ?= 6s
+FUZZTIME ?= 5s
 
 fuzz:
 	@scripts/fuzz-one.sh $(GO) $(FUZZTIME) FuzzDecode ./envelope
@@ -70,6 +70,12 @@ fuzz:
 	@scripts/fuzz-one.sh $(GO) $(FUZZTIME) FuzzGitHubHeader ./verify
 	@scripts/fuzz-one.sh $(GO) $(FUZZTIME) FuzzShopifyHeader ./verify
 	@scripts/fuzz-one.sh $(GO) $(FUZZTIME) FuzzSlackHeader ./verify
+	@scripts/fuzz-one.sh $(GO) $(FUZZTIME) FuzzHMACListHeader ./verify
+	@scripts/fuzz-one.sh $(GO) $(FUZZTIME) FuzzTwilioParams ./verify
+	@scripts/fuzz-one.sh $(GO) $(FUZZTIME) FuzzEd25519Signature ./verify
+	@scripts/fuzz-one.sh $(GO) $(FUZZTIME) FuzzECDSASignature ./verify
+	@scripts/fuzz-one.sh $(GO) $(FUZZTIME) FuzzCredentialHeader ./verify
+	@scripts/fuzz-one.sh $(GO) $(FUZZTIME) FuzzBodyHMACJSON ./verify
 	@scripts/fuzz-one.sh $(GO) $(FUZZTIME) FuzzSegmentReader ./segment
 	@scripts/fuzz-one.sh $(GO) $(FUZZTIME) FuzzRecords ./segment
 	@scripts/fuzz-one.sh $(GO) $(FUZZTIME) FuzzWALReader ./wal
