@@ -155,9 +155,10 @@ func newHMACFamily(p *Preset, c config.Verify, secrets []string, tol time.Durati
 	if f.ts != nil && f.ts.list && (f.list == nil || (len(f.list.tsKey) == 0 && !f.list.tsFirst)) {
 		return nil, fmt.Errorf("timestamp.from: list needs list.ts_key or list.ts_first")
 	}
-	if f.ts != nil && !hasKind(f.tmpl, 't') {
+	if f.ts != nil && !hasKind(f.tmpl, 't') && !(f.ts.src.isJSON() && hasKind(f.tmpl, 'b')) {
 		// A timestamp that is checked but not signed can be replaced by
-		// anyone: it would only look like replay protection.
+		// anyone: it would only look like replay protection. One read
+		// from a JSON body that is signed whole is signed (Linear's).
 		return nil, fmt.Errorf("signed: %q must include {timestamp} when the scheme has a timestamp", p.Signed)
 	}
 	if f.ts == nil && hasKind(f.tmpl, 't') {
