@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"github.com/valyala/fasthttp"
 	"strings"
 	"testing"
 
@@ -155,4 +156,48 @@ func TestAutoDedupeKey(t *testing.T) {
 			t.Errorf("AutoDedupeKey(%q) = %q; want none", typ, got)
 		}
 	}
+}
+
+// TestTwilioUnsignedBody: Twilio signs a body only as form parameters or
+// through bodySHA256. A body of another type next to a signature over the
+// URL alone is refused, and the form's parameters moved into the query
+// (the signature has no boundary between URL and parameters) do not sign
+// a JSON body.
+func TestTwilioUnsignedBody(t *testing.T) {
+	req := func(uri, sig, ctype string) *fasthttp.RequestHeader {
+		h := header("X-Twilio-Signature", sig, "Content-Type", ctype)
+		h.SetHost("mycompany.com")
+		h.SetRequestURI(uri)
+		return h
+	}
+	v := mustNew(t, config.Verify{Type: "twilio", Secret: secret("12345")})
+	bare := "/myapp.php?foo=1&bar=2"
+	sig := twilioSig("12345", "https://mycompany.com"+bare)
+	moved := bare + "CallSidCA1234567890ABCDECaller+14158675310Digits1234From+14158675310To+18005551212"
+	published := twilioSig("12345", "https://mycompany.com"+bare,
+		"CallSid", "CA1234567890ABCDE", "Caller", "+14158675310", "Digits", "1234", "From", "+14158675310", "To", "+18005551212")
+	run(t, v, []vcase{
+		{name: "no body, URL signed", h: req(bare, sig, "text/plain"), body: ""},
+		{name: "text body, URL signed", h: req(bare, sig, "text/plain"), body: "anything", want: verify.ErrMismatch},
+		{name: "json body, URL signed", h: req(bare, sig, "application/json"), body: `{"a":1}`, want: verify.ErrMismatch},
+		{name: "form parameters moved into the query", h: req(moved, published, "application/json"), body: `{"anything":"attacker"}`, want: verify.ErrMismatch},
+	})
+}
+
+// TestTwilioURLWithRequestQuery: behind a balancer verify.url gives the
+// address Twilio was given, and the request's own query (bodySHA256 on a
+// JSON request) is what Twilio signed after it.
+func TestTwilioURLWithRequestQuery(t *testing.T) {
+	body := `{"CallSid":"CA1"}`
+	sum := sha256.Sum256([]byte(body))
+	q := "bodySHA256=" + hex.EncodeToString(sum[:])
+	base := "https://hooks.example.com/in/twilio"
+	v := mustNew(t, config.Verify{Type: "twilio", Secret: secret("tok"), URL: base})
+	h := header("X-Twilio-Signature", twilioSig("tok", base+"?"+q), "Content-Type", "application/json")
+	h.SetHost("10.0.0.7:8080")
+	h.SetRequestURI("/in/twilio?" + q)
+	run(t, v, []vcase{
+		{name: "signed", h: h, body: body},
+		{name: "body changed", h: h, body: body + " ", want: verify.ErrMismatch},
+	})
 }

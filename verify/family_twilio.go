@@ -81,28 +81,44 @@ func (f *twilioFamily) Verify(h Headers, body []byte, _ time.Time) error {
 	st := twilioStates.Get().(*twilioState)
 	defer twilioStates.Put(st)
 	st.parts = st.parts[:0]
+	// The request's own query is what Twilio signed, bodySHA256 included:
+	// with verify.url (the address behind a balancer) it follows the
+	// configured address unless that one carries its own query.
+	r, isReq := h.(Request)
 	var query []byte
-	if f.url != nil {
-		st.parts = append(st.parts, f.url)
-		if q := bytes.IndexByte(f.url, '?'); q >= 0 {
-			query = f.url[q+1:]
-		}
-	} else {
-		r, isReq := h.(Request)
-		if !isReq {
-			return ErrMissing
-		}
-		uri := r.RequestURI()
-		st.parts = append(st.parts, httpsScheme, r.Host(), uri)
-		if q := bytes.IndexByte(uri, '?'); q >= 0 {
-			query = uri[q+1:]
+	if isReq {
+		if q := bytes.IndexByte(r.RequestURI(), '?'); q >= 0 {
+			query = r.RequestURI()[q+1:]
 		}
 	}
-	if bytes.Contains(query, bodySHA256Key) {
+	switch {
+	case f.url != nil && bytes.IndexByte(f.url, '?') >= 0:
+		st.parts = append(st.parts, f.url)
+		query = f.url[bytes.IndexByte(f.url, '?')+1:]
+	case f.url != nil:
+		st.parts = append(st.parts, f.url)
+		if len(query) > 0 {
+			st.parts = append(st.parts, questionMark, query)
+		}
+	case !isReq:
+		return ErrMissing
+	default:
+		st.parts = append(st.parts, httpsScheme, r.Host(), r.RequestURI())
+	}
+	form := false
+	switch {
+	case bytes.Contains(query, bodySHA256Key):
 		if err := checkBodySHA256(query, body); err != nil {
 			return err
 		}
-	} else if isForm(h.Peek("Content-Type")) {
+	case isForm(h.Peek("Content-Type")):
+		form = true
+	case len(body) > 0:
+		// Twilio signs a body only as form parameters or through
+		// bodySHA256: any other body would be accepted unsigned.
+		return ErrMismatch
+	}
+	if form {
 		if err := st.parseForm(body); err != nil {
 			return err
 		}
@@ -120,7 +136,10 @@ func (f *twilioFamily) Verify(h Headers, body []byte, _ time.Time) error {
 	return ErrMismatch
 }
 
-var bodySHA256Key = []byte("bodySHA256=")
+var (
+	bodySHA256Key = []byte("bodySHA256=")
+	questionMark  = []byte("?")
+)
 
 // checkBodySHA256 checks that the query's bodySHA256 is the hex SHA-256
 // of the body (Twilio's JSON requests: the signature covers the URL, the
