@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -56,6 +57,8 @@ func (r *Router) ingest(ctx *fasthttp.RequestCtx, a *admitted, hold *held) {
 	r.commit(ctx, hold, len(body))
 }
 
+var redacted = []byte(verify.Redacted)
+
 // encodeHead appends the hook's envelope up to its body to buf, from views
 // of the request that e copies.
 func (r *Router) encodeHead(e *envelope.Appender, buf []byte, h *fasthttp.RequestHeader, a *admitted) []byte {
@@ -76,10 +79,15 @@ func (r *Router) encodeHead(e *envelope.Appender, buf []byte, h *fasthttp.Reques
 		}
 	}
 	buf = e.Headers(buf, n)
+	cred := a.src.CredentialHeader
 	for rest := raw; ; {
 		k, v, next, ok := nextField(rest)
 		if !ok {
 			return buf
+		}
+		if cred != "" && strings.EqualFold(b2s(k), cred) {
+			// The source's shared credential itself: never stored.
+			v = redacted
 		}
 		buf = e.Pair(buf, b2s(k), b2s(v))
 		rest = next

@@ -27,6 +27,9 @@ type Source struct {
 	MaxBodyBytes int64
 	// Verifier checks the source's signatures.
 	Verifier verify.Verifier
+	// CredentialHeader is the header whose value is the source's shared
+	// credential (verify.CredentialHeader): stored redacted, or "".
+	CredentialHeader string
 	// Dedupe reads a hook's dedupe key (nil: the source does not dedupe);
 	// DedupeTTL is how long a key is remembered.
 	Dedupe    *dedupe.Extractor
@@ -140,7 +143,7 @@ func Build(name string, spec config.Source, globalMax int64, fromConfig bool) *S
 	}
 	return &Source{
 		Name: name, TenantID: tenant, Shared: tenant == config.DefaultTenant,
-		MaxBodyBytes: maxBody, Verifier: v, Dedupe: x, DedupeTTL: ttl,
+		MaxBodyBytes: maxBody, Verifier: v, CredentialHeader: verify.CredentialHeader(spec.Verify), Dedupe: x, DedupeTTL: ttl,
 		Counters: counters, Spec: spec, FromConfig: fromConfig,
 	}
 }

@@ -107,3 +107,27 @@ func (f *credFamily) Verify(h Headers, _ []byte, _ time.Time) error {
 	}
 	return ErrMismatch
 }
+
+// Redacted is what the node stores in place of a credential header's
+// value (CredentialHeader).
+const Redacted = "[redacted]"
+
+// CredentialHeader names the header whose value is the source's shared
+// credential itself (the token and basic families), or "". The edge stores
+// that header's value as Redacted: kept with the hook, it would hand the
+// secret to everyone who may read hooks (the admin API, sinks in envelope
+// format, the archive). A hook of such a source held in quarantine can
+// therefore not be verified again on release, only released by force.
+func CredentialHeader(c config.Verify) string {
+	p, ok := LookupPreset(c.Type)
+	if !ok {
+		return ""
+	}
+	switch p.Family {
+	case "token":
+		return canonical(p.Header)
+	case "basic":
+		return canonical(orDefault(p.Header, "Authorization"))
+	}
+	return ""
+}
