@@ -187,6 +187,9 @@ func AutoDedupeTypes() []string {
 
 // buildPreset builds a preset's verifier; errors name the preset.
 func buildPreset(p *Preset, c config.Verify, secrets []string, tol time.Duration) (Verifier, error) {
+	if c.Tolerance != 0 && p.Timestamp == nil && p.Family != "standardwebhooks" {
+		return nil, fmt.Errorf("verify.tolerance: preset %q signs no timestamp, so there is nothing to hold to a tolerance", p.Name)
+	}
 	if c.URL != "" && !p.signsURL() {
 		return nil, fmt.Errorf("verify.url: preset %q does not sign the request's URL (only twilio and templates with {url} do)", p.Name)
 	}
@@ -231,7 +234,7 @@ var familyFields = map[string][]string{
 	"ecdsa":            {"header", "encoding", "signed", "timestamp", "id"},
 	"token":            {"header", "prefix", "id"},
 	"basic":            {"header", "id"},
-	"body-hmac":        {"signature", "algorithm", "encoding", "key", "signed", "timestamp", "id"},
+	"body-hmac":        {"signature", "single", "algorithm", "encoding", "key", "signed", "timestamp", "id"},
 }
 
 // checkFields refuses a scheme field the preset's family does not read:
@@ -239,11 +242,11 @@ var familyFields = map[string][]string{
 func checkFields(p *Preset) error {
 	set := map[string]bool{
 		"header": p.Header != "", "prefix": p.Prefix != "", "list": p.List != nil,
-		"signature": p.Signature != "", "algorithm": p.Algorithm != "", "encoding": p.Encoding != "",
+		"signature": p.Signature != "", "single": p.Single != "", "algorithm": p.Algorithm != "", "encoding": p.Encoding != "",
 		"key": p.Key != "", "signed": p.Signed != "", "timestamp": p.Timestamp != nil, "id": p.ID != "",
 	}
 	allowed := familyFields[p.Family]
-	for _, f := range []string{"header", "prefix", "list", "signature", "algorithm", "encoding", "key", "signed", "timestamp", "id"} {
+	for _, f := range []string{"header", "prefix", "list", "signature", "single", "algorithm", "encoding", "key", "signed", "timestamp", "id"} {
 		if set[f] && !slices.Contains(allowed, f) {
 			return fmt.Errorf("%s: family %s does not read it (it reads %s)", f, p.Family, strings.Join(allowed, ", "))
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/valyala/fasthttp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ankusa/ankusa/config"
 	"github.com/ankusa/ankusa/verify"
@@ -127,6 +128,10 @@ func TestPresetNewErrors(t *testing.T) {
 		{"basic secret without colon", config.Verify{Type: "postmark", Secret: secret("userpass")}, "verify.secret", []string{"user:password"}},
 		{"adyen key not hex", config.Verify{Type: "adyen", Secret: secret("not hex")}, "verify.secret", []string{"hex"}},
 		{"svix secret not base64", config.Verify{Type: "svix", Secret: secret("whsec_***")}, "verify.secret", nil},
+		{"tolerance on a preset without a timestamp", config.Verify{Type: "github", Secret: secret("s"), Tolerance: config.Duration(10 * time.Minute)}, "verify.tolerance", []string{"github"}},
+		{"tolerance on a token preset", config.Verify{Type: "gitlab", Secret: secret("s"), Tolerance: config.Duration(time.Minute)}, "verify.tolerance", nil},
+		{"tolerance on none", config.Verify{Type: "none", Tolerance: config.Duration(time.Minute)}, "verify.tolerance", nil},
+		{"tolerance on hmac without timestamp_header", config.Verify{Type: "hmac", Header: "X-S", Secret: secret("s"), Tolerance: config.Duration(time.Minute)}, "verify.tolerance", []string{"timestamp_header"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v, err := verify.New(tc.c)

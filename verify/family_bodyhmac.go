@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/valyala/fastjson"
+
 	"github.com/ankusa/ankusa/config"
 )
 
@@ -13,7 +15,8 @@ import (
 // item's fields joined by ":", key hex, base64).
 type bodyHMACFamily struct {
 	*hmacFamily
-	sig source
+	sig    source
+	single source // an array that must hold one element, or unset
 }
 
 func newBodyHMACFamily(p *Preset, c config.Verify, secrets []string, tol time.Duration) (Verifier, error) {
@@ -33,14 +36,32 @@ func newBodyHMACFamily(p *Preset, c config.Verify, secrets []string, tol time.Du
 	if err != nil {
 		return nil, err
 	}
-	return &bodyHMACFamily{hmacFamily: f, sig: sig}, nil
+	b := &bodyHMACFamily{hmacFamily: f, sig: sig}
+	if p.Single != "" {
+		if b.single, err = parseSource("single", p.Single); err != nil || !b.single.isJSON() {
+			return nil, fmt.Errorf("single: %q must be json:PATH (an array of the body)", p.Single)
+		}
+	}
+	return b, nil
 }
 
 func (f *bodyHMACFamily) Verify(h Headers, body []byte, now time.Time) error {
 	st := getState()
 	defer putState(st)
-	if st.json(body) == nil {
+	root := st.json(body)
+	if root == nil {
 		return ErrMalformed
+	}
+	if f.single.isSet() {
+		// The signature covers one element: a batch of more would carry
+		// unsigned ones next to it.
+		a := st.walk(root, f.single.path)
+		if a == nil || a.Type() != fastjson.TypeArray {
+			return ErrMalformed
+		}
+		if items, _ := a.Array(); len(items) != 1 {
+			return ErrMalformed
+		}
 	}
 	val, ok := st.lookup(f.sig, h, body)
 	if !ok {

@@ -35,6 +35,10 @@ type Preset struct {
 	// Signature is where a body-hmac scheme carries its signature
 	// (json:PATH).
 	Signature string `yaml:"signature,omitempty" json:"signature,omitempty"`
+	// Single is json:PATH of an array that must hold exactly one element
+	// (body-hmac): when the signature covers one element of a batch, a
+	// second, unsigned element must not ride along with it.
+	Single string `yaml:"single,omitempty" json:"single,omitempty"`
 	// Algorithm: sha1, sha256 (default) or sha512 for the hmac families.
 	Algorithm string `yaml:"algorithm,omitempty" json:"algorithm,omitempty"`
 	// Encoding of the signature: hex (default), base64 or base64url.

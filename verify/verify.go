@@ -67,8 +67,14 @@ func New(v config.Verify) (Verifier, error) {
 		if v.URL != "" {
 			return nil, fmt.Errorf("verify.url: verifier none signs nothing (only twilio and presets that sign {url} read it)")
 		}
+		if v.Tolerance != 0 {
+			return nil, fmt.Errorf("verify.tolerance: verifier none checks no timestamp")
+		}
 		return withPreset(None{}, &Preset{Name: v.Type}, v, secrets)
 	case "hmac":
+		if v.Tolerance != 0 && v.TimestampHeader == "" {
+			return nil, fmt.Errorf("verify.tolerance: needs verify.timestamp_header (without a signed timestamp there is nothing to hold to a tolerance)")
+		}
 		if tol == 0 {
 			tol = DefaultTolerance
 		}

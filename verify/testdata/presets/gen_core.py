@@ -255,4 +255,7 @@ write("adyen", origin="python", follows="https://docs.adyen.com/development-reso
       negative=[{"name": "amount changed", "body": ad_body.replace("1130", "1131"), "err": "mismatch"},
                 # A parser that keeps the last of duplicate keys would read
                 # 1 where the signature vouches for 1130.
-                {"name": "amount duplicated", "body": ad_body.replace('"value":1130', '"value":1130,"value":1'), "err": "malformed"}])
+                {"name": "amount duplicated", "body": ad_body.replace('"value":1130', '"value":1130,"value":1'), "err": "malformed"},
+                # The signature covers its own item: a second, unsigned
+                # one must not ride along.
+                {"name": "unsigned second item", "body": ad_body.replace(']}', ',{"NotificationRequestItem":{"pspReference":"EVIL","amount":{"value":99999999,"currency":"EUR"},"eventCode":"REFUND","success":"true"}}]}'), "err": "malformed"}])
