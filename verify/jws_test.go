@@ -276,3 +276,30 @@ func TestRSARotation(t *testing.T) {
 		t.Fatalf("verify.tolerance 10m, 11 min later: %v, want ErrExpired", err)
 	}
 }
+
+// TestPlaidRealToken: a token Plaid's sandbox sent, with the key
+// /webhook_verification_key/get returned for its kid and the body it
+// signed (two-space-indented JSON), as quoted in a question about Plaid's
+// verification (https://coderapp.vercel.app/answer/62143991). It checks
+// the preset against what Plaid really sends, r||s encoding included.
+func TestPlaidRealToken(t *testing.T) {
+	const answer = `{"key":{"alg":"ES256","created_at":1560466143,"crv":"P-256","expired_at":null,` +
+		`"kid":"6c5516e1-92dc-479e-a8ff-5a51992e0001","kty":"EC","use":"sig",` +
+		`"x":"35lvC8uz2QrWpQJ3TUH8t9o9DURMp7ydU518RKDl20k","y":"I8BuXB2bvxelzJAd7OKhd-ZwjCst05Fx47Mb_0ugros"},"request_id":"HvfCtrDLG1ihcp7"}`
+	const tok = "eyJhbGciOiJFUzI1NiIsImtpZCI6IjZjNTUxNmUxLTkyZGMtNDc5ZS1hOGZmLTVhNTE5OTJlMDAwMSIsInR5cCI6IkpXVCJ9." +
+		"eyJpYXQiOjE1OTA4ODcwMDEsInJlcXVlc3RfYm9keV9zaGEyNTYiOiJiNjNhMDdiNTQ3YjAwZjk5MjU0N2Y2YmJjOGQ5YWNjNjFhOGNjZWUxMzhiYzgyZjQ0YTZiYWEwOTY4M2E1ZDBmIn0." +
+		"OOKvIihgqCj7Qrb2bmz7T3t7uK-0JyjiEqL2s1kWeJBM4MMmjaHKK8GmU_z91QolBWMzvPgs718EElY-rE3cwQ"
+	const body = "{\n  \"error\": null,\n  \"item_id\": \"yxQbxDjnD8hr69pKbQpbcKeVn3GL9QuyA7NV3\",\n  \"new_transactions\": 390,\n" +
+		"  \"webhook_code\": \"HISTORICAL_UPDATE\",\n  \"webhook_type\": \"TRANSACTIONS\"\n}"
+	v := mustNew(t, config.Verify{Type: "plaid", Secret: secret(answer)})
+	iat := time.Unix(1590887001, 0)
+	h := mapHeaders{"Plaid-Verification": []byte(tok)}
+	run(t, v, []vcase{
+		{name: "as sent", h: h, body: body, at: iat.Add(3 * time.Second)},
+		{name: "body re-serialised compactly", h: h, body: strings.NewReplacer("\n", "", "  ", "", ": ", ":").Replace(body), at: iat.Add(3 * time.Second), want: verify.ErrMismatch},
+		{name: "an hour later", h: h, body: body, at: iat.Add(time.Hour), want: verify.ErrExpired},
+	})
+	if et, ok := v.(verify.EventTyper); !ok || string(et.AppendEventType(nil, h, []byte(body))) != "HISTORICAL_UPDATE" {
+		t.Errorf("event type: not webhook_code")
+	}
+}
