@@ -50,7 +50,7 @@ services:
 	@scripts/ensure-nats.sh
 	@scripts/ensure-versitygw.sh
 
-# Each fuzz target for FUZZTIME: 24 targets, 120 s of fuzzing, about three
+# Each fuzz target for FUZZTIME: 26 targets, 130 s of fuzzing, about three
 # minutes with their builds (the seed corpora in testdata/fuzz
 # also run with the unit tests). go test -fuzz takes one package and one
 # target at a time. A failing input is written to the package's
@@ -76,6 +76,8 @@ fuzz:
 	@scripts/fuzz-one.sh $(GO) $(FUZZTIME) FuzzECDSASignature ./verify
 	@scripts/fuzz-one.sh $(GO) $(FUZZTIME) FuzzCredentialHeader ./verify
 	@scripts/fuzz-one.sh $(GO) $(FUZZTIME) FuzzBodyHMACJSON ./verify
+	@scripts/fuzz-one.sh $(GO) $(FUZZTIME) FuzzJWSHeader ./verify
+	@scripts/fuzz-one.sh $(GO) $(FUZZTIME) FuzzRSASignature ./verify
 	@scripts/fuzz-one.sh $(GO) $(FUZZTIME) FuzzSegmentReader ./segment
 	@scripts/fuzz-one.sh $(GO) $(FUZZTIME) FuzzRecords ./segment
 	@scripts/fuzz-one.sh $(GO) $(FUZZTIME) FuzzWALReader ./wal

@@ -354,6 +354,11 @@ type Verify struct {
 	// EventType says where the hook's event type is, header:NAME or
 	// json:PATH; default: the preset's.
 	EventType string `yaml:"event_type" json:"event_type,omitempty"`
+	// WebhookID is the id the provider gave the subscription, for
+	// schemes that sign it (PayPal's webhook id): presets whose signed
+	// template has {webhook_id} require it, every other verifier refuses
+	// it.
+	WebhookID string `yaml:"webhook_id" json:"webhook_id,omitempty"`
 }
 
 // SourceDedupe is a source's dedupe key.

@@ -22,7 +22,7 @@ import (
 var presetsYAML []byte
 
 // Families are the schemes a preset may name.
-var Families = []string{"hmac", "standardwebhooks", "twilio", "ed25519", "ecdsa", "token", "basic", "body-hmac"}
+var Families = []string{"hmac", "standardwebhooks", "twilio", "ed25519", "ecdsa", "token", "basic", "body-hmac", "jws", "rsa"}
 
 // builder builds one family's verifier from a preset, the source's verify
 // section, its resolved secrets and verify.tolerance (zero when unset).
@@ -48,6 +48,10 @@ func builderFor(family string) (builder, bool) {
 		return newBasicFamily, true
 	case "body-hmac":
 		return newBodyHMACFamily, true
+	case "jws":
+		return newJWSFamily, true
+	case "rsa":
+		return newRSAFamily, true
 	}
 	return nil, false
 }
@@ -204,6 +208,11 @@ func buildPreset(p *Preset, c config.Verify, secrets []string, tol time.Duration
 			return nil, fmt.Errorf("verify.%s: preset %q fixes its scheme; %s is a key of type hmac", k.key, p.Name, k.key)
 		}
 	}
+	if signsWebhookID := strings.Contains(p.Signed, "{webhook_id}"); signsWebhookID && c.WebhookID == "" {
+		return nil, fmt.Errorf("verify.webhook_id: required by preset %q (it signs the id the provider gave the subscription)", p.Name)
+	} else if !signsWebhookID && c.WebhookID != "" {
+		return nil, fmt.Errorf("verify.webhook_id: preset %q signs no webhook id (only presets whose template has {webhook_id} read it)", p.Name)
+	}
 	if c.AllowSHA1 && p.Name != "github" {
 		return nil, fmt.Errorf("verify.allow_sha1: only the github verifier has a SHA-1 signature to allow")
 	}
@@ -235,6 +244,8 @@ var familyFields = map[string][]string{
 	"token":            {"header", "prefix", "id"},
 	"basic":            {"header", "id"},
 	"body-hmac":        {"signature", "single", "algorithm", "encoding", "key", "signed", "timestamp", "id"},
+	"jws":              {"header", "algorithm", "key", "timestamp", "id", "claim", "issuer"},
+	"rsa":              {"header", "algorithm", "encoding", "signed", "timestamp", "id", "alg_header"},
 }
 
 // checkFields refuses a scheme field the preset's family does not read:
@@ -244,12 +255,16 @@ func checkFields(p *Preset) error {
 		"header": p.Header != "", "prefix": p.Prefix != "", "list": p.List != nil,
 		"signature": p.Signature != "", "single": p.Single != "", "algorithm": p.Algorithm != "", "encoding": p.Encoding != "",
 		"key": p.Key != "", "signed": p.Signed != "", "timestamp": p.Timestamp != nil, "id": p.ID != "",
+		"claim": p.Claim != "", "issuer": p.Issuer != "", "alg_header": p.AlgHeader != "",
 	}
 	allowed := familyFields[p.Family]
-	for _, f := range []string{"header", "prefix", "list", "signature", "single", "algorithm", "encoding", "key", "signed", "timestamp", "id"} {
+	for _, f := range []string{"header", "prefix", "list", "signature", "single", "algorithm", "encoding", "key", "signed", "timestamp", "id", "claim", "issuer", "alg_header"} {
 		if set[f] && !slices.Contains(allowed, f) {
 			return fmt.Errorf("%s: family %s does not read it (it reads %s)", f, p.Family, strings.Join(allowed, ", "))
 		}
+	}
+	if p.Family != "rsa" && (strings.Contains(p.Signed, "{webhook_id}") || strings.Contains(p.Signed, "{crc32}")) {
+		return fmt.Errorf("signed: {webhook_id} and {crc32} are family rsa's placeholders")
 	}
 	return nil
 }

@@ -16,7 +16,7 @@ func TestLoadPresetsRefuses(t *testing.T) {
 		name, data, want string
 	}{
 		{"duplicate name", ok + ok, `"acme" is listed twice`},
-		{"unknown family", entry("acme", "rsa", "https://x"), `family "rsa"`},
+		{"unknown family", entry("acme", "pgp", "https://x"), `family "pgp"`},
 		{"docs not https", entry("acme", "hmac", "http://x"), "docs must be an https address"},
 		{"bad name", entry("Acme", "hmac", "https://x"), `name "Acme"`},
 		{"built-in name", entry("hmac", "hmac", "https://x"), "built-in"},

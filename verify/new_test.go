@@ -54,8 +54,8 @@ func TestNewErrorsNameTheField(t *testing.T) {
 		{"tolerance under a second", config.Verify{Type: "stripe", Secret: secret("whsec_a"), Tolerance: config.Duration(500 * time.Millisecond)}, "verify.tolerance", []string{"500ms"}},
 		{"tolerance of a nanosecond", config.Verify{Type: "slack", Secret: secret("s"), Tolerance: config.Duration(1)}, "verify.tolerance", nil},
 
-		{"unknown type", config.Verify{Type: "paypal", Secret: secret("s")}, "verify.type", []string{"paypal"}},
-		{"unknown type without secret", config.Verify{Type: "paypal"}, "verify.type", []string{"paypal"}},
+		{"unknown type", config.Verify{Type: "acmepay", Secret: secret("s")}, "verify.type", []string{"acmepay"}},
+		{"unknown type without secret", config.Verify{Type: "acmepay"}, "verify.type", []string{"acmepay"}},
 		{"empty type", config.Verify{Secret: secret("s")}, "verify.type", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -9,15 +9,16 @@ import "time"
 //
 // Templates (Signed) are literal text around placeholders: {body} (the raw
 // body), {timestamp} (as received), {id}, {url} (verify.url, or https://
-// + Host + the request URI), {method}, {header:NAME} and {json:PATH} (a
-// dotted path into the JSON body).
+// + Host + the request URI), {method}, {header:NAME}, {json:PATH} (a
+// dotted path into the JSON body), and for family rsa {webhook_id}
+// (verify.webhook_id) and {crc32} (the decimal CRC32, IEEE, of the body).
 type Preset struct {
 	// Name selects the preset (verify.type); lower case, [a-z0-9_-].
 	Name string `yaml:"name" json:"name"`
 	// Title is the provider's name as it writes it.
 	Title string `yaml:"title" json:"title"`
 	// Family is the scheme: hmac, standardwebhooks, twilio, ed25519,
-	// ecdsa, token, basic or body-hmac.
+	// ecdsa, token, basic, body-hmac, jws or rsa.
 	Family string `yaml:"family" json:"family"`
 	// Docs is the documentation address the preset follows.
 	Docs string `yaml:"docs" json:"docs"`
@@ -39,7 +40,9 @@ type Preset struct {
 	// (body-hmac): when the signature covers one element of a batch, a
 	// second, unsigned element must not ride along with it.
 	Single string `yaml:"single,omitempty" json:"single,omitempty"`
-	// Algorithm: sha1, sha256 (default) or sha512 for the hmac families.
+	// Algorithm: sha1, sha256 (default) or sha512 for the hmac families;
+	// HS256 or ES256 for jws (the only alg its tokens may name); sha256
+	// (default) for rsa.
 	Algorithm string `yaml:"algorithm,omitempty" json:"algorithm,omitempty"`
 	// Encoding of the signature: hex (default), base64 or base64url.
 	Encoding string `yaml:"encoding,omitempty" json:"encoding,omitempty"`
@@ -49,8 +52,19 @@ type Preset struct {
 	Key string `yaml:"key,omitempty" json:"key,omitempty"`
 	// Signed is the signed-content template; default {body}.
 	Signed string `yaml:"signed,omitempty" json:"signed,omitempty"`
-	// Timestamp is the signed timestamp, when the scheme has one.
+	// Timestamp is the signed timestamp, when the scheme has one (jws:
+	// json:CLAIM is a claim of the token, Plaid's iat).
 	Timestamp *Timestamp `yaml:"timestamp,omitempty" json:"timestamp,omitempty"`
+
+	// Claim (jws) is the claim that carries the hex SHA-256 of the body
+	// (Plaid's request_body_sha256, Netlify's sha256).
+	Claim string `yaml:"claim,omitempty" json:"claim,omitempty"`
+	// Issuer (jws) is the value the token's iss claim must have; empty:
+	// not checked.
+	Issuer string `yaml:"issuer,omitempty" json:"issuer,omitempty"`
+	// AlgHeader (rsa) is a header in which the provider names its
+	// algorithm (PayPal's PAYPAL-AUTH-ALGO); it must name the preset's.
+	AlgHeader string `yaml:"alg_header,omitempty" json:"alg_header,omitempty"`
 
 	// ID is the provider's delivery id, the same on every retry (the
 	// natural dedupe key): header:NAME or json:PATH.

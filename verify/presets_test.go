@@ -87,6 +87,8 @@ func (v *vector) config(t *testing.T) config.Verify {
 			c.HandshakeToken = secret(val)
 		case "event_type":
 			c.EventType = val
+		case "webhook_id":
+			c.WebhookID = val
 		case "tolerance":
 			d, err := time.ParseDuration(val)
 			if err != nil {

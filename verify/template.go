@@ -2,7 +2,9 @@ package verify
 
 import (
 	"fmt"
+	"hash/crc32"
 	"net/textproto"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -26,7 +28,7 @@ const (
 
 // part is literal text or a placeholder of a signed-content template.
 type part struct {
-	kind byte // 'l' literal, 'b' body, 't' timestamp, 'i' id, 'u' url, 'm' method, 'h' header, 'j' json
+	kind byte // 'l' literal, 'b' body, 't' timestamp, 'i' id, 'u' url, 'm' method, 'h' header, 'j' json, 'w' webhook id, 'c' crc32
 	lit  []byte
 	name string   // header name ('h')
 	path []string // JSON path ('j')
@@ -62,6 +64,10 @@ func parseTemplate(field, s string) ([]part, error) {
 			out = append(out, part{kind: 'u'})
 		case ph == "method":
 			out = append(out, part{kind: 'm'})
+		case ph == "webhook_id":
+			out = append(out, part{kind: 'w'})
+		case ph == "crc32":
+			out = append(out, part{kind: 'c'})
 		case strings.HasPrefix(ph, "header:"):
 			src, err := parseSource(field, ph)
 			if err != nil {
@@ -75,7 +81,7 @@ func parseTemplate(field, s string) ([]part, error) {
 			}
 			out = append(out, part{kind: 'j', path: src.path})
 		default:
-			return nil, fmt.Errorf("%s: %q: unknown placeholder {%s} (known: {body} {timestamp} {id} {url} {method} {header:NAME} {json:PATH})", field, s, ph)
+			return nil, fmt.Errorf("%s: %q: unknown placeholder {%s} (known: {body} {timestamp} {id} {url} {method} {webhook_id} {crc32} {header:NAME} {json:PATH})", field, s, ph)
 		}
 	}
 	if len(out) == 0 {
@@ -252,6 +258,7 @@ var (
 type reqFields struct {
 	ts, id []byte
 	url    []byte // the configured verify.url, or nil
+	wid    []byte // the configured verify.webhook_id, or nil
 }
 
 // fill resolves a template into dst; ok false: a {url} or {method} on
@@ -268,6 +275,14 @@ func fill(dst *[maxTmplParts][]byte, parts []part, st *reqState, f *reqFields, h
 			dst[n] = f.ts
 		case 'i':
 			dst[n] = f.id
+		case 'w':
+			dst[n] = f.wid
+		case 'c':
+			// The decimal CRC32 (IEEE) of the body, PayPal's: written
+			// into the request's scratch, so it allocates nothing.
+			start := len(st.scratch)
+			st.scratch = strconv.AppendUint(st.scratch, uint64(crc32.ChecksumIEEE(body)), 10)
+			dst[n] = st.scratch[start:len(st.scratch):len(st.scratch)]
 		case 'h':
 			dst[n] = h.Peek(p.name)
 		case 'j':

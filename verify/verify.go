@@ -62,6 +62,9 @@ func New(v config.Verify) (Verifier, error) {
 	if v.Type != "none" && len(secrets) == 0 {
 		return nil, fmt.Errorf("verify.secret: required by verifier %q", v.Type)
 	}
+	if v.WebhookID != "" && (v.Type == "none" || v.Type == "hmac") {
+		return nil, fmt.Errorf("verify.webhook_id: verifier %q signs no webhook id (only presets whose template has {webhook_id} read it)", v.Type)
+	}
 	switch v.Type {
 	case "none":
 		if v.URL != "" {
