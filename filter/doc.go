@@ -17,8 +17,9 @@
 // (RFC 9110 §5.3). A CEL map lookup is exact, so headers['X-GitHub-Event']
 // would never find a key: Compile refuses a headers key written as a
 // literal that is not lower case, and says which spelling to use.
-// A lookup of a key the hook does not carry is a runtime error (write
-// 'x-foo' in headers && headers['x-foo'] == ..., or use has()).
+// A lookup of a key the hook does not carry is a runtime error: for a
+// header some hooks lack, write headers[?"x-foo"].orValue("") == "bar"
+// (optional types are on) or "x-foo" in headers && headers["x-foo"] == "bar".
 //
 // body: a JSON object is a map, arrays are lists, numbers are doubles
 // (as in google.protobuf.Value), and numbers compare with ints across

@@ -44,6 +44,8 @@ func TestMatch(t *testing.T) {
 		{`'x-shopify-topic' in headers`, order, true},
 		{`'x-shopify-topic' in headers`, push, false},
 		{`has(headers.x_missing)`, push, false},
+		{`headers[?'x-shopify-topic'].orValue('') == 'orders/create'`, order, true},
+		{`headers[?'x-shopify-topic'].orValue('') == 'orders/create'`, push, false},
 		{`body.line_items.exists(i, i.sku == 'IPOD2008BLACK' && i.quantity >= 2)`, order, true},
 		{`double(body.total_price) > 400.0`, order, true},
 		{`params.app == 'billing'`, paid, true},
@@ -91,6 +93,7 @@ func TestHeaders(t *testing.T) {
 	for _, expr := range []string{
 		`headers['X-GitHub-Event'] == 'push'`,
 		`'X-GitHub-Event' in headers`,
+		`headers[?'X-GitHub-Event'].orValue('') == 'push'`,
 		`has(headers.X_Tag)`,
 	} {
 		_, err := Compile(expr)

@@ -69,6 +69,9 @@ var env = sync.OnceValues(func() (*cel.Env, error) {
 		cel.Variable("body", cel.DynType),
 		// JSON numbers are doubles: body.amount > 1000 must compare.
 		cel.CrossTypeNumericComparisons(true),
+		// headers[?'x-github-event'].orValue('') == 'push': a header a
+		// hook may lack, without a run-time error on the hooks that do.
+		cel.OptionalTypes(),
 	)
 })
 
@@ -165,7 +168,7 @@ func (p *Program) inspect(a *ast.AST) error {
 				continue
 			}
 			switch c.FunctionName() {
-			case operators.Index:
+			case operators.Index, operators.OptIndex:
 				bad = appendUpperKey(bad, args[0], args[1])
 			case operators.In:
 				bad = appendUpperKey(bad, args[1], args[0])
