@@ -227,3 +227,32 @@ func TestFilterDirect(t *testing.T) {
 		}
 	}
 }
+
+// Editing a sink's filter keeps its sink (no reconnect) and applies to
+// the hooks committed after the edit; rows written before it stay.
+func TestFilterEditKeepsTheSink(t *testing.T) {
+	fk := newFakeSinks(nil)
+	n := openNode(t, vfs.NewMem(), fk, nodeOptions{sinks: twoSinks(nil)})
+	defer n.close()
+	d := n.disp.Load()
+	before := n.commitRaw(ghHeaders("push"), `{"n":1}`)
+	waitFor(t, 5*time.Second, "the first hook at both sinks", func() bool {
+		return fk.delivered("a", before.ID) == 1 && fk.delivered("b", before.ID) == 1
+	})
+	sinks := twoSinks(nil)
+	sinks[0].Filter = `body.n > 1`
+	n.sources.set(map[string]config.Source{"src": {TenantID: config.DefaultTenant, Verify: config.Verify{Type: "none"}, Sinks: sinks}})
+	d.SourcesChanged()
+	skipped := n.commitRaw(ghHeaders("push"), `{"n":1}`)
+	taken := n.commitRaw(ghHeaders("push"), `{"n":2}`)
+	waitFor(t, 5*time.Second, "the later hooks' deliveries", func() bool {
+		return fk.delivered("a", taken.ID) == 1 && fk.delivered("b", skipped.ID) == 1 && fk.delivered("b", taken.ID) == 1
+	})
+	time.Sleep(50 * time.Millisecond)
+	if fk.attemptsOf("a", skipped.ID) != 0 {
+		t.Fatal("the edited filter did not apply to a hook committed after the edit")
+	}
+	if fk.builds("a") != 1 || fk.closes("a") != 0 {
+		t.Fatalf("editing a filter rebuilt sink a: builds %d closes %d, want 1 0", fk.builds("a"), fk.closes("a"))
+	}
+}
