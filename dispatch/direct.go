@@ -160,6 +160,9 @@ func (c *Direct) deliverAll(src *source.Source, e *envelope.Envelope) error {
 			}
 		}()
 	}
+	if fh != nil {
+		fh.Release() // every filter has run; the deliveries do not read it
+	}
 	wg.Wait()
 	err := errors.Join(errs...)
 	if err != nil {

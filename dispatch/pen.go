@@ -303,6 +303,9 @@ func (d *Dispatcher) Release(ctx context.Context, tenant string, id envelope.ID,
 		b.PutPending(meta.RowID{Ord: ord, Seq: seq, Sink: spec.ID}, &row)
 		out.Rows++
 	}
+	if fh != nil {
+		fh.Release()
+	}
 	if err := d.commitPen(b, audit, 1, int64(p.Bytes)); err != nil {
 		return out, fmt.Errorf("cannot release a quarantined hook: %w", err)
 	}

@@ -204,6 +204,9 @@ func (w *rowWriter) addHook(e *envelope.Envelope, sh *shared) error {
 		sh.refs.Add(1)
 		w.tasks = append(w.tasks, &task{id: id, row: row, env: e, sh: sh, first: true})
 	}
+	if fh != nil {
+		fh.Release()
+	}
 	if sh != nil {
 		d.doneWith(sh)
 	}

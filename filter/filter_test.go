@@ -2,7 +2,6 @@ package filter
 
 import (
 	"errors"
-	"reflect"
 	"strings"
 	"testing"
 
@@ -139,6 +138,15 @@ func TestBody(t *testing.T) {
 		{`{"x":null}`, `has(body.x) && body.x == null`, true},
 		{`{"s":"caf\u00e9"}`, `body.s == 'café'`, true},
 		{`{"n":1e3}`, `body.n == 1000`, true},
+		{`{"a":1,"b":"x"}`, `body == {'a': 1, 'b': 'x'}`, true},
+		{`{"a":1,"b":"x"}`, `body != {'a': 1}`, true},
+		{`{"a":1,"b":"x"}`, `{'a': 1.0, 'b': 'x'} == body`, true},
+		{`{"a":1,"b":"x"}`, `body.exists(k, k == 'b') && body.all(k, k.size() == 1)`, true},
+		{`{"a":1,"b":"x"}`, `'a' in body && !('c' in body) && body.size() == 2`, true},
+		{`{"a":1,"b":"x"}`, `type(body) == map && type(body.b) == string && type(body.a) == double`, true},
+		{`{"o":{"p":[{"q":true}]}}`, `body.o.p[0].q && body.o == {'p': [{'q': true}]}`, true},
+		{`{"o":{"p":[1,2]}}`, `body.o.p.map(x, x * 2.0) == [2.0, 4.0]`, true},
+		{`{"e":"a\"b\u00e9"}`, `body.e == 'a"bé'`, true},
 	} {
 		ok, err := mustCompile(t, tc.expr).Match(&envelope.Envelope{Body: []byte(tc.body)})
 		if err != nil || ok != tc.want {
@@ -172,8 +180,12 @@ func TestBodyParsedOnce(t *testing.T) {
 	if ok, err := mustCompile(t, `body.data.object.currency == 'usd'`).Eval(t.Context(), h); !ok || err != nil {
 		t.Fatalf("second body filter: %v, %v", ok, err)
 	}
-	if reflect.ValueOf(h.body).Pointer() != reflect.ValueOf(first).Pointer() {
+	if a, b := first.(jsonObject), h.body.(jsonObject); a.v != b.v {
 		t.Fatal("the body was parsed again for the second filter")
+	}
+	h.Release()
+	if h.parser != nil || h.parsed {
+		t.Fatal("Release kept the parser")
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"cel.dev/cel-go/common/types"
+	"cel.dev/cel-go/common/types/ref"
 	"cel.dev/cel-go/interpreter"
 	"github.com/valyala/fastjson"
 
@@ -19,7 +20,10 @@ type Hook struct {
 	e      *envelope.Envelope
 	hdrs   map[string]string
 	params map[string]string
-	body   any
+	body   ref.Val
+	// parser holds the parsed body the body's maps read; Release gives
+	// it back.
+	parser *fastjson.Parser
 	parsed bool
 }
 
@@ -52,9 +56,9 @@ func (h *Hook) ResolveName(name string) (any, bool) {
 		return types.NewStringStringMap(types.DefaultTypeAdapter, h.params), true
 	case "body":
 		if !h.parsed {
-			h.body, h.parsed = parseBody(h.e.Body), true
+			h.parseBody()
 		}
-		return types.DefaultTypeAdapter.NativeToValue(h.body), true
+		return h.body, true
 	}
 	return nil, false
 }
@@ -79,17 +83,28 @@ func headerMap(hs []envelope.Header) map[string]string {
 
 var parsers fastjson.ParserPool
 
-// parseBody is the body as CEL sees it: JSON decoded into maps, lists,
-// strings, float64, bools and nil; anything that is not JSON (or nothing)
-// an empty map, so has(body.x) is false.
-func parseBody(b []byte) any {
+// parseBody reads the body as CEL sees it (json.go): JSON read lazily;
+// anything that is not JSON (or nothing) an empty map, so has(body.x) is
+// false.
+func (h *Hook) parseBody() {
+	h.parsed = true
 	p := parsers.Get()
-	defer parsers.Put(p)
-	v, err := p.ParseBytes(b)
+	v, err := p.ParseBytes(h.e.Body)
 	if err != nil {
-		return map[string]any{}
+		parsers.Put(p)
+		h.body = emptyBody
+		return
 	}
-	return native(v)
+	h.parser, h.body = p, jsonValue(v)
+}
+
+// Release gives back the parser of the hook's body. The Hook must not be
+// evaluated again after it; a Hook never released is only garbage.
+func (h *Hook) Release() {
+	if h.parser != nil {
+		parsers.Put(h.parser)
+		h.parser, h.body, h.parsed = nil, nil, false
+	}
 }
 
 // native copies a fastjson value out of the parser's memory.

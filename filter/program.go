@@ -213,12 +213,14 @@ func (noSizes) EstimateCallCost(string, string, *cost.AstNode, []cost.AstNode) *
 // Match reports whether the hook e matches. A runtime error (a missing
 // field or key, the cost limit) is (false, err).
 func (p *Program) Match(e *envelope.Envelope) (bool, error) {
-	return p.Eval(context.Background(), NewHook(e))
+	h := NewHook(e)
+	defer h.Release()
+	return p.Eval(context.Background(), h)
 }
 
 // Eval is Match over a Hook, which several programs may share so that the
-// hook's headers and body are read once; ctx stops a comprehension early
-// (the node is stopping).
+// hook's headers and body are read once (the caller releases it after the
+// last); ctx stops a comprehension early (the node is stopping).
 func (p *Program) Eval(ctx context.Context, h *Hook) (bool, error) {
 	var (
 		out any
