@@ -25,9 +25,10 @@
 // (as in google.protobuf.Value), and numbers compare with ints across
 // types (body.data.object.amount > 1000 works). A body that is not JSON,
 // or is empty, is an empty map: has(body.x) is false and body.x is a
-// runtime error. It is parsed at most once per hook, and only for a
-// filter that names body (Compile reads the checked expression's
-// references).
+// runtime error. It is parsed at most once per hook, when a filter first
+// reads it (a filter that does not name body never does:
+// Program.UsesBody, from the checked expression's references), and read
+// lazily: only the members a filter looks at become CEL values (json.go).
 //
 // Bounds: an expression is at most MaxLen bytes; its evaluation stops
 // with an error past CostLimit (CEL's cost units, about one per
