@@ -58,3 +58,24 @@ sources:
 		t.Errorf("%d problems, want %d:\n%s", len(probs), len(want), strings.Join(probs, "\n"))
 	}
 }
+
+// The admin API's source writes are validated with sourceContext, so a
+// stored source's filter is compiled as the file's is.
+func TestSourceContextChecksFilters(t *testing.T) {
+	cfg, err := config.Load([]byte("route_resolver: {type: tenantpath}\nrate_limits: {default: {rate: 10, burst: 10}}\n"), validateOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := sourceContext(cfg)
+	if ctx.CheckFilter == nil {
+		t.Fatal("sourceContext has no CheckFilter: admin writes would store filters unchecked")
+	}
+	src := config.Source{TenantID: "acme", Verify: config.Verify{Type: "none"},
+		Sinks: []config.Sink{{Type: "http", URL: "https://a.example/h", Filter: "event_type == 1"}}}
+	config.ApplySourceDefaults(&src, 0)
+	probs := config.ValidateSource("stripe", &src, ctx)
+	want := "sources.stripe.sinks[0].filter: ERROR: <input>:1:12: found no matching overload for '_==_' applied to '(string, int)'"
+	if !slices.Contains(probs, want) {
+		t.Fatalf("problems %q, want %q among them", probs, want)
+	}
+}
