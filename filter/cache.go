@@ -7,23 +7,30 @@ import "sync"
 // with filters all different before it evicts anything.
 const maxCached = 8192
 
-// programs caches Compile's programs by expression. A hit takes a read
-// lock; the dispatcher's row writer looks up a filter once per hook.
-var programs = &cache{m: map[string]*Program{}}
+// programs caches Compile's answers by expression, errors included (a
+// stored source that never went through validation must not have its
+// broken filter compiled again for every hook). A hit takes a read lock;
+// the dispatcher's row writer looks up a filter once per hook.
+var programs = &cache{m: map[string]compiled{}}
+
+type compiled struct {
+	p   *Program
+	err error
+}
 
 type cache struct {
 	mu sync.RWMutex
-	m  map[string]*Program
+	m  map[string]compiled
 }
 
-func (c *cache) get(expr string) *Program {
+func (c *cache) get(expr string) (compiled, bool) {
 	c.mu.RLock()
-	p := c.m[expr]
+	r, ok := c.m[expr]
 	c.mu.RUnlock()
-	return p
+	return r, ok
 }
 
-func (c *cache) put(expr string, p *Program) {
+func (c *cache) put(expr string, r compiled) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.m) >= maxCached {
@@ -32,5 +39,5 @@ func (c *cache) put(expr string, p *Program) {
 			break
 		}
 	}
-	c.m[expr] = p
+	c.m[expr] = r
 }

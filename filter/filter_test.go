@@ -224,9 +224,14 @@ func TestCache(t *testing.T) {
 	if a.Expr() != `source_id == 'cache-test'` {
 		t.Fatalf("Expr() = %q", a.Expr())
 	}
-	c := &cache{m: map[string]*Program{}}
+	_, err1 := Compile(`evnt_type == 'cache-test'`)
+	_, err2 := Compile(`evnt_type == 'cache-test'`)
+	if err1 == nil || err1 != err2 {
+		t.Fatalf("a bad expression's error is not cached: %v, %v", err1, err2)
+	}
+	c := &cache{m: map[string]compiled{}}
 	for i := range maxCached + 10 {
-		c.put(itoa(i+1), a)
+		c.put(itoa(i+1), compiled{p: a})
 	}
 	if len(c.m) != maxCached {
 		t.Fatalf("the cache holds %d programs, bound %d", len(c.m), maxCached)

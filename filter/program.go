@@ -75,20 +75,17 @@ var env = sync.OnceValues(func() (*cel.Env, error) {
 	)
 })
 
-// Compile checks expr and returns its program, from the cache when the
-// same expression was compiled before. Its errors wrap ErrFilter and
+// Compile checks expr and returns its program (or its error), from the
+// cache when the same expression was compiled before. Its errors wrap ErrFilter and
 // carry CEL's own message with the position ("ERROR: <input>:1:1:
 // undeclared reference to 'evnt_type'"); config puts the key in front.
 func Compile(expr string) (*Program, error) {
-	if p := programs.get(expr); p != nil {
-		return p, nil
+	if r, ok := programs.get(expr); ok {
+		return r.p, r.err
 	}
 	p, err := compile(expr)
-	if err != nil {
-		return nil, err
-	}
-	programs.put(expr, p)
-	return p, nil
+	programs.put(expr, compiled{p, err})
+	return p, err
 }
 
 func compile(expr string) (*Program, error) {
