@@ -150,13 +150,17 @@ bench-segment:
 # fraction of gcref's maximum, at which the delivery backlog stays
 # bounded. One table, as markdown in $(BIN)/bench-dispatch.md and raw in
 # $(BIN)/bench-dispatch.json; about 2 minutes. DISPATCH_FLAGS adds flags
-# (-quick: about 30 s).
+# (-quick: about 30 s). BENCH_FILTER (a CEL sinks[].filter that matches
+# every hook, e.g. BENCH_FILTER='body.type.contains(".")') makes each live
+# run again with it on the sink and compares the two (make bench passes it
+# on too).
 DISPATCH_FLAGS ?=
+BENCH_FILTER ?=
 
 .PHONY: bench-dispatch
 bench-dispatch: bench-build services
 	$(GO) build -o $(BIN)/bench-dispatch ./bench/dispatch
-	$(BIN)/bench-dispatch -bin $(BIN) -out $(BIN)/bench-dispatch.md -json $(BIN)/bench-dispatch.json $(DISPATCH_FLAGS)
+	$(BIN)/bench-dispatch -bin $(BIN) -out $(BIN)/bench-dispatch.md -json $(BIN)/bench-dispatch.json $(if $(BENCH_FILTER),-filter "$$BENCH_FILTER") $(DISPATCH_FLAGS)
 
 # The control plane at a SaaS's scale (bench/controlplane, issue 15), on
 # the built binary with the persistent source store: boot and RSS with

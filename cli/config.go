@@ -13,6 +13,7 @@ import (
 	"github.com/ankusa/ankusa/dispatch/sink/kafkasink"
 	"github.com/ankusa/ankusa/dispatch/sink/natssink"
 	"github.com/ankusa/ankusa/edge"
+	"github.com/ankusa/ankusa/filter"
 	"github.com/ankusa/ankusa/verify"
 )
 
@@ -59,6 +60,12 @@ func validateOptions() config.ValidateOptions {
 				return natssink.Check(s)
 			}
 			return nil // config names an unknown type itself
+		},
+		// filter's errors begin with "filter: ", the key they are about;
+		// Compile caches the program, so dispatch finds it compiled.
+		CheckFilter: func(expr string) error {
+			_, err := filter.Compile(expr)
+			return err
 		},
 		RefusedTarget:    httpsink.RefusedHost,
 		CheckAdminTokens: admin.ValidateTokens,

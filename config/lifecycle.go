@@ -51,6 +51,7 @@ var lifecycleSinkKeys = []struct {
 	{"concurrency", "the publisher sends one event at a time, in order", func(s *Sink) bool { return s.Concurrency != 0 }},
 	{"tenant_concurrency", "the publisher sends one event at a time, in order", func(s *Sink) bool { return s.TenantConcurrency != 0 }},
 	{"claim", "an event is small and sent whole", func(s *Sink) bool { return s.Claim != nil }},
+	{"filter", "the publisher sends every lifecycle event; a filter chooses a source's hooks", func(s *Sink) bool { return s.Filter != "" }},
 	{"channels", "the publisher sends one event at a time, in order, on one channel", func(s *Sink) bool { return s.Channels != 0 && s.Type == "rabbitmq" }},
 }
 

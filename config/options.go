@@ -44,6 +44,12 @@ type ValidateOptions struct {
 	// from the sink: "headers.X-Foo: ...". It is called only for a sink
 	// whose secret is resolved.
 	CheckSink func(s Sink) error
+	// CheckFilter compiles a sink's filter (a CEL expression) and reports
+	// why it cannot be: a syntax error, an undeclared name, a result that
+	// is not a bool, with CEL's position. Keys from the sink: "filter:
+	// ERROR: <input>:1:1: undeclared reference to 'evnt_type'". It is
+	// called only for a filter that is set.
+	CheckFilter func(expr string) error
 	// RefusedTarget is the http sink's SSRF guard on a url's host as
 	// written: why it refuses host before any lookup, or "". The lifecycle
 	// sink's url is held to it (its publisher would retry a refused event

@@ -153,6 +153,9 @@ func validateSinks(p *Problems, at string, sinks []Sink, ctx SourceContext) {
 		if ctx.CheckSink != nil && !(sk.Secret.IsSet() && sk.Secret.Value == "") {
 			p.stage(sp, ctx.CheckSink(*sk))
 		}
+		if ctx.CheckFilter != nil && sk.Filter != "" {
+			p.stage(sp, ctx.CheckFilter(sk.Filter))
+		}
 	}
 }
 

@@ -682,3 +682,49 @@ func TestBrokerSinkID(t *testing.T) {
 		t.Fatalf("nats ids: %s %s %s", SinkID(&n), SinkID(&n2), SinkID(&n3))
 	}
 }
+
+// CheckFilter sees each sink's filter that is set, and its problems are
+// under the sink; the file's and the admin API's sources alike.
+func TestValidateCheckFilter(t *testing.T) {
+	var asked []string
+	opts := buildOptions
+	opts.VerifierKnown = nil
+	opts.CheckFilter = func(expr string) error {
+		asked = append(asked, expr)
+		if expr == "evnt_type == 'push'" {
+			return errors.New("filter: ERROR: <input>:1:1: undeclared reference to 'evnt_type' (did you mean 'event_type'?)")
+		}
+		return nil
+	}
+	yaml := "sources:\n" +
+		"  stripe:\n" +
+		"    verify: {type: none}\n" +
+		"    sinks:\n" +
+		"      - {type: http, url: 'https://a.example/h', filter: \"evnt_type == 'push'\"}\n" +
+		"      - {type: http, url: 'https://b.example/h', filter: \"event_type == 'push'\"}\n" +
+		"      - {type: http, url: 'https://c.example/h'}\n"
+	probs := problemsOf(t, yaml, opts)
+	want := []string{"sources.stripe.sinks[0].filter: ERROR: <input>:1:1: undeclared reference to 'evnt_type' (did you mean 'event_type'?)"}
+	if !slices.Equal(probs, want) {
+		t.Fatalf("problems\n%q\nwant\n%q", probs, want)
+	}
+	if wantAsked := []string{"evnt_type == 'push'", "event_type == 'push'"}; !slices.Equal(asked, wantAsked) {
+		t.Fatalf("CheckFilter asked %q, want %q", asked, wantAsked)
+	}
+	// ValidateSource, as the admin API calls it.
+	src := Source{TenantID: "acme", Verify: Verify{Type: "none"}, Sinks: []Sink{{Type: "http", URL: "https://a.example/h", Filter: "evnt_type == 'push'"}}}
+	ApplySourceDefaults(&src, 0)
+	probs = ValidateSource("stripe", &src, SourceContext{ValidateOptions: opts})
+	if !slices.Contains(probs, want[0]) {
+		t.Fatalf("ValidateSource: %q, want %q among them", probs, want[0])
+	}
+}
+
+// The lifecycle publisher sends every event: a filter there is refused.
+func TestLifecycleSinkFilterRefused(t *testing.T) {
+	probs := problemsOf(t, "lifecycle: {sink: {type: http, url: 'https://x.example/e', filter: 'true'}}", ValidateOptions{})
+	want := []string{"lifecycle.sink.filter: not a key of the lifecycle sink: the publisher sends every lifecycle event; a filter chooses a source's hooks"}
+	if !slices.Equal(probs, want) {
+		t.Fatalf("problems %q, want %q", probs, want)
+	}
+}

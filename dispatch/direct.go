@@ -11,6 +11,7 @@ import (
 
 	"github.com/ankusa/ankusa/config"
 	"github.com/ankusa/ankusa/envelope"
+	"github.com/ankusa/ankusa/filter"
 	"github.com/ankusa/ankusa/meta"
 	"github.com/ankusa/ankusa/source"
 	"github.com/ankusa/ankusa/wal"
@@ -19,7 +20,8 @@ import (
 // Direct is the commit step of wal.type: none (DESIGN.md §2.4): there is no
 // log to retry from, so a hook is acknowledged only once every sink of its
 // source has taken it, and at least one of them is durable (its ok means
-// the hook is safe there). Any failure answers 503 and the provider's own
+// the hook is safe there). Sinks whose filter does not take the hook are
+// not attempted and not waited for (deliverAll). Any failure answers 503 and the provider's own
 // retry is the retry. A source without a durable sink is refused at boot;
 // one that arrives anyway (a stored source) is ErrNoDurableSink, a 503,
 // until it is updated.
@@ -31,6 +33,8 @@ type Direct struct {
 
 	rmu   sync.Mutex
 	sinks map[string]*directSink // by source/sink id
+
+	filters *sinkFilters // sinks[].filter (filter.go)
 }
 
 // directSink is a cached sink with the spec it was built from: an edit
@@ -69,7 +73,7 @@ func OpenDirect(o DirectOptions) (*Direct, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Direct{o: o, num: num, sinks: map[string]*directSink{}}, nil
+	return &Direct{o: o, num: num, sinks: map[string]*directSink{}, filters: newSinkFilters(o.Logger, o.Now)}, nil
 }
 
 // Commit delivers the record in r to every sink of its source, then fills
@@ -126,11 +130,19 @@ func hasDurable(sinks []config.Sink) bool {
 	return false
 }
 
-// deliverAll attempts every sink at once and waits for all of them.
+// deliverAll attempts every sink whose filter takes the hook at once and
+// waits for all of them. A hook no filter takes is acknowledged with
+// nothing delivered: the operator's filters said no sink wants it, and a
+// 503 would only have the provider send it again for ever. Likewise one
+// only non-durable sinks take is safe once they have it.
 func (c *Direct) deliverAll(src *source.Source, e *envelope.Envelope) error {
 	errs := make([]error, len(src.Spec.Sinks))
 	var wg sync.WaitGroup
+	var fh *filter.Hook
 	for i, spec := range src.Spec.Sinks {
+		if !c.filters.takes(src.Name, &spec, e, &fh) {
+			continue
+		}
 		ds, err := c.acquire(src, spec)
 		if err != nil {
 			errs[i] = err
@@ -147,6 +159,9 @@ func (c *Direct) deliverAll(src *source.Source, e *envelope.Envelope) error {
 				errs[i] = fmt.Errorf("sink %s of source %q: %w", spec.ID, src.Name, err)
 			}
 		}()
+	}
+	if fh != nil {
+		fh.Release() // every filter has run; the deliveries do not read it
 	}
 	wg.Wait()
 	err := errors.Join(errs...)
@@ -236,6 +251,7 @@ func (c *Direct) SourcesChanged() {
 
 // Close records the numbering floor and closes the sinks.
 func (c *Direct) Close() error {
+	c.filters.stop()
 	errs := []error{c.num.Close()}
 	c.rmu.Lock()
 	for k, e := range c.sinks {

@@ -138,6 +138,8 @@ type Dispatcher struct {
 	wg        sync.WaitGroup
 	fatalOnce sync.Once
 	closed    atomic.Bool
+
+	filters *sinkFilters // sinks[].filter (filter.go)
 }
 
 // Open rebuilds the rows of every hook past the checkpoint up to
@@ -162,6 +164,7 @@ func Open(o Options) (*Dispatcher, error) {
 		busy:      map[uint32]int{},
 		schedWake: make(chan struct{}, 1),
 		stop:      make(chan struct{}),
+		filters:   newSinkFilters(o.Logger, o.Now),
 	}
 	for _, ord := range o.Erased {
 		d.CloseTenant(ord)
@@ -282,6 +285,7 @@ func (d *Dispatcher) Close() error {
 	}
 	d.in.closed.Store(true)
 	close(d.stop)
+	d.filters.stop()
 	d.wg.Wait()
 	runners := d.allRunners()
 	for _, r := range runners {

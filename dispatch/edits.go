@@ -38,10 +38,19 @@ import (
 var errStopping = errors.New("dispatch: closing")
 
 // sameSink reports whether two specs of a sink deliver alike: every key,
-// the secret's reference and resolved value included. reflect.DeepEqual
-// keeps up with fields added to config.Sink; it runs only when a source's
-// pointer changed, never per attempt.
-func sameSink(a, b *config.Sink) bool { return reflect.DeepEqual(a, b) }
+// the secret's reference and resolved value included, but the filter,
+// which the row writer reads from the current spec and a sink never sees
+// (editing it must not reconnect to a broker). reflect.DeepEqual keeps up
+// with fields added to config.Sink; it runs only when a source's pointer
+// changed, never per attempt.
+func sameSink(a, b *config.Sink) bool {
+	if a.Filter != b.Filter {
+		ac, bc := *a, *b
+		ac.Filter, bc.Filter = "", ""
+		return reflect.DeepEqual(&ac, &bc)
+	}
+	return reflect.DeepEqual(a, b)
+}
 
 // sinkSpec is the spec of sink id in src (nil: the source is gone).
 func sinkSpec(src *source.Source, id string) (config.Sink, bool) {

@@ -59,6 +59,8 @@ type nodeOptions struct {
 	newSink func(src string, spec config.Sink) (dispatch.Sink, error)
 	// erased are the ordinals of erased tenants (Options.Erased).
 	erased []uint32
+	// logger replaces the test's logger (a test that reads the log).
+	logger *zap.Logger
 }
 
 func openNode(t testing.TB, fs vfs.FS, fk *fakeSinks, o nodeOptions) *node {
@@ -94,6 +96,9 @@ func openNode(t testing.TB, fs vfs.FS, fk *fakeSinks, o nodeOptions) *node {
 	logger := zaptest.NewLogger(t)
 	if o.expectFatal {
 		logger = zap.NewNop()
+	}
+	if o.logger != nil {
+		logger = o.logger
 	}
 	spec := config.Source{TenantID: config.DefaultTenant, Verify: config.Verify{Type: "none"}, Sinks: o.sinks}
 	if o.source != nil {

@@ -13,7 +13,9 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 
 	"github.com/ankusa/ankusa/envelope"
+	"github.com/ankusa/ankusa/filter"
 	"github.com/ankusa/ankusa/meta"
+	"github.com/ankusa/ankusa/source"
 )
 
 // The quarantine pen (DESIGN.md §6 item 6): a hook that failed
@@ -284,14 +286,25 @@ func (d *Dispatcher) Release(ctx context.Context, tenant string, id envelope.ID,
 	if err := d.waitCheckpoint(ctx, seq); err != nil {
 		return out, err
 	}
+	e, err := d.releasedHook(src, id)
+	if err != nil {
+		return out, err
+	}
 	b := d.meta.NewBatch()
 	defer b.Close()
 	b.DeletePen(ord, seq)
 	now := d.o.Now().UnixNano()
+	var fh *filter.Hook
 	for _, spec := range src.Spec.Sinks {
+		if e != nil && !d.filters.takes(src.Name, &spec, e, &fh) {
+			continue // its filter does not want the hook: no row (filter.go)
+		}
 		row := meta.Delivery{ReceivedAt: p.ReceivedAt, StartedAt: now, Due: now, EventID: id, Source: p.Source, Release: byte(mode)}
 		b.PutPending(meta.RowID{Ord: ord, Seq: seq, Sink: spec.ID}, &row)
 		out.Rows++
+	}
+	if fh != nil {
+		fh.Release()
 	}
 	if err := d.commitPen(b, audit, 1, int64(p.Bytes)); err != nil {
 		return out, fmt.Errorf("cannot release a quarantined hook: %w", err)
@@ -409,4 +422,19 @@ func (d *Dispatcher) commitPen(b *meta.Batch, audit meta.AuditRow, n, bytes int6
 	d.pen.bytes.Add(-bytes)
 	d.penGauges()
 	return nil
+}
+
+// releasedHook reads a quarantined hook back for its source's sink
+// filters; nil when no sink of src has one (nothing to read).
+func (d *Dispatcher) releasedHook(src *source.Source, id envelope.ID) (*envelope.Envelope, error) {
+	for i := range src.Spec.Sinks {
+		if src.Spec.Sinks[i].Filter != "" {
+			e, err := d.o.Hooks.Fetch(id)
+			if err != nil {
+				return nil, fmt.Errorf("cannot read the quarantined hook %s for its sinks' filters: %w", id, err)
+			}
+			return e, nil
+		}
+	}
+	return nil, nil
 }

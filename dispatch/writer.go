@@ -10,6 +10,7 @@ import (
 
 	"github.com/ankusa/ankusa/dedupe"
 	"github.com/ankusa/ankusa/envelope"
+	"github.com/ankusa/ankusa/filter"
 	"github.com/ankusa/ankusa/meta"
 	"github.com/ankusa/ankusa/wal"
 )
@@ -177,6 +178,7 @@ func (w *rowWriter) addHook(e *envelope.Envelope, sh *shared) error {
 	if sh != nil {
 		sh.refs.Store(1) // the writer's own reference, dropped below
 	}
+	var fh *filter.Hook // the hook as the sinks' filters see it, made by the first
 	for _, spec := range src.Spec.Sinks {
 		id := meta.RowID{Ord: e.TenantOrdinal, Seq: e.Seq, Sink: spec.ID}
 		if w.rebuild {
@@ -188,6 +190,9 @@ func (w *rowWriter) addHook(e *envelope.Envelope, sh *shared) error {
 				continue
 			}
 		}
+		if !d.filters.takes(e.SourceID, &spec, e, &fh) {
+			continue // no row: the sink's filter does not want it (filter.go)
+		}
 		row := meta.Delivery{ReceivedAt: e.ReceivedAt, StartedAt: e.ReceivedAt, Due: now, EventID: e.ID, Source: e.SourceID}
 		w.b.PutPending(id, &row)
 		w.created++
@@ -198,6 +203,9 @@ func (w *rowWriter) addHook(e *envelope.Envelope, sh *shared) error {
 		}
 		sh.refs.Add(1)
 		w.tasks = append(w.tasks, &task{id: id, row: row, env: e, sh: sh, first: true})
+	}
+	if fh != nil {
+		fh.Release()
 	}
 	if sh != nil {
 		d.doneWith(sh)

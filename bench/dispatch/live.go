@@ -14,6 +14,7 @@ import (
 // delivers.
 type liveResult struct {
 	Target       string         `json:"target"`
+	Filter       string         `json:"filter,omitempty"` // the sink's filter ("": none)
 	Command      string         `json:"command"`
 	Load         result.Summary `json:"loadgen"`
 	Hooks        int64          `json:"hooks"` // committed over the whole run, warm-up included
@@ -36,12 +37,12 @@ type liveResult struct {
 	outcome
 }
 
-func liveRun(ctx context.Context, o *options, kind string) (*liveResult, error) {
-	r, err := startRun(ctx, o, kind)
+func liveRun(ctx context.Context, o *options, kind, filter string) (*liveResult, error) {
+	r, err := startRun(ctx, o, kind, filter)
 	if err != nil {
 		return nil, err
 	}
-	res := &liveResult{Target: kind}
+	res := &liveResult{Target: kind, Filter: filter}
 	args := closedArgs(o, r.n.Listen, o.duration, o.warmup)
 	res.Command = commandLine(args, r.n.Listen)
 	l, a, clientA, err := r.startWindow(ctx, args, o.duration)
@@ -67,6 +68,9 @@ func liveRun(ctx context.Context, o *options, kind string) (*liveResult, error) 
 	}
 	if bad > 0 {
 		res.problem(fmt.Sprintf("live %s: %d deliveries without a parsable event id", kind, bad))
+	}
+	if filter != "" {
+		kind += " + filter"
 	}
 	fmt.Fprintf(os.Stderr, "bench-dispatch: live %s: ingest %.0f/s, delivered %.0f/s while ingesting, backlog %d at ingest end, drained in %.1fs (%.0f/s)\n",
 		kind, res.IngestRPS, res.DeliveredRPS, res.BacklogAtEnd, res.DrainS, res.DrainRPS)

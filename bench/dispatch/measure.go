@@ -42,12 +42,22 @@ func measureAll(ctx context.Context, o *options) (*report, error) {
 		if !o.only["live"] {
 			break
 		}
-		var r *liveResult
-		if err := rep.undisturbed(ctx, o, "live "+t, func() (err error) { r, err = liveRun(ctx, o, t); return err }); err != nil {
-			return nil, err
+		filters := []string{""}
+		if o.filter != "" {
+			filters = append(filters, o.filter)
 		}
-		rep.Live = append(rep.Live, r)
-		rep.fail(r.Problems...)
+		for _, f := range filters {
+			what := "live " + t
+			if f != "" {
+				what += " + filter"
+			}
+			var r *liveResult
+			if err := rep.undisturbed(ctx, o, what, func() (err error) { r, err = liveRun(ctx, o, t, f); return err }); err != nil {
+				return nil, err
+			}
+			rep.Live = append(rep.Live, r)
+			rep.fail(r.Problems...)
+		}
 	}
 	if o.only["open"] {
 		if err := rep.openSearch(ctx, o); err != nil {

@@ -45,7 +45,7 @@ const (
 // openRun runs loadgen open loop at frac of gcref's maximum with every
 // stage running and judges whether the delivery backlog stayed bounded.
 func openRun(ctx context.Context, o *options, frac, gcrefMax float64) (*openResult, error) {
-	r, err := startRun(ctx, o, targetHTTP)
+	r, err := startRun(ctx, o, targetHTTP, "")
 	if err != nil {
 		return nil, err
 	}

@@ -78,6 +78,9 @@ func (rep *report) markdown() string {
 	if len(rep.Live) > 0 {
 		rep.liveTable(&b)
 	}
+	if rep.o.filter != "" {
+		rep.filterTable(&b)
+	}
 	if len(rep.Open) > 0 {
 		rep.openTable(&b)
 	}
@@ -111,7 +114,7 @@ func (rep *report) liveTable(b *strings.Builder) {
 	fmt.Fprintf(b, "Live: loadgen closed loop at full speed (-d %s -warmup %s) while the node delivers. A hook's first attempt goes from memory when its sink's queue has room; otherwise the scheduler claims the row later and the hook is read back from the store (read back: segment fetches; cache hits: the store's block cache):\n\n", rep.Duration, rep.Warmup)
 	t := benchkit.Table{Header: []string{"target", "hooks", "ingest req/s", "delivered/s while ingesting", "backlog at ingest end", "max backlog", "drain after ingest", "delivered/s draining", "end to end hooks/s", "read back", "cache hits", "retries", "dups", "latency p50", "p99", "CPU node", "loadgen", "receiver", "rest"}, Left: map[int]bool{0: true}}
 	for _, r := range rep.Live {
-		t.Add(r.Target, thousands(float64(r.Hooks)), thousands(r.IngestRPS), thousands(r.DeliveredRPS), thousands(float64(r.BacklogAtEnd)), thousands(float64(r.BacklogMax)),
+		t.Add(r.label(), thousands(float64(r.Hooks)), thousands(r.IngestRPS), thousands(r.DeliveredRPS), thousands(float64(r.BacklogAtEnd)), thousands(float64(r.BacklogMax)),
 			secs(r.DrainS), thousands(r.DrainRPS), thousands(r.EndToEndRPS), share(r.ReadBack, r.Hooks), pct(100*r.CacheHitRate), fmt.Sprint(r.Retries), fmt.Sprint(r.Duplicates),
 			ms(r.LatencyUS.P50), ms(r.LatencyUS.P99), pct(r.CPU.Node), pct(r.CPU.Client), pct(r.CPU.Target), pct(r.CPU.Rest))
 	}
@@ -148,7 +151,7 @@ func (rep *report) openTable(b *strings.Builder) {
 func (rep *report) anomalies(b *strings.Builder) {
 	var anomalies []string
 	for _, r := range rep.Live {
-		anomalies = append(anomalies, benchkit.Prefixed("live "+r.Target, r.Anomalies)...)
+		anomalies = append(anomalies, benchkit.Prefixed("live "+r.label(), r.Anomalies)...)
 	}
 	for _, r := range rep.Open {
 		anomalies = append(anomalies, benchkit.Prefixed(fmt.Sprintf("open loop at %.0f%%", 100*r.Frac), r.Anomalies)...)
@@ -193,4 +196,40 @@ func share(n, total int64) string {
 
 func pct(p float64) string {
 	return fmt.Sprintf("%.0f%%", p)
+}
+
+// label is the run's target, and whether its sink had the filter.
+func (r *liveResult) label() string {
+	if r.Filter != "" {
+		return r.Target + " + filter"
+	}
+	return r.Target
+}
+
+// filterTable compares each target's live run with the filter to the one
+// without it, made just before on the same machine.
+func (rep *report) filterTable(b *strings.Builder) {
+	fmt.Fprintf(b, "Filter: each live run again with `filter: %s` on its sink (evaluated once per hook on the dispatcher's row writer, before the row is written), against the run without it just before (goal: within 5%%):\n\n", rep.o.filter)
+	t := benchkit.Table{Header: []string{"target", "ingest req/s without", "with", "ratio", "end to end hooks/s without", "with", "ratio", "delivery p50 without", "with"}, Left: map[int]bool{0: true}}
+	var plain *liveResult
+	for _, r := range rep.Live {
+		if r.Filter == "" {
+			plain = r
+			continue
+		}
+		if plain == nil || plain.Target != r.Target {
+			continue
+		}
+		t.Add(r.Target, thousands(plain.IngestRPS), thousands(r.IngestRPS), ratio(r.IngestRPS, plain.IngestRPS),
+			thousands(plain.EndToEndRPS), thousands(r.EndToEndRPS), ratio(r.EndToEndRPS, plain.EndToEndRPS),
+			ms(plain.LatencyUS.P50), ms(r.LatencyUS.P50))
+	}
+	b.WriteString(t.String() + "\n")
+}
+
+func ratio(with, without float64) string {
+	if without == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.3f", with/without)
 }

@@ -48,8 +48,14 @@ const loadPath = "/webhooks/{tenant}/demo"
 // node is a started `ankusa serve` on a data directory of its own.
 type node struct{ *benchkit.Node }
 
-// startNode starts a node delivering to sink (a YAML flow mapping).
-func startNode(ctx context.Context, o *options, sink string) (*node, error) {
+// startNode starts a node delivering to sink (a YAML flow mapping), with
+// filter as the sink's filter unless it is empty.
+func startNode(ctx context.Context, o *options, sink, filter string) (*node, error) {
+	if filter != "" {
+		// A JSON string is a YAML double-quoted scalar.
+		q, _ := json.Marshal(filter)
+		sink = strings.TrimSuffix(sink, "}") + ", filter: " + string(q) + "}"
+	}
 	n, err := benchkit.StartNode(ctx, o.bin, o.tmp, func(n *benchkit.Node) string {
 		return fmt.Sprintf(nodeConfig, n.Data(), n.Listen, n.Admin, sink)
 	})
@@ -122,8 +128,9 @@ type nodeRun struct {
 	errors map[string]int // the node's error log lines by message
 }
 
-// startRun starts a target of kind and a node delivering to it.
-func startRun(ctx context.Context, o *options, kind string) (*nodeRun, error) {
+// startRun starts a target of kind and a node delivering to it through
+// filter ("": none).
+func startRun(ctx context.Context, o *options, kind, filter string) (*nodeRun, error) {
 	var t target
 	var err error
 	switch kind {
@@ -139,7 +146,7 @@ func startRun(ctx context.Context, o *options, kind string) (*nodeRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	n, err := startNode(ctx, o, t.sink())
+	n, err := startNode(ctx, o, t.sink(), filter)
 	if err != nil {
 		t.close()
 		return nil, err
