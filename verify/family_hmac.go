@@ -19,17 +19,16 @@ import (
 // template HMAC with a timestamp (Stripe, Slack, Paddle, Zoom, HubSpot v3)
 // and URL + body (Square).
 type hmacFamily struct {
-	name    string
-	keys    []*macKey
-	header  string
-	prefix  []byte
-	list    *listSpec
-	enc     string
-	tmpl    []part
-	ts      *tsSpec
-	id      source
-	url     []byte
-	needReq bool // the template reads the method or the request's URL
+	name   string
+	keys   []*macKey
+	header string
+	prefix []byte
+	list   *listSpec
+	enc    string
+	tmpl   []part
+	ts     *tsSpec
+	id     source
+	url    []byte
 }
 
 // listSpec is a List with its separators as bytes.

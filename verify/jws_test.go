@@ -66,10 +66,18 @@ func pemPublic(t testing.TB, pub any) string {
 }
 
 func jwkOf(k *ecdsa.PublicKey, extra string) string {
-	var x, y [32]byte
-	k.X.FillBytes(x[:])
-	k.Y.FillBytes(y[:])
-	return fmt.Sprintf(`{"kty":"EC","crv":"P-256","alg":"ES256","use":"sig","x":%q,"y":%q%s}`, b64u(x[:]), b64u(y[:]), extra)
+	x, y := coords(k)
+	return fmt.Sprintf(`{"kty":"EC","crv":"P-256","alg":"ES256","use":"sig","x":%q,"y":%q%s}`, b64u(x), b64u(y), extra)
+}
+
+// coords are a P-256 key's x and y, 32 bytes each (its uncompressed form
+// is 0x04 || x || y).
+func coords(k *ecdsa.PublicKey) (x, y []byte) {
+	b, err := k.Bytes()
+	if err != nil || len(b) != 65 {
+		panic("BUG: not a P-256 public key")
+	}
+	return b[1:33], b[33:]
 }
 
 // TestJWSKeysRefused: an ES256 preset's secrets are P-256 public keys
@@ -90,7 +98,7 @@ func TestJWSKeysRefused(t *testing.T) {
 		{"JWK of another alg", strings.Replace(good, `"ES256"`, `"RS256"`, 1), []string{"verify.secret", "alg"}},
 		{"private JWK", jwkOf(&k.PublicKey, `,"d":"AAAA"`), []string{"verify.secret", "private"}},
 		{"expired JWK", `{"key":` + jwkOf(&k.PublicKey, `,"expired_at":1700000000`) + `,"request_id":"r"}`, []string{"verify.secret", "expired_at"}},
-		{"JWK off the curve", strings.Replace(good, b64u(k.PublicKey.Y.FillBytes(make([]byte, 32)))[:4], "AAAA", 1), []string{"verify.secret", "P-256"}},
+		{"JWK off the curve", strings.Replace(good, b64u(func() []byte { _, y := coords(&k.PublicKey); return y }())[:4], "AAAA", 1), []string{"verify.secret", "P-256"}},
 		{"JWK x too short", `{"kty":"EC","crv":"P-256","x":"AAAA","y":"AAAA"}`, []string{"verify.secret", "32 bytes"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
