@@ -33,7 +33,10 @@ type Preset struct {
 	// once (rotation) and sometimes the timestamp.
 	List *List `yaml:"list,omitempty" json:"list,omitempty"`
 	// Signature is where a body-hmac scheme carries its signature
-	// (json:PATH).
+	// (json:PATH), or where a token is in the body (family token, then
+	// without header or prefix): json:PATH, where a "*" segment means
+	// every element of the array there (1 to 1000, each must carry a
+	// secret), e.g. json:value.*.clientState.
 	Signature string `yaml:"signature,omitempty" json:"signature,omitempty"`
 	// Algorithm: sha1, sha256 (default) or sha512 for the hmac families.
 	Algorithm string `yaml:"algorithm,omitempty" json:"algorithm,omitempty"`
