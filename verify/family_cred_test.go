@@ -1,6 +1,7 @@
 package verify_test
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -72,4 +73,42 @@ func TestBodyTokenIsNotAHeaderCredential(t *testing.T) {
 	if got := verify.CredentialHeader(config.Verify{Type: "okta"}); got != "Authorization" {
 		t.Errorf("okta: CredentialHeader = %q, want Authorization", got)
 	}
+}
+
+// FuzzBodyToken fuzzes Microsoft Graph's batch: an accepted body is JSON
+// whose value array, as encoding/json reads it, holds 1 to 1000 objects
+// that each carry one of the secrets as clientState.
+func FuzzBodyToken(f *testing.F) {
+	f.Add(`{"value":[{"clientState":"{s}"},{"clientState":"{s}"}]}`)
+	f.Add(`{"value":[{"clientState":"{s}","clientState":"x"}]}`)
+	f.Add(`{"value":[{"clientState":"{s}"}],"value":[{"clientState":"x"}]}`)
+	f.Add(`{"value":[{"clientState":"st\u0061te-1"},{"clientState":"x"}]}`)
+	f.Add(`{"value":[]}`)
+	f.Add(`[1,2`)
+	v := mustNew(f, config.Verify{Type: "microsoft-graph", Secret: secret("state-1"), Secrets: secrets("state-2")})
+	f.Fuzz(func(t *testing.T, tmpl string) {
+		body := strings.ReplaceAll(tmpl, "{s}", "state-1")
+		err := v.Verify(mapHeaders{}, []byte(body), now)
+		checkSentinel(t, err)
+		if err != nil {
+			return
+		}
+		var doc map[string]json.RawMessage
+		if json.Unmarshal([]byte(body), &doc) != nil {
+			return // fastjson is more lenient than encoding/json
+		}
+		var items []map[string]json.RawMessage
+		if json.Unmarshal(doc["value"], &items) != nil {
+			t.Fatalf("accepted %q: value is not an array of objects", body)
+		}
+		if len(items) == 0 || len(items) > 1000 {
+			t.Fatalf("accepted %q: %d items", body, len(items))
+		}
+		for i, it := range items {
+			var s string
+			if json.Unmarshal(it["clientState"], &s) != nil || (s != "state-1" && s != "state-2") {
+				t.Fatalf("accepted %q: item %d's clientState is %s", body, i, it["clientState"])
+			}
+		}
+	})
 }

@@ -129,7 +129,9 @@ type Handshaker interface {
 	// Handshake is called for a POST once Verify has run, with its
 	// result: ok true when the request is the handshake and is answered
 	// with a (a signed handshake whose verification failed is not
-	// answered: it takes the source's on_verify_failure path).
+	// answered: it takes the source's on_verify_failure path; except
+	// Xero's intent to receive and Discord's PING, whose providers
+	// check that a forged one is answered 401).
 	Handshake(r Request, body []byte, verr error) (a Answer, ok bool)
 }
 
