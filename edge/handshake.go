@@ -78,12 +78,29 @@ func (r *Router) answerHandshake(ctx *fasthttp.RequestCtx, a *admitted, ans veri
 	countHandshake(ans.Kind, hsAnswered)
 	if ans.Kind == "asana" && !ans.Verified && r.hookSecretThrottle.allow() {
 		// Asana makes the webhook's secret in its handshake and sends it
-		// nowhere else: the operator can learn it only here. The node
-		// does not adopt it; the subscription's events fail verification
-		// until it is one of the source's secrets.
-		r.o.Logger.Warn("asana handshake answered with a secret this source does not have: its events will fail verification until verify.secret (or verify.secrets) holds it",
-			zap.String("source", a.src.Name), zap.String("tenant", a.tenant), zap.String("x_hook_secret", ans.Header[1]))
+		// nowhere else (developers.asana.com/docs/webhooks-guide): the
+		// operator can learn it only here, so the line carries it. The
+		// handshake is unauthenticated, though: anyone may send one, so
+		// the line says whose it is and asks the operator to configure
+		// the value only if the webhook is theirs. The node does not adopt
+		// it; the subscription's events fail verification until then.
+		addr := remoteAddr(ctx)
+		// The handshake comes from Asana's servers while its API creates
+		// the webhook, so addr is the sender to check, not the creator.
+		r.o.Logger.Warn("asana handshake answered, unauthenticated (anyone can send one): its X-Hook-Secret is not one of this source's secrets. "+
+			"If and only if you created an Asana webhook for this source just now and its handshake came from "+addr+", configure x_hook_secret as verify.secret (or add it to verify.secrets); "+
+			"until then that webhook's events fail verification",
+			zap.String("source", a.src.Name), zap.String("tenant", a.tenant), zap.String("remote_addr", addr), zap.String("x_hook_secret", ans.Header[1]))
 	}
+}
+
+// remoteAddr is the request's client address (the PROXY protocol's, when
+// the listener reads one), for a log line.
+func remoteAddr(ctx *fasthttp.RequestCtx) string {
+	if a := clientAddr(ctx); a != "" {
+		return a
+	}
+	return ctx.RemoteAddr().String()
 }
 
 // end appends the envelope's last fields (held.end), reading the hook's

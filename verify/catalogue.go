@@ -241,7 +241,7 @@ var familyFields = map[string][]string{
 	"twilio":           {"header", "algorithm", "encoding", "key", "id"},
 	"ed25519":          {"header", "encoding", "signed", "timestamp", "id"},
 	"ecdsa":            {"header", "encoding", "signed", "timestamp", "id"},
-	"token":            {"header", "prefix", "id"},
+	"token":            {"header", "prefix", "signature", "id"},
 	"basic":            {"header", "id"},
 	"body-hmac":        {"signature", "single", "algorithm", "encoding", "key", "signed", "timestamp", "id"},
 	"jws":              {"header", "algorithm", "key", "timestamp", "id", "claim", "issuer"},

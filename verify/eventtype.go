@@ -14,15 +14,11 @@ import (
 const MaxEventTypeBytes = 256
 
 // eventType reads a hook's event type where a source says: a header's
-// value (header:NAME) or a string in the JSON body (json:PATH).
+// value (header:NAME) or a string or number in the JSON body (json:PATH).
 type eventType struct {
 	header string   // canonical header name, or ""
 	path   []string // JSON path segments, or nil
 }
-
-// eventTypeParsers are shared by every source: a parser keeps the buffers
-// of the largest body it parsed.
-var eventTypeParsers fastjson.ParserPool
 
 // parseEventType parses an event_type spec. Its errors name the key.
 func parseEventType(spec string) (*eventType, error) {
@@ -62,28 +58,41 @@ func parseEventType(spec string) (*eventType, error) {
 const maxEventTypeDepth = 16
 
 // AppendEventType appends the hook's event type to dst: the header's value,
-// or the JSON string at the path (unescaped). A value that is absent, empty,
-// longer than MaxEventTypeBytes, not a string, or holds a byte outside
-// printable ASCII is no event type (dst comes back unchanged): the value
-// is delivered as the x-ankusa-event-type header, where a control byte
-// would split the message. Nothing is allocated once the pooled parsers
-// are warm.
+// or the value at the JSON path: a string (unescaped) or a number (its
+// literal text: Discord's interaction type is 1, 2, ...). A value that is
+// absent, empty, longer than MaxEventTypeBytes, of another JSON type, or
+// holds a byte outside printable ASCII is no event type (dst comes back
+// unchanged): the value is delivered as the x-ankusa-event-type header,
+// where a control byte would split the message. A path through an object
+// that has one of its keys twice is no event type either, as the
+// families refuse it: parsers disagree on which of the two counts.
+// Nothing is allocated once the pooled parser states are warm.
 func (t *eventType) AppendEventType(dst []byte, h Headers, body []byte) []byte {
 	var v []byte
 	if t.path == nil {
 		v = h.Peek(t.header)
 	} else {
-		p := eventTypeParsers.Get()
-		defer eventTypeParsers.Put(p)
-		root, err := p.ParseBytes(body)
-		if err != nil {
+		st := getState()
+		defer putState(st)
+		root := st.json(body)
+		if root == nil {
 			return dst
 		}
-		jv := root.Get(t.path...)
-		if jv == nil || jv.Type() != fastjson.TypeString {
+		jv := st.walk(root, t.path)
+		if jv == nil || st.dup {
 			return dst
 		}
-		v = jv.GetStringBytes()
+		switch jv.Type() {
+		case fastjson.TypeString:
+			v = jv.GetStringBytes()
+		case fastjson.TypeNumber:
+			// The literal as sent; fastjson keeps it unparsed, and its
+			// grammar is printable ASCII.
+			st.scratch = jv.MarshalTo(st.scratch[:0])
+			v = st.scratch
+		default:
+			return dst
+		}
 	}
 	if len(v) == 0 || len(v) > MaxEventTypeBytes {
 		return dst

@@ -24,7 +24,7 @@ func reqHeaders(method, uri string, kv ...string) *fasthttp.RequestHeader {
 
 func TestEventTypeFromPresetAndConfig(t *testing.T) {
 	h := reqHeaders("POST", "/in/s", "X-GitHub-Event", "push", "X-Other", "other")
-	body := []byte(`{"type":"invoice.paid","data":{"object":{"kind":"x"}},"items":[{"t":"first"}],"n":5,"ctl":"a\nb","long":"` + strings.Repeat("x", MaxEventTypeBytes+1) + `"}`)
+	body := []byte(`{"type":"invoice.paid","data":{"object":{"kind":"x"}},"items":[{"t":"first"}],"n":5,"f":-1.50e3,"b":true,"z":null,"dup":{"type":"a"},"dup":{"type":"b"},"twice":"a","twice":"b","dup2":{"x":1,"x":2,"type":"ok"},"ctl":"a\nb","long":"` + strings.Repeat("x", MaxEventTypeBytes+1) + `"}`)
 	for _, c := range []struct {
 		name, preset, config, want string
 	}{
@@ -35,8 +35,15 @@ func TestEventTypeFromPresetAndConfig(t *testing.T) {
 		{"array index", "json:items.0.t", "", "first"},
 		{"absent header", "header:X-Nope", "", ""},
 		{"absent path", "json:data.nope", "", ""},
-		{"not a string", "json:n", "", ""},
+		{"a number, as sent", "json:n", "", "5"},
+		{"a negative fraction, as sent", "json:f", "", "-1.50e3"},
+		{"true is not one", "json:b", "", ""},
+		{"null is not one", "json:z", "", ""},
 		{"object", "json:data", "", ""},
+		{"array", "json:items", "", ""},
+		{"through a duplicated key", "json:dup.type", "", ""},
+		{"a duplicated key itself", "json:twice", "", ""},
+		{"beside a duplicated key", "json:dup2.type", "", "ok"},
 		{"control byte", "json:ctl", "", ""},
 		{"over the bound", "json:long", "", ""},
 	} {

@@ -203,8 +203,14 @@ func (h *handshake) Handshake(r Request, body []byte, verr error) (Answer, bool)
 	case "discord":
 		// https://discord.com/developers/docs/interactions/receiving-and-responding#receiving-an-interaction
 		// A PING ({"type":1}), Ed25519-signed like every interaction, is
-		// acknowledged with a PONG, {"type":1}.
-		if verr != nil || len(body) > maxPingBytes || !fieldIs(body, `"type"`, "1") {
+		// acknowledged with a PONG, {"type":1}. Discord also sends PINGs
+		// with deliberately invalid signatures and removes the endpoint
+		// unless they are answered 401
+		// (https://discord.com/developers/docs/interactions/overview#setting-up-an-endpoint-validating-security-request-headers):
+		// so a PING that fails verification is answered 401 here, never
+		// committed, whatever the source's on_verify_failure (a 202 from a
+		// quarantining or flagging source would fail Discord's check).
+		if len(body) > maxPingBytes || !fieldIs(body, `"type"`, "1") {
 			return Answer{}, false
 		}
 		if !jsonFields(body, func(v *fastjson.Value) bool {
@@ -212,6 +218,9 @@ func (h *handshake) Handshake(r Request, body []byte, verr error) (Answer, bool)
 			return t != nil && t.Type() == fastjson.TypeNumber && string(t.MarshalTo(nil)) == "1"
 		}) {
 			return Answer{}, false
+		}
+		if verr != nil {
+			return h.refuse(401, refuseSignature), true
 		}
 		return Answer{Kind: h.kind, Status: 200, ContentType: ctJSON, Body: []byte(`{"type":1}`), Verified: true}, true
 	case "graph":

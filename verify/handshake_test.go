@@ -79,7 +79,7 @@ func handshaker(t *testing.T, kind string, secrets ...string) Handshaker {
 // TestHandshakeNotForOrdinaryHooks: an ordinary hook of each provider is
 // not taken for its handshake, and a signed handshake whose verification
 // failed is not answered (it takes on_verify_failure's path) except
-// Xero's, whose protocol wants the 401.
+// Xero's and Discord's, whose protocols want the 401.
 func TestHandshakeNotForOrdinaryHooks(t *testing.T) {
 	h := reqHeaders("POST", "/in/s")
 	for kind, body := range map[string]string{
@@ -97,9 +97,8 @@ func TestHandshakeNotForOrdinaryHooks(t *testing.T) {
 		}
 	}
 	for kind, body := range map[string]string{
-		"slack":   `{"type":"url_verification","challenge":"c"}`,
-		"zoom":    `{"event":"endpoint.url_validation","payload":{"plainToken":"p"}}`,
-		"discord": `{"type":1}`,
+		"slack": `{"type":"url_verification","challenge":"c"}`,
+		"zoom":  `{"event":"endpoint.url_validation","payload":{"plainToken":"p"}}`,
 	} {
 		if _, ok := handshaker(t, kind, "s").Handshake(h, []byte(body), ErrMismatch); ok {
 			t.Errorf("%s: a handshake that failed verification was answered", kind)
@@ -108,6 +107,18 @@ func TestHandshakeNotForOrdinaryHooks(t *testing.T) {
 	a, ok := handshaker(t, "xero", "s").Handshake(h, []byte(`{"events": [ ], "entropy":"x"}`), ErrMismatch)
 	if !ok || a.Status != 401 || a.Verified || len(a.Body) != 0 {
 		t.Fatalf("xero intent to receive with a bad signature: %+v, %v; want 401, empty, not verified", a, ok)
+	}
+	// Discord's security check: a PING with an invalid (or no) signature
+	// is answered 401, never the PONG; an ordinary interaction that failed
+	// is not answered here.
+	for _, verr := range []error{ErrMismatch, ErrMissing, ErrMalformed} {
+		a, ok := handshaker(t, "discord", "s").Handshake(h, []byte(`{"application_id":"1","type" : 1,"version":1}`), verr)
+		if !ok || a.Status != 401 || a.Verified || string(a.Body) == `{"type":1}` {
+			t.Fatalf("discord PING failing with %v: %+v, %v; want 401, not verified, not a PONG", verr, a, ok)
+		}
+	}
+	if _, ok := handshaker(t, "discord", "s").Handshake(h, []byte(`{"type":2,"data":{"name":"x"}}`), ErrMismatch); ok {
+		t.Fatal("discord: an interaction that is not a PING and failed verification was answered")
 	}
 }
 

@@ -34,7 +34,10 @@ type Preset struct {
 	// once (rotation) and sometimes the timestamp.
 	List *List `yaml:"list,omitempty" json:"list,omitempty"`
 	// Signature is where a body-hmac scheme carries its signature
-	// (json:PATH).
+	// (json:PATH), or where a token is in the body (family token, then
+	// without header or prefix): json:PATH, where a "*" segment means
+	// every element of the array there (1 to 1000, each must carry a
+	// secret), e.g. json:value.*.clientState.
 	Signature string `yaml:"signature,omitempty" json:"signature,omitempty"`
 	// Single is json:PATH of an array that must hold exactly one element
 	// (body-hmac): when the signature covers one element of a batch, a
@@ -144,7 +147,9 @@ type Handshaker interface {
 	// Handshake is called for a POST once Verify has run, with its
 	// result: ok true when the request is the handshake and is answered
 	// with a (a signed handshake whose verification failed is not
-	// answered: it takes the source's on_verify_failure path).
+	// answered: it takes the source's on_verify_failure path; except
+	// Xero's intent to receive and Discord's PING, whose providers
+	// check that a forged one is answered 401).
 	Handshake(r Request, body []byte, verr error) (a Answer, ok bool)
 }
 

@@ -187,7 +187,7 @@ write("discord", origin="python",
       follows="https://discord.com/developers/docs/interactions/overview#setting-up-an-endpoint-validating-security-request-headers",
       secret=ed_pub.hex(), now=NOW, url="https://hooks.example.com/in/discord",
       headers={"X-Signature-Ed25519": dc_sig, "X-Signature-Timestamp": str(NOW)},
-      body=dc_body,
+      body=dc_body, event_type="1",
       negative=[{"name": "timestamp changed", "headers": {"X-Signature-Timestamp": str(NOW + 1)}, "err": "mismatch"},
                 {"name": "signature truncated", "headers": {"X-Signature-Ed25519": dc_sig[:64]}, "err": "malformed"}])
 
