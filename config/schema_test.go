@@ -65,7 +65,7 @@ func TestEveryProblemInOneRun(t *testing.T) {
 	f("a source's unknown key hides nothing of that source",
 		"sources:\n  acme: {verify: {type: none}, trust_url_tenantt: true}\n  acme.eu: {verify: {type: bogus}}\n  other: {verify: {type: none}, on_verify_failure: drop}",
 		"sources.acme.trust_url_tenantt: unknown key",
-		`sources.acme.eu.verify.type: unknown verifier "bogus" ([none hmac stripe github shopify slack standardwebhooks])`,
+		`sources.acme.eu.verify.type: unknown verifier "bogus" ([none hmac stripe github shopify slack standardwebhooks], or a preset: `+"`ankusa presets`"+` lists them)`,
 		`sources.other.on_verify_failure: "drop" must be reject, quarantine or accept_flag`)
 	f("an unknown key and an unverified shared source in the same source under tenantpath",
 		"route_resolver: {type: tenantpath}\nrate_limits: {default: {rate: 50, burst: 100}}\n"+

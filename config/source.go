@@ -69,8 +69,13 @@ func validateVerify(p *Problems, at string, s *Source, ctx SourceContext) {
 	switch {
 	case vt == "":
 		p.add("%s.verify.type: required (%v; none accepts anything)", at, VerifierTypes)
-	case !slices.Contains(VerifierTypes, vt) && (ctx.VerifierKnown == nil || !ctx.VerifierKnown(vt)):
+	case !slices.Contains(VerifierTypes, vt) && ctx.VerifierKnown == nil:
 		p.add("%s.verify.type: unknown verifier %q (%v)", at, vt, VerifierTypes)
+	case !slices.Contains(VerifierTypes, vt) && !ctx.VerifierKnown(vt):
+		// The build's catalogue holds many more names than VerifierTypes:
+		// listing only those would tell the operator the preset they
+		// meant does not exist.
+		p.add("%s.verify.type: unknown verifier %q (%v, or a preset: `ankusa presets` lists them)", at, vt, VerifierTypes)
 	case ctx.VerifierKnown != nil && !ctx.VerifierKnown(vt):
 		p.add("%s.verify.type: verifier %q is not available in this build yet; use none until it is", at, vt)
 	case vt != "none" && !s.Verify.Secret.IsSet() && len(s.Verify.Secrets) == 0:
@@ -93,6 +98,15 @@ func validateVerify(p *Problems, at string, s *Source, ctx SourceContext) {
 	if ctx.Resolver != "" && ctx.Resolver != "path" && s.TenantID == DefaultTenant && vt == "none" && !s.TrustURLTenant {
 		p.add("%s: shared source (tenant %q) has no verifier but resolver %q takes the tenant from the request: anyone could file hooks under any tenant; set trust_url_tenant: true to mean it, or give it a verifier", at, DefaultTenant, ctx.Resolver)
 	}
+}
+
+// verifierKnown reports whether validateVerify accepts vt as a type this
+// build has.
+func verifierKnown(vt string, ctx SourceContext) bool {
+	if ctx.VerifierKnown != nil {
+		return ctx.VerifierKnown(vt)
+	}
+	return slices.Contains(VerifierTypes, vt)
 }
 
 // secretsResolved reports whether every secret reference of v has a value:
@@ -118,6 +132,10 @@ func validateSourceDedupe(p *Problems, at string, s *Source, ctx SourceContext) 
 	switch {
 	case d.Key == "":
 		p.add("%s.dedupe.key: required when dedupe is set (header:NAME, json:PATH or auto)", at)
+	case d.Key == "auto" && !verifierKnown(s.Verify.Type, ctx):
+		// auto stands for the verifier's own id: with verify.type already
+		// refused there is no verifier to ask, and saying so again here
+		// would only repeat that problem.
 	case ctx.CheckDedupe != nil:
 		p.stage(at, ctx.CheckDedupe(d.Key, s.Verify.Type))
 	}

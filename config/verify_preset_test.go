@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"slices"
 	"testing"
 )
@@ -11,7 +12,7 @@ func TestVerifierKnownAcceptsPresets(t *testing.T) {
 	opts := buildOptions
 	opts.VerifierKnown = func(name string) bool { return name == "none" || name == "twilio" }
 	yaml := "sources: {s: {verify: {type: twilio, secret: tok}}, u: {verify: {type: acme, secret: x}}}\n"
-	want := []string{`sources.u.verify.type: unknown verifier "acme" ([none hmac stripe github shopify slack standardwebhooks])`}
+	want := []string{`sources.u.verify.type: unknown verifier "acme" ([none hmac stripe github shopify slack standardwebhooks], or a preset: ` + "`ankusa presets`" + ` lists them)`}
 	if probs := problemsOf(t, yaml, opts); !slices.Equal(probs, want) {
 		t.Fatalf("problems %q, want %q", probs, want)
 	}
@@ -45,5 +46,22 @@ func TestVerifyURL(t *testing.T) {
 		})) {
 			t.Errorf("%q: problems %q, want one sources.s.verify.url", tc.url, probs)
 		}
+	}
+}
+
+// dedupe.key auto on a source whose verify.type is refused is not a second
+// problem: there is no verifier whose id it could stand for.
+func TestAutoDedupeUnknownVerifierOneProblem(t *testing.T) {
+	opts := buildOptions
+	opts.CheckDedupe = func(key, vt string) error { return errors.New("dedupe.key: no id for " + vt) }
+	yaml := "sources: {u: {verify: {type: acme, secret: x}, dedupe: {key: auto}}, h: {verify: {type: none}, dedupe: {key: auto}}}\n"
+	want := []string{
+		"sources.h.dedupe.key: no id for none",
+		`sources.u.verify.type: unknown verifier "acme" ([none hmac stripe github shopify slack standardwebhooks], or a preset: ` + "`ankusa presets`" + ` lists them)`,
+	}
+	probs := problemsOf(t, yaml, opts)
+	slices.Sort(probs)
+	if !slices.Equal(probs, want) {
+		t.Fatalf("problems %q, want %q", probs, want)
 	}
 }
