@@ -1,19 +1,13 @@
 package edge_test
 
 import (
-	"net"
 	"net/http"
 	"strings"
 	"testing"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
 	"go.uber.org/zap"
 
-	"github.com/ankusa/ankusa/config"
-	"github.com/ankusa/ankusa/edge"
-	"github.com/ankusa/ankusa/source"
 	"github.com/ankusa/ankusa/verify"
-	"github.com/ankusa/ankusa/wal"
 )
 
 // TestCredentialNotStored: a source whose verifier is a shared credential
@@ -28,29 +22,8 @@ sources:
   postmark: {verify: {type: postmark, secret: "hooks:pm-password"}}
   github: {verify: {type: github, secret: gh}}
 `
-	cfg, err := config.Load([]byte(yaml), config.ValidateOptions{ResolverKnown: edge.ResolverKnown, VerifierKnown: verify.Known})
-	if err != nil {
-		t.Fatalf("config: %v", err)
-	}
-	st := source.NewStatic(cfg)
-	dir := t.TempDir()
-	w, err := wal.Open(wal.Options{FS: vfs.Default, Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := edge.NewResolver(cfg.RouteResolver)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := edge.NewRouter(edge.Options{Resolver: res, Sources: st, WAL: w, Limits: cfg.Limits})
-	srv := edge.NewServer(r, cfg.Limits, zap.NewNop())
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Shutdown(); w.Close() })
-	base := "http://" + ln.Addr().String() + "/webhooks/"
+	addr, dir := presetNode(t, yaml, zap.NewNop())
+	base := "http://" + addr + "/webhooks/"
 
 	post := func(src string, hdr ...string) int {
 		req, _ := http.NewRequest(http.MethodPost, base+src, strings.NewReader(`{"object_kind":"push"}`))

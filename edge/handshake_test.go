@@ -113,7 +113,15 @@ func hsNode(t *testing.T) (string, string) {
 
 func hsNodeLog(t *testing.T, log *zap.Logger) (string, string) {
 	t.Helper()
-	cfg, err := config.Load([]byte(handshakeYAML()), config.ValidateOptions{ResolverKnown: edge.ResolverKnown, VerifierKnown: verify.Known})
+	return presetNode(t, handshakeYAML(), log)
+}
+
+// presetNode serves a config whose sources are built as configuration
+// builds them (presets by name), committing to a WAL of its own; it
+// returns the listener's address and the WAL directory.
+func presetNode(t *testing.T, yaml string, log *zap.Logger) (string, string) {
+	t.Helper()
+	cfg, err := config.Load([]byte(yaml), config.ValidateOptions{ResolverKnown: edge.ResolverKnown, VerifierKnown: verify.Known})
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
