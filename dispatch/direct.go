@@ -251,7 +251,6 @@ func (c *Direct) SourcesChanged() {
 
 // Close records the numbering floor and closes the sinks.
 func (c *Direct) Close() error {
-	c.filters.stop()
 	errs := []error{c.num.Close()}
 	c.rmu.Lock()
 	for k, e := range c.sinks {

@@ -285,7 +285,6 @@ func (d *Dispatcher) Close() error {
 	}
 	d.in.closed.Store(true)
 	close(d.stop)
-	d.filters.stop()
 	d.wg.Wait()
 	runners := d.allRunners()
 	for _, r := range runners {

@@ -42,9 +42,6 @@ type sinkFilters struct {
 	log    *zap.Logger
 	now    func() time.Time
 	errLog throttle.Throttle
-	// ctx ends when the stage stops, interrupting a filter's loop.
-	ctx    context.Context
-	cancel context.CancelFunc
 	// counters are by source and sink, looked up without building the
 	// metric's name on every hook.
 	counters sync.Map // filterKey -> *filterCounters
@@ -55,13 +52,8 @@ type filterKey struct{ source, sink string }
 type filterCounters struct{ skipped, errors *metrics.Counter }
 
 func newSinkFilters(log *zap.Logger, now func() time.Time) *sinkFilters {
-	ctx, cancel := context.WithCancel(context.Background())
-	return &sinkFilters{log: log, now: now, errLog: throttle.Throttle{Every: filterLogEvery}, ctx: ctx, cancel: cancel}
+	return &sinkFilters{log: log, now: now, errLog: throttle.Throttle{Every: filterLogEvery}}
 }
-
-// stop interrupts filters still running; later ones run uninterrupted
-// (they are bounded by the cost limit anyway).
-func (f *sinkFilters) stop() { f.cancel() }
 
 // takes reports whether sink spec of source gets hook e. *h is the hook
 // as filters see it, made on the first filter and shared by the hook's
@@ -76,7 +68,11 @@ func (f *sinkFilters) takes(source string, spec *config.Sink, e *envelope.Envelo
 		if *h == nil {
 			*h = filter.NewHook(e)
 		}
-		ok, err = p.Eval(f.ctx, *h)
+		// Never interrupted, not even by the node stopping: an
+		// interruption would read as no match, and the hook would lose
+		// its row for good. The cost limit and filter.WorkLimit bound
+		// every evaluation to milliseconds.
+		ok, err = p.Eval(context.Background(), *h)
 	}
 	if ok {
 		return true

@@ -20,7 +20,6 @@ func TestFilterFailureLogThrottled(t *testing.T) {
 	core, logs := observer.New(zapcore.WarnLevel)
 	now := time.Unix(1_800_000_000, 0)
 	f := newSinkFilters(zap.New(core), func() time.Time { return now })
-	defer f.stop()
 	spec := config.Sink{ID: "s1", Filter: `body.data.object.amount > 1000`}
 	e := &envelope.Envelope{TenantID: "acme", SourceID: "throttled", Body: []byte(`{"ref":"refs/heads/main"}`)}
 	c := f.countersOf("throttled", "s1")

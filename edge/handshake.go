@@ -40,22 +40,14 @@ func (r *Router) handshakeGET(ctx *fasthttp.RequestCtx, a *admitted) {
 // answerHandshake answers a subscription handshake, GET or POST, once it
 // is known to be one: it spends the tenant's token when the handshake
 // proved itself (Verified), else a token of the source's quarantine
-// bucket, as a hook would; an empty bucket is the hook's 429. Nothing is
-// committed or delivered; Handle's finish gives back what the request
-// reserved.
+// bucket, as a hook would; an empty bucket is the hook's 429. A refusal
+// (Discord's forged PING, Xero's badly signed intent to receive: 401)
+// spends neither, as a refused hook of a reject source does not: those
+// providers check that a forgery gets its 401, and a flood of forgeries
+// must not turn it into a 429. Nothing is committed or delivered;
+// Handle's finish gives back what the request reserved.
 func (r *Router) answerHandshake(ctx *fasthttp.RequestCtx, a *admitted, ans verify.Answer) {
-	if ans.Verified {
-		if r.o.Tenants != nil {
-			if ok, wait := r.o.Tenants.Take(a.tenant); !ok {
-				countHandshake(ans.Kind, hsRateLimited)
-				replyWait(ctx, vRateLimited, wait, false)
-				return
-			}
-		}
-	} else if ok, wait := r.quarantineBucket(a.src).Take(r.o.Mono()); !ok {
-		quarantineLimited.Inc()
-		countHandshake(ans.Kind, hsRateLimited)
-		replyWait(ctx, vQuarantineLimited, wait, false)
+	if ans.Status < 400 && !r.spendHandshake(ctx, a, ans) {
 		return
 	}
 	ctx.Response.SetStatusCode(ans.Status)
@@ -92,6 +84,29 @@ func (r *Router) answerHandshake(ctx *fasthttp.RequestCtx, a *admitted, ans veri
 			"until then that webhook's events fail verification",
 			zap.String("source", a.src.Name), zap.String("tenant", a.tenant), zap.String("remote_addr", addr), zap.String("x_hook_secret", ans.Header[1]))
 	}
+}
+
+// spendHandshake takes the token an answered handshake costs: the
+// tenant's when it proved itself, else one of the source's quarantine
+// bucket. false: the bucket is empty and the 429 is given.
+func (r *Router) spendHandshake(ctx *fasthttp.RequestCtx, a *admitted, ans verify.Answer) bool {
+	if ans.Verified {
+		if r.o.Tenants != nil {
+			if ok, wait := r.o.Tenants.Take(a.tenant); !ok {
+				countHandshake(ans.Kind, hsRateLimited)
+				replyWait(ctx, vRateLimited, wait, false)
+				return false
+			}
+		}
+		return true
+	}
+	if ok, wait := r.quarantineBucket(a.src).Take(r.o.Mono()); !ok {
+		quarantineLimited.Inc()
+		countHandshake(ans.Kind, hsRateLimited)
+		replyWait(ctx, vQuarantineLimited, wait, false)
+		return false
+	}
+	return true
 }
 
 // remoteAddr is the request's client address (the PROXY protocol's, when

@@ -71,6 +71,7 @@ sources:
   discord: {verify: {type: discord, secret: ` + dpub + `}}
   discord-q: {verify: {type: discord, secret: ` + dpub + `}, on_verify_failure: quarantine}
   discord-flag: {verify: {type: discord, secret: ` + dpub + `}, on_verify_failure: accept_flag}
+  discord-tight: {verify: {type: discord, secret: ` + dpub + `}, on_verify_failure: quarantine, quarantine: {rate: 0.001, burst: 1}}
   okta: {verify: {type: okta, secret: "` + oktaToken + `"}}
   dropbox: {verify: {type: dropbox, secret: ` + dropboxKey + `}}
   meta: {verify: {type: meta, secret: ` + metaKey + `, handshake_token: ` + metaToken + `}}
@@ -364,7 +365,7 @@ func TestDiscordForgedPingIs401(t *testing.T) {
 	ping := `{"application_id":"1234567890","id":"987654321","token":"tok","type":1,"version":1}`
 	command := `{"application_id":"1234567890","id":"987654322","token":"tok","type":2,"data":{"name":"ping"},"version":1}`
 	_, otherKey, _ := ed25519.GenerateKey(rand.Reader)
-	for _, src := range []string{"discord-q", "discord-flag"} {
+	for _, src := range []string{"discord-q", "discord-flag", "discord-tight"} {
 		for _, forged := range [][]string{
 			{"X-Signature-Timestamp", ts, "X-Signature-Ed25519", discordSign(otherKey, ts, ping)},       // another key
 			{"X-Signature-Timestamp", ts, "X-Signature-Ed25519", discordSign(discordKey, ts+"1", ping)}, // another timestamp
@@ -380,6 +381,9 @@ func TestDiscordForgedPingIs401(t *testing.T) {
 		if n := len(committed(t, dir)); n != 0 {
 			t.Fatalf("%s: %d forged PINGs committed", src, n)
 		}
+		// A refusal spends no bucket: discord-tight's quarantine bucket
+		// holds one token, yet five forgeries above got their 401 and
+		// the signed PING below its PONG.
 		got := hsDo(t, "POST", base+src, ping, "X-Signature-Timestamp", ts, "X-Signature-Ed25519", discordSign(discordKey, ts, ping))
 		if got.status != 200 || got.body != `{"type":1}` {
 			t.Fatalf("%s: signed PING answered %d %q, want the PONG", src, got.status, got.body)

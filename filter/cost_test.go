@@ -72,3 +72,48 @@ func TestInterrupted(t *testing.T) {
 		t.Fatalf("Eval on a done context = %v, %v; want it interrupted", ok, err)
 	}
 }
+
+// TestBodyWorkBounded: CEL charges about one unit for reading a body
+// array or comparing two objects, whatever their size; what reading the
+// body touches is held to WorkLimit, so a loop over a large body that
+// reads it again on every turn ends in milliseconds, not seconds.
+func TestBodyWorkBounded(t *testing.T) {
+	var graph strings.Builder
+	graph.WriteString(`{"value":[`)
+	for i := 0; graph.Len() < 1<<20; i++ {
+		if i > 0 {
+			graph.WriteByte(',')
+		}
+		graph.WriteString(`{"changeType":"created","resource":"users/` + itoa(i) + `"}`)
+	}
+	graph.WriteString(`]}`)
+	ones := `{"items":[` + strings.Repeat("1,", 200_000) + `1]}`
+	wide := `{"value":[` + strings.Repeat(`{"a":1,"b":[1,2,3,4,5,6,7,8],"c":"x"},`, 20_000) + `{}]}`
+	for _, tc := range []struct{ name, body, expr string }{
+		{"array read again each turn", graph.String(), `body.value.all(v, v.changeType == body.value[0].changeType)`},
+		{"scalar list read again each turn", ones, `body.items.all(i, i == body.items[0])`},
+		{"object equality each turn", wide, `body.value.all(v, v == body.value[0])`},
+		{"object iterated each turn", wide, `body.value.all(v, body.value[0].all(k, k != ''))`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := mustCompile(t, tc.expr)
+			start := time.Now()
+			ok, err := p.Match(&envelope.Envelope{Body: []byte(tc.body)})
+			took := time.Since(start)
+			t.Logf("%v, %v after %v", ok, err, took)
+			if err == nil {
+				t.Fatalf("Match = %v with no error; want a limit", ok)
+			}
+			// Generous for a loaded machine and -race (the parse of a 1
+			// MiB body included); unbounded took seconds to minutes.
+			if took > time.Second {
+				t.Fatalf("stopped after %v", took)
+			}
+		})
+	}
+	// An honest filter over the same large body still works.
+	p := mustCompile(t, `body.value[0].changeType == 'created' && size(body.value) > 1000`)
+	if ok, err := p.Match(&envelope.Envelope{Body: []byte(graph.String())}); !ok || err != nil {
+		t.Fatalf("Match = %v, %v; want true", ok, err)
+	}
+}

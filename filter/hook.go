@@ -25,6 +25,8 @@ type Hook struct {
 	// it back.
 	parser *fastjson.Parser
 	parsed bool
+	// work is what reading the body has cost the current evaluation.
+	work budget
 }
 
 var _ interpreter.Activation = (*Hook)(nil)
@@ -95,7 +97,7 @@ func (h *Hook) parseBody() {
 		h.body = emptyBody
 		return
 	}
-	h.parser, h.body = p, jsonValue(v)
+	h.parser, h.body = p, jsonValue(v, &h.work)
 }
 
 // Release gives back the parser of the hook's body. The Hook must not be
@@ -107,21 +109,39 @@ func (h *Hook) Release() {
 	}
 }
 
-// native copies a fastjson value out of the parser's memory.
-func native(v *fastjson.Value) any {
+// native copies a fastjson value out of the parser's memory, charging
+// each value to b; ok false: past the budget.
+func native(v *fastjson.Value, b *budget) (out any, ok bool) {
+	if !b.spend(1) {
+		return nil, false
+	}
 	switch v.Type() {
 	case fastjson.TypeObject:
 		o, _ := v.Object()
 		m := make(map[string]any, o.Len())
-		o.Visit(func(k []byte, x *fastjson.Value) { m[string(k)] = native(x) })
-		return m
+		ok = true
+		o.Visit(func(k []byte, x *fastjson.Value) {
+			if ok {
+				m[string(k)], ok = native(x, b)
+			}
+		})
+		return m, ok
 	case fastjson.TypeArray:
 		a, _ := v.Array()
 		l := make([]any, len(a))
 		for i, x := range a {
-			l[i] = native(x)
+			if l[i], ok = native(x, b); !ok {
+				return nil, false
+			}
 		}
-		return l
+		return l, true
+	}
+	return scalar(v), true
+}
+
+// scalar is a JSON scalar as a Go value.
+func scalar(v *fastjson.Value) any {
+	switch v.Type() {
 	case fastjson.TypeString:
 		return string(v.GetStringBytes())
 	case fastjson.TypeNumber:
