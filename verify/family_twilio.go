@@ -214,13 +214,20 @@ func (st *twilioState) parseForm(body []byte) error {
 		}
 		start = end + 1
 	}
-	slices.SortFunc(st.pairs, func(a, b formPair) int {
-		if c := bytes.Compare(a.k, b.k); c != 0 {
-			return c
-		}
-		return bytes.Compare(a.v, b.v)
-	})
+	// Twilio posts its parameters in name order already: one pass that
+	// finds them sorted costs a tenth of a sort.
+	if !slices.IsSortedFunc(st.pairs, comparePairs) {
+		slices.SortFunc(st.pairs, comparePairs)
+	}
 	return nil
+}
+
+// comparePairs orders form pairs as Twilio does: by name, then value.
+func comparePairs(a, b formPair) int {
+	if c := bytes.Compare(a.k, b.k); c != 0 {
+		return c
+	}
+	return bytes.Compare(a.v, b.v)
 }
 
 // unescape decodes s into buf and returns that slice of buf.
