@@ -9,7 +9,7 @@ STATICCHECK := $(BIN)/staticcheck
 # Every package runs without the race detector (allocation guards and the
 # crash tests, which drive the built binary, need that), and the packages
 # with concurrency run again under it.
-RACE_PKGS := ./wal/... ./archive/... ./edge/... ./meta/... ./source/... ./verify/... ./internal/... ./segment/... ./admin/... ./dispatch/... ./dedupe/... ./tenant/...
+RACE_PKGS := ./wal/... ./archive/... ./edge/... ./meta/... ./source/... ./verify/... ./internal/... ./segment/... ./admin/... ./dispatch/... ./dedupe/... ./tenant/... ./filter/...
 
 .PHONY: build run test services fuzz lint bench bench-quick bench-build tools clean soak
 
