@@ -345,13 +345,16 @@ func (t *tsSpec) within(tm, now time.Time) bool {
 	if !t.check {
 		return true
 	}
-	d := now.Sub(tm)
+	// In milliseconds, not a time.Duration: now.Sub saturates past 292
+	// years, and the negated minimum stays negative, which would take a
+	// timestamp centuries away for one within the tolerance.
+	d := now.UnixMilli() - tm.UnixMilli()
 	if d < 0 {
 		d = -d
 	}
 	// Whole seconds: a timestamp in seconds at the edge of the
 	// tolerance is accepted.
-	return d.Truncate(time.Second) <= t.tol
+	return d/1000 <= int64(t.tol/time.Second)
 }
 
 // newTSSpec builds a preset's timestamp; tol is verify.tolerance when set
