@@ -226,9 +226,15 @@ func (c *Claims) Claim(ctx context.Context, store string, e *envelope.Envelope) 
 		if err := c.room.take(ctx, n); err != nil {
 			return envelope.Claim{}, err
 		}
-		var err error
-		if p, off, err = c.add(st, e, n); err != nil {
+		var (
+			err    error
+			joined bool
+		)
+		if p, off, joined, err = c.add(st, e, n); err != nil || joined {
+			// Joined: a claim of the same hook packed it meanwhile.
 			c.room.give(n)
+		}
+		if err != nil {
 			return envelope.Claim{}, err
 		}
 	}
@@ -247,8 +253,10 @@ func (c *Claims) Claim(ctx context.Context, store string, e *envelope.Envelope) 
 
 // add appends e's body (n bytes, room taken) to the open pack of its
 // tenant and source, opening one when there is none or the body does not
-// fit, and returns the pack and the body's offset in it.
-func (c *Claims) add(st *claimStore, e *envelope.Envelope, n int64) (*pack, int64, error) {
+// fit, and returns the pack and the body's offset in it. joined: a claim
+// of the same hook had packed it since the caller looked (waiting), and
+// the body was not packed again: the caller gives its room back.
+func (c *Claims) add(st *claimStore, e *envelope.Envelope, n int64) (p *pack, off int64, joined bool, err error) {
 	c.mu.Lock()
 	closed := c.closed
 	if !closed {
@@ -256,12 +264,18 @@ func (c *Claims) add(st *claimStore, e *envelope.Envelope, n int64) (*pack, int6
 	}
 	c.mu.Unlock()
 	if closed {
-		return nil, 0, ErrClaimsClosed
+		return nil, 0, false, ErrClaimsClosed
 	}
 	owner := packOwner{e.TenantID, e.SourceID}
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	p := st.open[owner]
+	if w, ok := st.inPack[e.ID]; ok && w.tenant == e.TenantID && w.n == n {
+		// Two sinks' claims of one hook at once: both looked before
+		// either packed it; the second joins the first.
+		c.wg.Done()
+		return w.p, w.off, true, nil
+	}
+	p = st.open[owner]
 	if p != nil && int64(len(p.buf))+n > st.packBytes {
 		c.sealLocked(st, p)
 		p = nil
@@ -271,7 +285,7 @@ func (c *Claims) add(st *claimStore, e *envelope.Envelope, n int64) (*pack, int6
 	} else {
 		c.wg.Done() // the pack's upload is counted already
 	}
-	off := int64(len(p.buf))
+	off = int64(len(p.buf))
 	p.buf = append(p.buf, e.Body...)
 	p.held += n
 	p.ids = append(p.ids, e.ID)
@@ -279,7 +293,7 @@ func (c *Claims) add(st *claimStore, e *envelope.Envelope, n int64) (*pack, int6
 	if int64(len(p.buf)) >= st.packBytes {
 		c.sealLocked(st, p)
 	}
-	return p, off, nil
+	return p, off, false, nil
 }
 
 // waiting finds e's body in a pack not uploaded yet (a claim of the same
