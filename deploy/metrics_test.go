@@ -611,7 +611,7 @@ func TestAlerts(t *testing.T) {
 		"ankusa_wal_fsync_seconds_bucket", "ankusa_wal_queue_bytes", "ankusa_segment_sealed_seq",
 		"ankusa_archive_lag_seconds", "ankusa_archive_upload_failures_total",
 		"ankusa_dispatch_dead_letters_total", `code="429"`, `code="503"`,
-		"ankusa_storage_free_bytes", "ankusa_storage_full", "up == 0",
+		"ankusa_storage_free_bytes", "ankusa_storage_full", `up{job="ankusa"} == 0`,
 	} {
 		if !strings.Contains(all.String(), want) {
 			t.Errorf("no alert's expr has %q", want)
