@@ -73,6 +73,15 @@ var (
 // the dashboard, the alerts and the docs drift without a failure.
 func exportedMetrics(t *testing.T) map[string]kind {
 	t.Helper()
+	kinds, _ := scanModule(t)
+	return kinds
+}
+
+// scanModule is exportedMetrics, with each metric's label names (sorted,
+// joined by commas; a histogram's le or vmrange among them), or
+// labelsUnknown when a registration builds its labels out of sight.
+func scanModule(t *testing.T) (map[string]kind, map[string]string) {
+	t.Helper()
 	cmd := exec.Command("go", "list", "-deps", "-json=ImportPath,Dir,GoFiles,Module", "./cmd/ankusa")
 	cmd.Dir = root
 	out, err := cmd.Output()
@@ -80,6 +89,7 @@ func exportedMetrics(t *testing.T) map[string]kind {
 		t.Fatalf("go list: %v", err)
 	}
 	got := map[string]kind{}
+	labels := map[string]map[string]bool{}
 	fset := token.NewFileSet()
 	dec := json.NewDecoder(bytes.NewReader(out))
 	pkgs := 0
@@ -102,16 +112,71 @@ func exportedMetrics(t *testing.T) map[string]kind {
 			if err != nil {
 				t.Fatalf("%s: %v", path, err)
 			}
-			scanFile(t, fset, f, got)
+			scanFile(t, fset, f, got, labels)
 		}
 	}
 	if pkgs < 10 || len(got) < 100 {
 		t.Fatalf("the scan found %d metrics in %d packages: it no longer sees how the node registers them", len(got), pkgs)
 	}
-	return got
+	joined := map[string]string{}
+	for name, set := range labels {
+		switch got[name] {
+		case histLE:
+			set["le"] = true
+		case histVMRange:
+			set["vmrange"] = true
+		}
+		joined[name] = strings.Join(sortedKeys(set), ",")
+		if set[labelsUnknown] {
+			joined[name] = labelsUnknown
+		}
+	}
+	return got, joined
 }
 
-func scanFile(t *testing.T, fset *token.FileSet, f *ast.File, got map[string]kind) {
+// labelsUnknown stands for the labels of a metric whose name is joined to
+// something other than a label's value ("name" + labels).
+const labelsUnknown = "?"
+
+var labelName = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)="`)
+
+// labelsOf returns the label names of a registration's name expression:
+// its literals joined, each other operand standing for a label's value.
+func labelsOf(e ast.Expr) []string {
+	var parts []ast.Expr
+	var flatten func(e ast.Expr)
+	flatten = func(e ast.Expr) {
+		switch x := e.(type) {
+		case *ast.BinaryExpr:
+			flatten(x.X)
+			flatten(x.Y)
+		case *ast.ParenExpr:
+			flatten(x.X)
+		default:
+			parts = append(parts, e)
+		}
+	}
+	flatten(e)
+	var b strings.Builder
+	for _, p := range parts {
+		if lit, ok := p.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+			s, _ := strconv.Unquote(lit.Value)
+			b.WriteString(s)
+			continue
+		}
+		if !strings.HasSuffix(b.String(), `="`) {
+			return []string{labelsUnknown}
+		}
+		b.WriteString("v")
+	}
+	var names []string
+	for _, m := range labelName.FindAllStringSubmatch(b.String(), -1) {
+		names = append(names, m[1])
+	}
+	return names
+}
+
+func scanFile(t *testing.T, fset *token.FileSet, f *ast.File, got map[string]kind, labels map[string]map[string]bool) {
 	t.Helper()
 	local := ""
 	for _, imp := range f.Imports {
@@ -162,6 +227,12 @@ func scanFile(t *testing.T, fset *token.FileSet, f *ast.File, got map[string]kin
 				t.Errorf("%s: %s registered as a %s and as a %s", fset.Position(lit.Pos()), name, prev, k)
 			}
 			got[name] = k
+			if labels[name] == nil {
+				labels[name] = map[string]bool{}
+			}
+			for _, l := range labelsOf(call.Args[0]) {
+				labels[name][l] = true
+			}
 			return true
 		})
 	}
@@ -243,11 +314,12 @@ func seriesOf(ref string, exported map[string]kind) (string, kind, bool) {
 
 // docRow is a metric's row in docs/metrics.md.
 type docRow struct {
-	kind kind
-	line int
+	kind   kind
+	line   int
+	labels string // sorted, joined by commas
 }
 
-var docRowRE = regexp.MustCompile("^\\|\\s*`([^`]+)`\\s*\\|\\s*([^|]+?)\\s*\\|")
+var docRowRE = regexp.MustCompile("^\\|\\s*`([^`]+)`\\s*\\|\\s*([^|]+?)\\s*\\|\\s*([^|]+?)\\s*\\|")
 
 // readDoc reads docs/metrics.md's table rows: | `name` | kind | labels | what |.
 func readDoc(t *testing.T, path string) map[string]docRow {
@@ -266,7 +338,14 @@ func readDoc(t *testing.T, path string) map[string]docRow {
 		if prev, dup := rows[m[1]]; dup {
 			t.Errorf("%s:%d: %s listed twice (line %d too)", path, n, m[1], prev.line)
 		}
-		rows[m[1]] = docRow{kind(m[2]), n}
+		var labels []string
+		if m[3] != "-" {
+			for l := range strings.SplitSeq(m[3], ",") {
+				labels = append(labels, strings.TrimSpace(l))
+			}
+		}
+		sort.Strings(labels)
+		rows[m[1]] = docRow{kind(m[2]), n, strings.Join(labels, ",")}
 	}
 	return rows
 }
@@ -287,6 +366,19 @@ func docProblems(doc map[string]docRow, exported map[string]kind) []string {
 	for _, name := range sortedKeys(doc) {
 		if _, ok := exported[name]; !ok {
 			bad = append(bad, fmt.Sprintf("docs/metrics.md:%d lists %s, which the node does not export", doc[name].line, name))
+		}
+	}
+	return bad
+}
+
+// labelProblems compares each row's labels with the ones the code gives
+// its metric, where the scan can read them.
+func labelProblems(doc map[string]docRow, labels map[string]string) []string {
+	var bad []string
+	for _, name := range sortedKeys(doc) {
+		want, ok := labels[name]
+		if ok && want != labelsUnknown && doc[name].labels != want {
+			bad = append(bad, fmt.Sprintf("docs/metrics.md:%d: %s has the labels %q, the row says %q", doc[name].line, name, want, doc[name].labels))
 		}
 	}
 	return bad
@@ -359,14 +451,14 @@ func TestChecksFail(t *testing.T) {
 
 	doc := map[string]docRow{}
 	for name, k := range exported {
-		doc[name] = docRow{k, 1}
+		doc[name] = docRow{kind: k, line: 1}
 	}
 	if got := docProblems(doc, exported); len(got) != 0 {
 		t.Errorf("a complete reference: %q", got)
 	}
 	delete(doc, "ankusa_g")
-	doc["ankusa_old_total"] = docRow{counter, 9}
-	doc["ankusa_a_total"] = docRow{gauge, 3}
+	doc["ankusa_old_total"] = docRow{kind: counter, line: 9}
+	doc["ankusa_a_total"] = docRow{kind: gauge, line: 3}
 	got := docProblems(doc, exported)
 	for _, want := range []string{"ankusa_g (gauge) is exported", "lists ankusa_old_total", "ankusa_a_total is a counter, the row says \"gauge\""} {
 		if !slices.ContainsFunc(got, func(s string) bool { return strings.Contains(s, want) }) {
@@ -375,6 +467,31 @@ func TestChecksFail(t *testing.T) {
 	}
 	if len(got) != 3 {
 		t.Errorf("docProblems: %d problems %q, want 3", len(got), got)
+	}
+
+	rows := map[string]docRow{
+		"ankusa_a_total":    {kind: counter, line: 1, labels: "code"},
+		"ankusa_le_seconds": {kind: histLE, line: 2, labels: "le"},
+		"ankusa_f_total":    {kind: counter, line: 3, labels: "sink,source"},
+		"ankusa_g":          {kind: gauge, line: 4},
+	}
+	scanned := map[string]string{"ankusa_a_total": "code,sink", "ankusa_le_seconds": "le", "ankusa_f_total": labelsUnknown, "ankusa_g": ""}
+	if got := labelProblems(rows, scanned); len(got) != 1 || !strings.Contains(got[0], `ankusa_a_total has the labels "code,sink", the row says "code"`) {
+		t.Errorf("labelProblems: %q, want the one of ankusa_a_total", got)
+	}
+	for src, want := range map[string]string{
+		"`n_total`": "",
+		"`n_total{code=\"` + strconv.Itoa(c) + `\"}`": "code",
+		"`n{a=\"` + x + `\",b=\"` + y + `\"}`":        "a,b",
+		"\"n_total\" + labels":                        labelsUnknown,
+	} {
+		e, err := parser.ParseExpr(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(labelsOf(e), ","); got != want {
+			t.Errorf("labelsOf(%s) = %q, want %q", src, got, want)
+		}
 	}
 
 	for expr, ok := range map[string]bool{
@@ -406,6 +523,19 @@ func TestScanSeesRegistrations(t *testing.T) {
 			t.Errorf("%s scanned as %q, want %q", name, got, want)
 		}
 	}
+	_, labels := scanModule(t)
+	for name, want := range map[string]string{
+		"ankusa_edge_requests_total":       "code",
+		"ankusa_edge_handshakes_total":     "kind,outcome",
+		"ankusa_wal_fsync_seconds":         "le",
+		"ankusa_dispatch_delivery_seconds": "vmrange",
+		"ankusa_filter_skipped_total":      labelsUnknown,
+		"ankusa_edge_body_bytes_total":     "",
+	} {
+		if got := labels[name]; got != want {
+			t.Errorf("%s's labels scanned as %q, want %q", name, got, want)
+		}
+	}
 	doc := readDoc(t, metricsDoc)
 	added := map[string]kind{"ankusa_new_total": counter}
 	for k, v := range exported {
@@ -426,9 +556,11 @@ func TestScanSeesRegistrations(t *testing.T) {
 }
 
 // TestMetricsDoc: docs/metrics.md lists every exported metric, with its
-// type, and no other.
+// type and labels, and no other.
 func TestMetricsDoc(t *testing.T) {
-	for _, p := range docProblems(readDoc(t, metricsDoc), exportedMetrics(t)) {
+	kinds, labels := scanModule(t)
+	doc := readDoc(t, metricsDoc)
+	for _, p := range append(docProblems(doc, kinds), labelProblems(doc, labels)...) {
 		t.Error(p)
 	}
 }
