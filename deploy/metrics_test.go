@@ -86,7 +86,11 @@ func scanModule(t *testing.T) (map[string]kind, map[string]string) {
 	cmd.Dir = root
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("go list: %v", err)
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("go list: %v\n%s", err, stderr)
 	}
 	got := map[string]kind{}
 	labels := map[string]map[string]bool{}
