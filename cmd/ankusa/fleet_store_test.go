@@ -75,6 +75,28 @@ func TestFleetPropagationWithoutPubSub(t *testing.T) {
 	pa, pb := a.serve(t), b.serve(t)
 	rc := redistest.Client(t, u)
 	ctx := context.Background()
+	// A node is ready before its subscriber has connected (it subscribes
+	// in the background): wait for both on this private server, so the
+	// kill below cuts both.
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		list, err := rc.ClientList(ctx).Result()
+		if err != nil {
+			t.Fatalf("CLIENT LIST: %v", err)
+		}
+		n := 0
+		for _, line := range strings.Split(list, "\n") {
+			if strings.Contains(line, " sub=") && !strings.Contains(line, " sub=0 ") {
+				n++
+			}
+		}
+		if n >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 5 s the nodes have not both subscribed:\n%s", list)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	if err := rc.Do(ctx, "ACL", "SETUSER", "default", "-subscribe").Err(); err != nil {
 		t.Fatalf("ACL SETUSER default -subscribe: %v", err)
 	}
