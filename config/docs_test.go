@@ -32,7 +32,32 @@ var (
 	mdLink    = regexp.MustCompile(`\[[^\]\n]*\]\(([^)\s]+)(?:\s+"[^"]*")?\)`)
 	itemIndex = regexp.MustCompile(`\[[0-9]*\]`)
 	urlScheme = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9+.-]*:`)
+	// A metric name: ankusa_..., maybe with a histogram's suffix.
+	metricName = regexp.MustCompile(`\bankusa_[a-z0-9_]*[a-z0-9]`)
 )
+
+const metricsPath = "../docs/metrics.md"
+
+// unknownMetrics lists the ankusa_ metric names doc mentions that are not a
+// row of the metrics page (rows: documented), one "line: name" each. A
+// histogram's _bucket, _sum and _count are its own name.
+func unknownMetrics(doc string, documented []string) []string {
+	var out []string
+	proseLines(doc, func(n int, line string) {
+		for _, m := range metricName.FindAllString(line, -1) {
+			base := m
+			for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+				if b, ok := strings.CutSuffix(m, suffix); ok && slices.Contains(documented, b) {
+					base = b
+				}
+			}
+			if !slices.Contains(documented, base) {
+				out = append(out, fmt.Sprintf("line %d: %s", n, m))
+			}
+		}
+	})
+	return out
+}
 
 // topLevelKeys are the config file's top-level keys, read off the yaml
 // tags of config.Config.
@@ -200,6 +225,39 @@ func TestDocsQuoteOnlyReferenceKeys(t *testing.T) {
 	// extraction broke and the check proves nothing.
 	if quoted < 100 {
 		t.Errorf("only %d quoted config keys found in %s/*.md", quoted, docsDir)
+	}
+}
+
+// Every metric an operator page names is one the metrics page lists, which
+// deploy/metrics_test.go holds to the code.
+func TestDocsNameOnlyExportedMetrics(t *testing.T) {
+	b, err := os.ReadFile(metricsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	documented := documentedKeys(string(b)) // the first cell of each row
+	if len(documented) < 100 {
+		t.Fatalf("%s yields %d metric rows: the row parser no longer reads it", metricsPath, len(documented))
+	}
+	if got := unknownMetrics("`ankusa_wal_fsync_seconds_bucket` and ankusa_wal_last_seq, not `ankusa_wal_lastseq`", documented); !slices.Equal(got, []string{"line 1: ankusa_wal_lastseq"}) {
+		t.Fatalf("unknownMetrics on a made-up line = %q", got)
+	}
+	named := 0
+	for _, page := range operatorPages(t) {
+		if filepath.Base(page) == filepath.Base(metricsPath) {
+			continue
+		}
+		b, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		named += len(metricName.FindAllString(string(b), -1))
+		if bad := unknownMetrics(string(b), documented); len(bad) > 0 {
+			t.Errorf("%s names %d metrics that %s does not list:\n  %s", page, len(bad), metricsPath, strings.Join(bad, "\n  "))
+		}
+	}
+	if named < 20 {
+		t.Errorf("only %d metric names found in the operator pages", named)
 	}
 }
 
