@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -8,7 +9,9 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"unicode"
 
 	"github.com/ankusa/ankusa/config"
 )
@@ -167,11 +170,47 @@ func brokenLinks(path, doc string) []string {
 			if urlScheme.MatchString(target) || strings.HasPrefix(target, "#") {
 				continue
 			}
-			target, _, _ = strings.Cut(target, "#")
-			if _, err := os.Stat(filepath.Join(filepath.Dir(path), filepath.FromSlash(target))); err != nil {
+			file, anchor, _ := strings.Cut(target, "#")
+			file = filepath.Join(filepath.Dir(path), filepath.FromSlash(file))
+			b, err := os.ReadFile(file)
+			switch {
+			case err != nil && !errors.Is(err, syscall.EISDIR):
 				out = append(out, fmt.Sprintf("%s line %d: %s", path, n, m[1]))
+			case err == nil && anchor != "" && strings.HasSuffix(file, ".md") && !slices.Contains(anchors(string(b)), anchor):
+				out = append(out, fmt.Sprintf("%s line %d: %s (no heading makes that anchor)", path, n, m[1]))
 			}
 		}
+	})
+	return out
+}
+
+// anchors are the in-page anchors the headings of a markdown page make,
+// as GitHub makes them: lower case, punctuation dropped, spaces as
+// hyphens, a repeated one suffixed -1, -2...
+func anchors(doc string) []string {
+	var out []string
+	seen := map[string]int{}
+	proseLines(doc, func(_ int, line string) {
+		if !strings.HasPrefix(line, "#") {
+			return
+		}
+		text := strings.TrimSpace(strings.TrimLeft(line, "#"))
+		var b strings.Builder
+		for _, r := range strings.ToLower(text) {
+			switch {
+			case unicode.IsLetter(r) || unicode.IsDigit(r) || r == '-' || r == '_':
+				b.WriteRune(r)
+			case r == ' ':
+				b.WriteRune('-')
+			}
+		}
+		a := b.String()
+		if k := seen[a]; k > 0 {
+			out = append(out, fmt.Sprintf("%s-%d", a, k))
+		} else {
+			out = append(out, a)
+		}
+		seen[a]++
 	})
 	return out
 }
@@ -312,13 +351,17 @@ func TestDocsCheckFindsRenamedKey(t *testing.T) {
 		"`wal.in_a_fence`",
 		"```",
 		"[ok](configuration.md), [ok too](metrics.md#edge-public-listener), [web](https://example.com/x.md),",
-		"[gone](nowhere.md), `[in code](nowhere-either.md)`, [anchor](#here).",
+		"[gone](nowhere.md), `[in code](nowhere-either.md)`, [anchor](#here), [dir](../config/),",
+		"[a heading](configuration.md#sourcesnamesinks), [no such heading](configuration.md#sinks-of-a-source).",
 	}, "\n")
 	want := []string{"line 3: `wal.typo`", "line 3: `sources.stripe.sinks[].urll`", "line 3: `limits.max_body`", "line 3: `dedupe.key`"}
 	if got := unknownKeys(page, reference, top); !slices.Equal(got, want) {
 		t.Errorf("unknownKeys = %q, want %q", got, want)
 	}
-	if got, want := brokenLinks(filepath.Join(docsDir, "page.md"), page), []string{filepath.Join(docsDir, "page.md") + " line 9: nowhere.md"}; !slices.Equal(got, want) {
+	if got, want := brokenLinks(filepath.Join(docsDir, "page.md"), page), []string{
+		filepath.Join(docsDir, "page.md") + " line 9: nowhere.md",
+		filepath.Join(docsDir, "page.md") + " line 10: configuration.md#sinks-of-a-source (no heading makes that anchor)",
+	}; !slices.Equal(got, want) {
 		t.Errorf("brokenLinks = %q, want %q", got, want)
 	}
 }
