@@ -365,3 +365,37 @@ func TestDocsCheckFindsRenamedKey(t *testing.T) {
 		t.Errorf("brokenLinks = %q, want %q", got, want)
 	}
 }
+
+// The config snippets of the operator pages (```yaml blocks whose first key
+// is a top-level key of the file) load: no unknown key, no value of the
+// wrong type, no rule broken. env: references are set to a value each
+// reference accepts.
+func TestDocsConfigSnippetsLoad(t *testing.T) {
+	top := topLevelKeys()
+	envRef := regexp.MustCompile(`env:([A-Z_][A-Z0-9_]*)`)
+	fence := regexp.MustCompile("(?s)```yaml\n(.*?)```")
+	loaded := 0
+	for _, page := range operatorPages(t) {
+		b, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, m := range fence.FindAllStringSubmatch(string(b), -1) {
+			snippet := m[1]
+			first, _, _ := strings.Cut(strings.TrimSpace(snippet), ":")
+			if !slices.Contains(top, first) {
+				continue // a fragment (a sink's filter line), not a config file
+			}
+			for _, ref := range envRef.FindAllStringSubmatch(snippet, -1) {
+				t.Setenv(ref[1], "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+			}
+			if _, err := config.Load([]byte(snippet), config.ValidateOptions{}); err != nil {
+				t.Errorf("%s, yaml block %d does not load:\n%v", page, i+1, err)
+			}
+			loaded++
+		}
+	}
+	if loaded < 3 {
+		t.Errorf("only %d config snippets found: the three products' snippets are gone or the fence parser broke", loaded)
+	}
+}
