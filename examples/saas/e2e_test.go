@@ -10,7 +10,8 @@ package saas
 // each to its tenant's endpoint (the sink URL's template), a bad signature
 // is a 401, acme's token reads acme's hooks and nothing of globex's, a
 // source acme creates through the API answers acme's URL only, and a
-// tenant past its bucket is a 429 that no other tenant sees.
+// tenant past its bucket is a 429 that no other tenant sees; after a
+// restart acme's source still answers.
 
 import (
 	"encoding/json"
@@ -60,9 +61,12 @@ func TestEndToEnd(t *testing.T) {
 		[2]string{"http://127.0.0.1:8000/", s.recv.URL + "/"},
 		[2]string{"level: info", "level: warn"},
 	)
-	s.node = exampletest.Start(t, bin, dir, cfg, listen, admin,
-		"SAAS_STRIPE_SECRET="+stripeSecret, "SAAS_GITHUB_SECRET="+githubSecret,
-		"SAAS_DELIVERY_SECRET="+deliverySecret, "SAAS_KEK="+kek)
+	start := func() {
+		s.node = exampletest.Start(t, bin, dir, cfg, listen, admin,
+			"SAAS_STRIPE_SECRET="+stripeSecret, "SAAS_GITHUB_SECRET="+githubSecret,
+			"SAAS_DELIVERY_SECRET="+deliverySecret, "SAAS_KEK="+kek)
+	}
+	start()
 
 	// The shared sources, for two tenants: each hook is filed under the
 	// URL's tenant and delivered to that tenant's endpoint.
@@ -98,7 +102,30 @@ func TestEndToEnd(t *testing.T) {
 
 	s.tenantSource(t)
 	s.rateLimits(t)
+
+	// acme's source, its secret sealed under the kek, is the store's: a
+	// restart opens it and it answers as before.
 	s.node.Stop(t)
+	start()
+	id := s.created(t, "a signed order to acme's source after a restart", s.shopOrder("acme", shopSecret))
+	s.recv.Wait(t, "acme's order after a restart", wait, func(r exampletest.Received) bool {
+		return r.Header.Get("X-Ankusa-Event-Id") == id && r.Path == "/acme/shop"
+	})
+	s.want(t, "an order signed with another secret after a restart", s.shopOrder("acme", "guess"), http.StatusUnauthorized)
+	s.node.Stop(t)
+}
+
+// order is the body of the Shopify orders the tests send.
+var order = []byte(`{"id":820982911946154508,"email":"jon@example.com","total_price":"199.00"}`)
+
+// shopOrder is a Shopify order for tenant's acme-shop URL, signed with
+// secret.
+func (s *saas) shopOrder(tenant, secret string) *http.Request {
+	req := s.request(tenant, "acme-shop", order)
+	req.Header.Set("X-Shopify-Topic", "orders/create")
+	req.Header.Set("X-Shopify-Webhook-Id", fmt.Sprintf("b54557e4-%s-%d", tenant, time.Now().UnixNano()))
+	req.Header.Set("X-Shopify-Hmac-Sha256", exampletest.Shopify(secret, order))
+	return req
 }
 
 // tenantSource: acme creates a source of its own with its own token; it
@@ -122,23 +149,15 @@ func (s *saas) tenantSource(t *testing.T) {
 		strings.Contains(string(a.Body), shopSecret) || !strings.Contains(string(a.Body), `"tenant_id":"acme"`) {
 		t.Fatalf("GET acme-shop: %s, want 200, tenant acme, its secret not shown", a)
 	}
-	order := []byte(`{"id":820982911946154508,"email":"jon@example.com","total_price":"199.00"}`)
-	shop := func(tenant, secret string) *http.Request {
-		req := s.request(tenant, "acme-shop", order)
-		req.Header.Set("X-Shopify-Topic", "orders/create")
-		req.Header.Set("X-Shopify-Webhook-Id", fmt.Sprintf("b54557e4-%s-%d", tenant, time.Now().UnixNano()))
-		req.Header.Set("X-Shopify-Hmac-Sha256", exampletest.Shopify(secret, order))
-		return req
-	}
-	id := s.created(t, "a signed order to acme's own source", shop("acme", shopSecret))
+	id := s.created(t, "a signed order to acme's own source", s.shopOrder("acme", shopSecret))
 	r := s.recv.Wait(t, "acme's order", wait, func(r exampletest.Received) bool { return r.Header.Get("X-Ankusa-Event-Id") == id })
 	if r.Path != "/acme/shop" || string(r.Body) != string(order) || r.Header.Get("X-Ankusa-Tenant") != "acme" || r.Header.Get("X-Ankusa-Source") != "acme-shop" {
 		t.Fatalf("acme's order reached %s as tenant %q source %q with %s; want /acme/shop, acme, acme-shop, the body sent",
 			r.Path, r.Header.Get("X-Ankusa-Tenant"), r.Header.Get("X-Ankusa-Source"), r.Body)
 	}
-	s.want(t, "an order signed with another secret", shop("acme", "guess"), http.StatusUnauthorized)
+	s.want(t, "an order signed with another secret", s.shopOrder("acme", "guess"), http.StatusUnauthorized)
 	unknown := s.want(t, "an unknown source under globex", s.request("globex", "no-such-source", order), http.StatusNotFound)
-	other := s.want(t, "acme's source under globex's URL", shop("globex", shopSecret), http.StatusNotFound)
+	other := s.want(t, "acme's source under globex's URL", s.shopOrder("globex", shopSecret), http.StatusNotFound)
 	if string(other.Body) != string(unknown.Body) {
 		t.Fatalf("acme's source under globex: 404 %s, want the unknown source's %s (a prober learns nothing)", other.Body, unknown.Body)
 	}
