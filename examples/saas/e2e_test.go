@@ -134,16 +134,26 @@ func (s *saas) shopOrder(tenant, secret string) *http.Request {
 // globex.
 func (s *saas) tenantSource(t *testing.T) {
 	t.Helper()
-	// The test's receiver is on loopback, so the sink allows private
-	// addresses; a customer's real endpoint is on the internet and needs
-	// no such key (see README.md).
-	spec := fmt.Sprintf(`{"name":"acme-shop","verify":{"type":"shopify","secret":%q},
-		"sinks":[{"id":"shop","type":"http","url":%q,"allow_private":true}]}`, shopSecret, s.recv.URL+"/acme/shop")
-	if a := s.admin(t, http.MethodPost, "/v1/tenants/globex/sources", acmeToken, spec); a.Status != http.StatusForbidden {
+	// The test's receiver is on loopback, which the SSRF guard refuses
+	// unless the sink allows private addresses; a tenant's token cannot
+	// allow them, an operator's can (see README.md). A customer's real
+	// endpoint is on the internet and needs no such key.
+	specOf := func(private bool) string {
+		return fmt.Sprintf(`{"name":"acme-shop","verify":{"type":"shopify","secret":%q},
+		"sinks":[{"id":"shop","type":"http","url":%q,"allow_private":%t}]}`, shopSecret, s.recv.URL+"/acme/shop", private)
+	}
+	if a := s.admin(t, http.MethodPost, "/v1/tenants/globex/sources", acmeToken, specOf(false)); a.Status != http.StatusForbidden {
 		t.Fatalf("acme's token creates a source for globex: %s, want 403", a)
 	}
-	if a := s.admin(t, http.MethodPost, "/v1/tenants/acme/sources", acmeToken, spec); a.Status != http.StatusCreated {
+	if a := s.admin(t, http.MethodPost, "/v1/tenants/acme/sources", acmeToken, specOf(true)); a.Status != http.StatusForbidden ||
+		!strings.Contains(string(a.Body), "sinks[0].allow_private") {
+		t.Fatalf("acme's token turns the SSRF guard off: %s, want 403 naming sinks[0].allow_private", a)
+	}
+	if a := s.admin(t, http.MethodPost, "/v1/tenants/acme/sources", acmeToken, specOf(false)); a.Status != http.StatusCreated {
 		t.Fatalf("acme's token creates acme-shop: %s, want 201", a)
+	}
+	if a := s.admin(t, http.MethodPut, "/v1/tenants/acme/sources/acme-shop", opsToken, specOf(true)); a.Status != http.StatusOK {
+		t.Fatalf("the operator allows acme-shop's private receiver: %s, want 200", a)
 	}
 	if a := s.admin(t, http.MethodGet, "/v1/tenants/acme/sources/acme-shop", acmeToken, ""); a.Status != http.StatusOK ||
 		strings.Contains(string(a.Body), shopSecret) || !strings.Contains(string(a.Body), `"tenant_id":"acme"`) {
