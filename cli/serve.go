@@ -31,6 +31,11 @@ import (
 // exitFatal is the exit code after a storage failure (a failed fsync).
 const exitFatal = 3
 
+// drainTimeout is how long stop gives both listeners to answer what they
+// admitted. deploy/systemd/ankusa.service's TimeoutStopSec must be longer
+// (deploy's test holds it to that), or the manager kills a draining node.
+const drainTimeout = 30 * time.Second
+
 func serve(args []string) int {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	path := fs.String("config", "", "config file (default: the embedded default)")
@@ -267,7 +272,7 @@ func (n *node) openPublic() error {
 // numbering floor), close the meta store.
 func (n *node) stop() int {
 	n.admin.SetReady(false)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
 	defer cancel()
 	code := 0
 	if err := n.public.ShutdownWithContext(ctx); err != nil {
