@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -30,6 +31,8 @@ type Sink struct {
 	queue   []*batch // lines written and not yet in an fsync, oldest first
 	syncing bool     // a syncLoop runs
 	closed  bool
+
+	syncs atomic.Int64 // fsyncs begun, for the tests
 }
 
 // batch is the lines one fsync makes safe: those written to f while no
@@ -162,6 +165,7 @@ func (s *Sink) syncLoop() {
 		b := s.queue[0]
 		s.queue = s.queue[1:]
 		s.mu.Unlock()
+		s.syncs.Add(1)
 		if err := b.f.Sync(); err != nil {
 			b.err = fmt.Errorf("cannot fsync %s: %w", s.path, err)
 			// After a failed fsync the kernel may have dropped the

@@ -143,6 +143,12 @@ func TestConcurrentDeliveriesWholeLines(t *testing.T) {
 	if len(lines) != workers*each {
 		t.Fatalf("%d lines; want %d", len(lines), workers*each)
 	}
+	// Deliveries in flight together share an fsync.
+	if n := s.Syncs(); n >= workers*each {
+		t.Errorf("%d fsyncs for %d deliveries from %d goroutines; want them grouped", n, workers*each, workers)
+	} else {
+		t.Logf("%d fsyncs for %d deliveries", n, workers*each)
+	}
 	for _, e := range lines {
 		n, ok := want[e.ID]
 		if !ok || n != len(e.Body) {
@@ -235,5 +241,16 @@ func TestCheck(t *testing.T) {
 		if _, err := filesink.New(filesink.Options{Spec: c.spec, Source: "s"}); (err == nil) != (c.want == "") {
 			t.Errorf("New(%+v) = %v; want an error %v", c.spec, err, c.want != "")
 		}
+	}
+}
+
+// A failed write (a full disk: /dev/full answers every write with
+// ENOSPC) is a retryable error naming the path and the cause.
+func TestFullDiskIsRetryable(t *testing.T) {
+	s := newSink(t, "/dev/full")
+	err := sinktest.Deliver(s, sinktest.Envelope(), 1, "f", 10*time.Second)
+	var de *dispatch.Error
+	if !errors.As(err, &de) || de.Permanent || !strings.Contains(err.Error(), "cannot append to /dev/full") || !strings.Contains(err.Error(), "no space left on device") {
+		t.Fatalf("Deliver to /dev/full: %v; want a retryable *dispatch.Error naming the path and the full disk", err)
 	}
 }
