@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 )
@@ -32,4 +33,28 @@ func runtimeSinkProblems(sk *Sink) Problems {
 		p.add("type: file sinks are set in the config file only: the path names a file on the node, which the admin API does not let a caller choose")
 	}
 	return p
+}
+
+// validateFileSinkPaths refuses two file sinks on one file: each sink
+// keeps its own descriptor and the file's length, and cuts a partial line
+// off by that length, which would cut the other sink's lines too.
+func validateFileSinkPaths(p *Problems, c *Config) {
+	first := map[string]string{}
+	for _, name := range c.SourceNames() {
+		for i, sk := range c.Sources[name].Sinks {
+			if sk.Type != "file" || sk.Path == "" {
+				continue
+			}
+			at := fmt.Sprintf("sources.%s.sinks[%d]", name, i)
+			key := filepath.Clean(sk.Path)
+			if abs, err := filepath.Abs(key); err == nil {
+				key = abs
+			}
+			if other, ok := first[key]; ok {
+				p.add("%s.path: %q is the file of %s too; give each file sink a file of its own", at, sk.Path, other)
+				continue
+			}
+			first[key] = at
+		}
+	}
 }

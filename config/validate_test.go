@@ -261,6 +261,8 @@ func TestValidate(t *testing.T) {
 			want: []string{`sources.s.sinks[0].path: "./data/" names a directory`}},
 		{name: "file sink without a wal", yaml: "wal: {type: none}\nsources: {s: {verify: {type: none}, sinks: [{type: file, path: ./x.ndjson}]}}",
 			want: []string{"sources.s.sinks: wal.type is none, so a hook is safe only once a durable sink"}},
+		{name: "two file sinks on one file", yaml: "sources: {a: {verify: {type: none}, sinks: [{type: file, path: ./x.ndjson}]}, b: {verify: {type: none}, sinks: [{type: file, path: x.ndjson}, {type: file, path: ./y.ndjson}]}}",
+			want: []string{`sources.b.sinks[0].path: "x.ndjson" is the file of sources.a.sinks[0] too; give each file sink a file of its own`}},
 		{name: "file sink for lifecycle events", yaml: "lifecycle: {sink: {type: file, path: ./events.ndjson}}",
 			want: []string{"lifecycle.sink.type: file; the file sink writes hooks' envelopes"}},
 		{name: "dedupe without key", yaml: "sources: {s: {verify: {type: none}, dedupe: {ttl: 1h}}}", want: []string{"sources.s.dedupe.key: required when dedupe is set"}},
