@@ -27,7 +27,6 @@ type Sink struct {
 
 	mu      sync.Mutex
 	f       *os.File // nil until the first Deliver, and after a failure
-	size    int64    // the file's length after the last whole line
 	queue   []*batch // lines written and not yet in an fsync, oldest first
 	syncing bool     // a syncLoop runs
 	closed  bool
@@ -129,14 +128,17 @@ func (s *Sink) write(line []byte) (*batch, error) {
 		// Cut a partial line off, so the next line starts a line of its
 		// own; a file that cannot be cut is opened again (openLocked
 		// ends the cut line).
+		// The length before the write is read from the file, not from
+		// what the sink counted: something else may have cut the file
+		// (a rotation by copy and truncate).
 		if n > 0 {
-			if terr := s.f.Truncate(s.size); terr != nil {
+			fi, serr := s.f.Stat()
+			if serr != nil || fi.Size() < int64(n) || s.f.Truncate(fi.Size()-int64(n)) != nil {
 				s.dropLocked()
 			}
 		}
 		return nil, fmt.Errorf("cannot append to %s: %w", s.path, err)
 	}
-	s.size += int64(n)
 	var b *batch
 	if k := len(s.queue); k > 0 && s.queue[k-1].f == s.f {
 		b = s.queue[k-1]
@@ -186,7 +188,7 @@ func (s *Sink) syncLoop() {
 // line is whole. Under s.mu.
 func (s *Sink) openLocked() error {
 	dir := filepath.Dir(s.path)
-	if err := os.MkdirAll(dir, 0o750); err != nil {
+	if err := mkdirAllSynced(dir); err != nil {
 		return fmt.Errorf("cannot make the directory of %s (path): %w", s.path, err)
 	}
 	f, err := os.OpenFile(s.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
@@ -201,7 +203,7 @@ func (s *Sink) openLocked() error {
 		f.Close()
 		return fmt.Errorf("cannot open %s (path): %w", s.path, err)
 	}
-	s.f, s.size = f, size
+	s.f = f
 	s.log.Info("appending delivered hooks to a file, one JSON envelope a line", zap.Int64("bytes", size))
 	return nil
 }
@@ -231,6 +233,34 @@ func endLine(f *os.File, path string) (int64, error) {
 	}
 	n, err := f.Write([]byte{'\n'})
 	return size + int64(n), err
+}
+
+// mkdirAllSynced makes dir and the directories above it that are
+// missing, and fsyncs the parent of each it made, so that none of them
+// (and no acknowledged line under them) is gone after a crash.
+func mkdirAllSynced(dir string) error {
+	var missing []string
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err == nil {
+			break
+		}
+		missing = append(missing, d)
+		if p := filepath.Dir(d); p == d {
+			break
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return err
+	}
+	for i := len(missing) - 1; i >= 0; i-- {
+		if err := syncDir(filepath.Dir(missing[i])); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // syncDir fsyncs a directory, so that a file just made in it is there

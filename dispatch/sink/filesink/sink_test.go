@@ -59,7 +59,7 @@ func readLines(t *testing.T, path string) []envelope.Envelope {
 // envelope format sends it, then a newline; the file and its directory
 // are made by the first delivery, the file mode 0600.
 func TestDeliverAppendsEnvelopeLines(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "out", "deliveries.ndjson")
+	path := filepath.Join(t.TempDir(), "out", "by", "day", "deliveries.ndjson") // three directories made, each one fsynced in its parent
 	s := newSink(t, path)
 	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("New made %s (%v); the first Deliver should", path, err)
