@@ -1,9 +1,12 @@
 package cli
 
 import (
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"go.uber.org/zap"
 
 	"github.com/ankusa/ankusa/config"
 )
@@ -97,5 +100,36 @@ func TestSourceContextRefusesFileSinks(t *testing.T) {
 	}
 	if err := validateOptions().CheckSink(config.Sink{Type: "file"}); err == nil || !strings.HasPrefix(err.Error(), "path: required") {
 		t.Fatalf("CheckSink of a file sink without path: %v", err)
+	}
+}
+
+// A file sink is built only as the config file gives it: one that comes
+// from a stored record (another source, or another path under the same
+// id) is refused, naming the source, so a writer of the store cannot make
+// the node append to a file of its choice.
+func TestNewSinkFileFromConfigOnly(t *testing.T) {
+	cfg, err := config.Load(config.DefaultYAML(), validateOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	demo := cfg.Sources["demo"].Sinks[0]
+	if demo.Type != "file" {
+		t.Fatalf("the embedded default's demo sink is %q, want file", demo.Type)
+	}
+	build := newSink(cfg, zap.NewNop())
+	s, err := build("demo", demo)
+	if err != nil {
+		t.Fatalf("the config's own file sink: %v", err)
+	}
+	s.Close()
+	other := demo
+	other.Path = filepath.Join(t.TempDir(), "elsewhere.ndjson")
+	for name, c := range map[string]struct {
+		src  string
+		spec config.Sink
+	}{"a stored source": {"mine", demo}, "another path": {"demo", other}} {
+		if _, err := build(c.src, c.spec); err == nil || !strings.Contains(err.Error(), "sources."+c.src+": file sink") || !strings.Contains(err.Error(), "not in the config file") {
+			t.Errorf("%s: %v, want a refusal naming sources.%s", name, err, c.src)
+		}
 	}
 }

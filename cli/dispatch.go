@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"slices"
 
 	"go.uber.org/zap"
 
@@ -29,6 +30,15 @@ func newSink(cfg *config.Config, log *zap.Logger) func(string, config.Sink) (dis
 		case "nats":
 			return natssink.New(natssink.Options{Spec: spec, Source: src, Node: cfg.Node.Name, Logger: log})
 		case "file":
+			// A file sink is the config file's only: one that comes from
+			// a stored record (a Redis namespace another party can write,
+			// a record older than the rule) would append to a file of its
+			// writer's choice as the node's user.
+			if c, ok := cfg.Sources[src]; !ok || !slices.ContainsFunc(c.Sinks, func(o config.Sink) bool {
+				return o.Type == "file" && o.ID == spec.ID && o.Path == spec.Path
+			}) {
+				return nil, fmt.Errorf("sources.%s: file sink %q (%s) is not in the config file; file sinks are set there only", src, spec.ID, spec.Path)
+			}
 			return filesink.New(filesink.Options{Spec: spec, Source: src, Logger: log})
 		}
 		return nil, fmt.Errorf("unknown sink type %q", spec.Type)
