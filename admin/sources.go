@@ -175,10 +175,11 @@ func (h *sourceHandlers) create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	doc, ok := h.readDoc(w, r)
-	if !ok || !privateSinksAllowed(w, r, &doc.Spec, nil) {
+	if !ok {
 		return
 	}
-	src, err := h.writer().PutSource(source.SourceWrite{Tenant: tenant, Create: true, Doc: doc, Audit: auditOf(r, "source.create")})
+	check := func(old *source.Source, next *config.Source) error { return privateSinksAllowed(r, next, nil) }
+	src, err := h.writer().PutSource(source.SourceWrite{Tenant: tenant, Create: true, Doc: doc, Audit: auditOf(r, "source.create"), Check: check})
 	if err != nil {
 		h.fail(w, err)
 		return
@@ -205,16 +206,12 @@ func (h *sourceHandlers) update(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	doc.Name, doc.HasName = name, true
-	var prev *config.Source
-	if old := h.store.Snapshot().Lookup([]byte(name)); old != nil && old.TenantID == tenant {
-		prev = &old.Spec
-	}
-	if !privateSinksAllowed(w, r, &doc.Spec, prev) {
-		return
-	}
 	var removed []string
 	var moved int64
 	check := func(old *source.Source, next *config.Source) error {
+		if err := privateSinksAllowed(r, next, &old.Spec); err != nil {
+			return err
+		}
 		removed = removedSinks(&old.Spec, next)
 		return h.checkBacklog(old, removed, deadLetter)
 	}
@@ -254,27 +251,33 @@ func (h *sourceHandlers) remove(w http.ResponseWriter, r *http.Request) {
 
 // privateSinksAllowed refuses (403 forbidden, naming the key) a write by
 // a token that holds only tenant scopes which turns a sink's SSRF guard
-// off: allow_private: true on a sink whose URL the source's current spec
-// (prev, nil on a create) does not already allow. An operator may set it
-// for a tenant; the tenant may then keep it in its own edits, but not
-// point another URL past the guard.
-func privateSinksAllowed(w http.ResponseWriter, r *http.Request, next, prev *config.Source) bool {
+// off: allow_private: true on a sink that the source's current spec (prev,
+// nil on a create) does not already allow, with the same id and URL. An
+// operator may set it for a tenant; the tenant may then keep it in its own
+// edits, but not point another URL past the guard. It runs as the write's
+// Check, with the write reserved (no operator's change can slip between)
+// and the stored secrets put back into next (a URL's password compares).
+func privateSinksAllowed(r *http.Request, next, prev *config.Source) error {
 	p := PrincipalFrom(r.Context())
 	if p == nil || p.CanAllowPrivate() {
-		return true
+		return nil
 	}
 	for i, sk := range next.Sinks {
 		if !sk.AllowPrivate {
 			continue
 		}
-		if prev != nil && slices.ContainsFunc(prev.Sinks, func(o config.Sink) bool { return o.AllowPrivate && o.URL == sk.URL }) {
+		if prev != nil && slices.ContainsFunc(prev.Sinks, func(o config.Sink) bool { return o.AllowPrivate && o.ID == sk.ID && o.URL == sk.URL }) {
 			continue
 		}
-		writeError(w, http.StatusForbidden, codeForbidden, fmt.Sprintf("sinks[%d].allow_private: turning the SSRF guard off needs a token with tenant:* or tenants:write; %q holds only tenant scopes", i, p.Name))
-		return false
+		return &forbiddenWrite{msg: fmt.Sprintf("sinks[%d].allow_private: turning the SSRF guard off needs a token with tenant:* or tenants:write; %q holds only tenant scopes", i, p.Name)}
 	}
-	return true
+	return nil
 }
+
+// forbiddenWrite is a write the principal may not make: 403 forbidden.
+type forbiddenWrite struct{ msg string }
+
+func (e *forbiddenWrite) Error() string { return e.msg }
 
 // checkBacklog applies the rule for a write that removes a source (sinks
 // nil) or some of its sinks: their undelivered hooks on this node refuse
@@ -435,7 +438,10 @@ func (h *sourceHandlers) fail(w http.ResponseWriter, err error) { failWrite(w, h
 func failWrite(w http.ResponseWriter, log *zap.Logger, err error) {
 	var se *source.Error
 	var hd *hasDeliveries
+	var fw *forbiddenWrite
 	switch {
+	case errors.As(err, &fw):
+		writeError(w, http.StatusForbidden, codeForbidden, fw.msg)
 	case errors.As(err, &hd):
 		writeJSON(w, http.StatusConflict, append(mustJSON(map[string]any{"error": codeHasDeliveries, "message": hd.msg, "count": hd.count}), '\n'))
 	case errors.As(err, &se):

@@ -244,6 +244,10 @@ func TestSourceAllowPrivateNeedsOperator(t *testing.T) {
 	wantAnswer(t, call(mux, "PUT", "/v1/tenants/acme/sources/inner", "acme", priv("http://10.0.0.5/in")), 200)
 	// It cannot point the unguarded sink elsewhere.
 	wantAnswer(t, call(mux, "PUT", "/v1/tenants/acme/sources/inner", "acme", priv("http://169.254.169.254/latest")), 403, "sinks[0].allow_private")
+	// A URL with a password: the tenant's edit carries it redacted, as
+	// GET shows it, and still keeps the operator's choice.
+	wantAnswer(t, call(mux, "POST", "/v1/tenants/acme/sources", "root", strings.Replace(priv("http://u:pw@10.0.0.6/in"), "inner", "inner2", 1)), 201)
+	wantAnswer(t, call(mux, "PUT", "/v1/tenants/acme/sources/inner2", "acme", strings.Replace(priv("http://u:"+config.Redacted+"@10.0.0.6/in"), "inner", "inner2", 1)), 200)
 	// Without allow_private any tenant token writes sinks as before.
 	wantAnswer(t, call(mux, "POST", "/v1/tenants/acme/sources", "acme", `{"name": "outer", "verify": {"type": "none"}, "sinks": [{"type": "http", "url": "https://example.com/in"}]}`), 201)
 }
