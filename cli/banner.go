@@ -6,7 +6,7 @@ import (
 )
 
 // banner tells the operator of the embedded default how to send a hook,
-// read it back and add a source.
+// where the console is, and how to read the hook back and add a source.
 func (n *node) banner(w io.Writer) {
 	admin := "http://" + n.cfg.Admin.Listen
 	fmt.Fprintf(w, "\nAnkusa is running on its embedded default config (data under %s).\n", n.cfg.Node.DataDir)
@@ -17,6 +17,7 @@ func (n *node) banner(w io.Writer) {
 		} else {
 			fmt.Fprintf(w, "Admin token: in %s\n\n", n.tokenPath)
 		}
+		fmt.Fprintf(w, "Console (log in with that token):\n\n  %s/console/\n\n", admin)
 		auth := fmt.Sprintf("-H \"Authorization: Bearer $(cat %s)\"", n.tokenPath)
 		fmt.Fprintf(w, "Read the hook back (its id is in the answer above):\n\n  curl -s %s %s/v1/tenants/default/hooks/<id>\n\n", auth, admin)
 		fmt.Fprintf(w, "Add a source (it answers on /webhooks/mine at once):\n\n  curl -s %s -X POST %s/v1/tenants/default/sources -d '{\"name\": \"mine\", \"verify\": {\"type\": \"none\"}}'\n\n", auth, admin)

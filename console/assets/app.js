@@ -35,9 +35,6 @@ whenUnauthorized(() => {
   location.hash = "#/login?expired=1";
 });
 
-window.addEventListener("hashchange", route);
-document.addEventListener("DOMContentLoaded", route);
-if (document.readyState !== "loading") route();
 
 function parseHash() {
   const raw = location.hash.replace(/^#\/?/, "");
@@ -56,8 +53,12 @@ async function route() {
     return renderLogin(params);
   }
   if (params.get("tenant")) session.tenant = params.get("tenant");
-  if (state.known === null && !state.refused) await loadTenants();
   const view = views.find((v) => v[0] === name) || views[0];
+  // The tenants view shows the list as it is now; the others keep the
+  // list of the last time (the picker's suggestions).
+  if ((state.known === null && !state.refused) || (view[0] === "tenants" && !state.refused)) {
+    try { await loadTenants(); } catch { /* the view shows the error */ }
+  }
   renderNav(view[0]);
   const root = main();
   root.replaceChildren(h("h1", {}, view[1]));
@@ -67,7 +68,7 @@ async function route() {
     state.flash = null;
   }
   const ctx = { tenant: session.tenant, root, params, known: state.known, refused: state.refused, go, setTenant, flash };
-  if (!ctx.tenant && view[0] !== "live") {
+  if (!ctx.tenant && view[0] !== "live" && view[0] !== "tenants") {
     root.append(notice("info", "Name a tenant in the bar above to see its data."));
     return;
   }
@@ -121,20 +122,12 @@ function renderNav(active) {
   }
   const links = views.map(([name, label]) =>
     h("a", { href: "#/" + name, class: name === active ? "active" : "", "data-view": name }, label));
-  let picker;
-  if (state.known) {
-    const sel = h("select", { id: "tenant-picker", "aria-label": "tenant", onchange: (e) => setTenant(e.target.value) },
-      state.known.map((t) => h("option", { value: t.tenant, selected: t.tenant === session.tenant }, t.tenant)));
-    if (session.tenant && !state.known.some((t) => t.tenant === session.tenant)) {
-      sel.append(h("option", { value: session.tenant, selected: true }, session.tenant));
-    }
-    picker = h("label", { class: "picker" }, "Tenant ", sel);
-  } else {
-    const input = h("input", { id: "tenant-picker", "aria-label": "tenant", value: session.tenant, size: 14, placeholder: "tenant" });
-    const form = h("form", { class: "picker", onsubmit: (e) => { e.preventDefault(); setTenant(input.value.trim()); } },
-      h("label", { for: "tenant-picker" }, "Tenant "), input, h("button", { type: "submit" }, "Use"));
-    picker = form;
-  }
+  // The tenant: typed, or picked from those the token may list.
+  const input = h("input", { id: "tenant-picker", "aria-label": "tenant", value: session.tenant, size: 14, placeholder: "tenant", list: "known-tenants", autocomplete: "off" });
+  const picker = h("form", { class: "picker", onsubmit: (e) => { e.preventDefault(); setTenant(input.value.trim()); } },
+    h("label", { for: "tenant-picker" }, "Tenant "), input,
+    h("datalist", { id: "known-tenants" }, (state.known || []).map((t) => h("option", { value: t.tenant }))),
+    h("button", { type: "submit", id: "tenant-use" }, "Use"));
   const out = h("button", { type: "button", id: "logout", onclick: logout }, "Log out");
   el.replaceChildren(h("span", { class: "brand" }, "Ankusa"), h("span", { class: "links" }, links), picker, out);
 }
@@ -186,3 +179,7 @@ function renderLogin(params) {
   main().replaceChildren(h("h1", {}, "Log in"), form);
   token.focus();
 }
+
+// A module runs once the document is parsed: draw the view the URL names.
+window.addEventListener("hashchange", route);
+route();

@@ -54,10 +54,13 @@ export function field(label, key, input, hint) {
 // message names (the longest such key); it returns whether one did.
 export function showFieldError(form, message) {
   clearFieldErrors(form);
+  // check-config's messages name a source's key from the file's top:
+  // sources.<name>.verify.type.
+  const keyed = message.replace(/^sources\.[a-z0-9][a-z0-9._-]*?\.(?=[a-z_]+(\[\d+\])?[.:\s])/, "");
   let best = null;
   for (const el of form.querySelectorAll("[data-error-for]")) {
     const key = el.dataset.errorFor;
-    if (names(message, key) && (!best || key.length > best.dataset.errorFor.length)) best = el;
+    if (names(keyed, key) && (!best || key.length > best.dataset.errorFor.length)) best = el;
   }
   if (!best) return false;
   best.textContent = message;

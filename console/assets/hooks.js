@@ -84,6 +84,8 @@ async function deliveries(ctx, hook, attempts, panel) {
   for (const d of dead) if (!sinks.has(d.sink)) sinks.set(d.sink, []);
   if (!sinks.size) panel.append(h("p", {}, "No attempt yet (a source without sinks, or the first attempt is on its way)."));
   for (const [sink, list] of sinks) {
+    // By time: a retried dead letter's attempts count from 1 again.
+    list.sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0));
     const last = list[list.length - 1];
     const isDead = dead.some((d) => d.sink === sink);
     let state, action = null;

@@ -78,7 +78,7 @@ export async function render(ctx) {
       push(series.fsync, dc > 0 ? ((cur.fsyncSum - prev.fsyncSum) / dc) * 1000 : 0);
       push(series.lag, cur.lag);
       charts.hooks.draw([["stored", series.hooks]]);
-      charts.answers.draw([...series.answers].filter(([, s]) => s.some((v) => v > 0)).sort());
+      charts.answers.draw([...series.answers].sort());
       charts.fsync.draw([["mean", series.fsync]]);
       charts.lag.draw([["lag", series.lag]]);
       status.textContent = `Updated ${new Date(now).toLocaleTimeString()}; ${cur.stored} hooks stored since start.`;

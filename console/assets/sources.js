@@ -5,7 +5,8 @@ import { api, listAll, tenantPath, ApiError } from "./api.js";
 import { h, table, notice, field, button, when, showFieldError, clearFieldErrors } from "./dom.js";
 
 const readOnly = ["secrets_set", "from_config", "created_at", "updated_at", "url_path"];
-const verifyTypes = ["none", "hmac", "stripe", "github", "shopify", "slack", "standard_webhooks", "twilio", "ed25519", "ecdsa", "rsa", "jws", "credential", "body_hmac_json", "body_token"];
+// The verifier types; a preset's name is one too (ankusa presets lists them).
+const verifyTypes = ["none", "hmac", "stripe", "github", "shopify", "slack", "standardwebhooks"];
 
 export async function render(ctx) {
   const { root, tenant } = ctx;

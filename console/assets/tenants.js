@@ -7,6 +7,10 @@ import { h, table, notice, field, button, when, showFieldError, clearFieldErrors
 export async function render(ctx) {
   const { root, tenant } = ctx;
   let rows = ctx.known;
+  if (!rows && !tenant) {
+    root.append(notice("info", `This token cannot list tenants (${ctx.refused}): name yours in the bar above.`));
+    return;
+  }
   if (!rows) {
     root.append(notice("info", `This token cannot list tenants (${ctx.refused}); it sees the tenant named in the bar.`));
     try {
@@ -24,7 +28,8 @@ export async function render(ctx) {
         h("td", { class: "num" }, t.hooks ?? "—"), h("td", { class: "num" }, t.bytes ?? "—"),
         h("td", {}, limit(t.rate_limit)),
         h("td", {}, t.tenant === tenant ? "selected" : button("Select", () => ctx.setTenant(t.tenant))))))));
-  await renderLimit(ctx);
+  if (!rows.length) root.querySelector("section.panel").append(h("p", { id: "no-tenants" }, "No tenant has sent a hook to this node yet."));
+  if (tenant) await renderLimit(ctx);
 }
 
 async function renderLimit(ctx) {
@@ -53,7 +58,7 @@ async function renderLimit(ctx) {
   const msg = h("div", { class: "messages" });
   const form = h("form", { class: "inline-form", id: "rate-limit-form" },
     Object.entries(inputs).map(([k, el]) => field(k, k, el)),
-    h("button", { type: "submit" }, "Set override"),
+    h("button", { type: "submit", id: "rate-limit-submit" }, "Set override"),
     rl.override ? button("Remove override", async () => {
       try {
         await api("DELETE", tenantPath(tenant, "rate_limit"));

@@ -1,0 +1,327 @@
+package main
+
+// Issue 22, acceptance 1: the operator's console (package console) in a
+// real browser against the built binary: the main flow (log in, mint a
+// URL, see a hook, break the sink, see and retry the dead letter, see it
+// delivered; quarantine, tenants, sources with a field's message, live),
+// a screenshot of every view, and a tenant-scoped token that never sees
+// another tenant's data.
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// consoleYAML: opaque URLs (the token resolver) over API-managed sources
+// and routes, segments sealed fast, the ops token (every scope but debug)
+// and acme-team (tenant:acme only).
+const consoleYAML = `node: {name: console-test, data_dir: %s}
+listen: %s
+admin:
+  listen: %s
+  tokens:
+    - {name: ops, sha256: %s, scopes: ["tenants:read", "tenants:write", "tenant:*"]}
+    - {name: acme-team, sha256: %s, scopes: ["tenant:acme"]}
+route_resolver: {type: token, path: /webhooks/catch/:token}
+rate_limits:
+  default: {rate: 100000, burst: 100000}
+source_store: {type: persistent}
+wal: {type: disk, max_file_bytes: 4MiB}
+segment: {max_age: 200ms}
+log: {level: warn, format: json}
+`
+
+// consoleSecret signs the hooks of the quarantining source.
+const consoleSecret = "whsec-console-pen-41c9"
+
+// breakableSink is an HTTP receiver the test breaks (500 to everything)
+// and fixes; it records the event ids it took.
+type breakableSink struct {
+	url    string
+	broken atomic.Bool
+	mu     sync.Mutex
+	got    map[string]int
+}
+
+func newBreakableSink(t *testing.T) *breakableSink {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &breakableSink{url: "http://" + ln.Addr().String(), got: map[string]int{}}
+	srv := &http.Server{Handler: s, ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return s
+}
+
+func (s *breakableSink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	_, _ = io.Copy(io.Discard, r.Body)
+	if s.broken.Load() {
+		w.WriteHeader(http.StatusInternalServerError)
+		return
+	}
+	s.mu.Lock()
+	s.got[r.Header.Get("X-Ankusa-Event-Id")]++
+	s.mu.Unlock()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *breakableSink) took(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.got[id] > 0
+}
+
+// consoleNode is the node of the console tests and its tenants' data.
+type consoleNode struct {
+	*apiNode
+	sink *breakableSink
+}
+
+// sourceJSON is a tenant's source delivering to the sink: two attempts 50
+// to 100 ms apart, so a broken sink makes a dead letter within a second.
+func (n *consoleNode) sourceJSON(name, verify, extra string) string {
+	return fmt.Sprintf(`{"name":%q,"verify":%s%s,"sinks":[{"id":"recv","type":"http","url":"%s/%s","allow_private":true,"max_attempts":2,"retry_base":"50ms","retry_max":"100ms"}]}`,
+		name, verify, extra, n.sink.url, name)
+}
+
+func newConsoleNode(t *testing.T) *consoleNode {
+	t.Helper()
+	n := &consoleNode{apiNode: &apiNode{testNode: newTestNode(t), t: t, c: &http.Client{Timeout: 10 * time.Second}}, sink: newBreakableSink(t)}
+	t.Cleanup(n.c.CloseIdleConnections)
+	writeConfig(t, n.testNode, fmt.Sprintf(consoleYAML, n.dataDir, n.listen, n.admin, sha256Hex(opsToken), sha256Hex(acmeToken)))
+	n.serve(t)
+	return n
+}
+
+// addSource creates a source of tenant through the API.
+func (n *consoleNode) addSource(tenant, name, verify, extra string) {
+	n.t.Helper()
+	wantStatus(n.t, "POST source "+name, n.do("POST", sourcesOf(tenant), opsToken, n.sourceJSON(name, verify, extra)), http.StatusCreated)
+}
+
+// mint creates a route with a token to source and returns its URL path.
+func (n *consoleNode) mint(tenant, source string) string {
+	n.t.Helper()
+	a := n.do("POST", "/v1/tenants/"+tenant+"/routes", opsToken, `{"source_id":"`+source+`","token":"auto"}`)
+	var r routeAnswer
+	decode(n.t, "POST route", a, &r)
+	if a.status != http.StatusCreated || r.URLPath == "" {
+		n.t.Fatalf("POST route to %s: %d %s, want 201 with url_path", source, a.status, a.body)
+	}
+	return r.URLPath
+}
+
+// waitDead waits until tenant's dead letters hold id.
+func (n *consoleNode) waitDead(tenant, id string) {
+	n.t.Helper()
+	if !waitFor(15*time.Second, func() bool {
+		a := n.do("GET", "/v1/tenants/"+tenant+"/deliveries?state=dead", opsToken, "")
+		return a.status == http.StatusOK && strings.Contains(string(a.body), id)
+	}) {
+		n.t.Fatalf("%s's hook %s is no dead letter within 15s", tenant, id)
+	}
+}
+
+// TestConsoleFlow drives the console as an operator would, with the ops
+// token, and screenshots every view.
+func TestConsoleFlow(t *testing.T) {
+	n := newConsoleNode(t)
+	n.addSource("acme", "acme-in", `{"type":"none"}`, "")
+	n.addSource("acme", "acme-signed", `{"type":"hmac","header":"X-Signature","algorithm":"sha256","encoding":"hex","secret":"`+consoleSecret+`"}`, `,"on_verify_failure":"quarantine"`)
+
+	b := newBrowser(t, "http://"+n.admin+"/console/")
+	b.do("the login page", navTo(b.base))
+	b.shot("01-login")
+	b.login(opsToken, "")
+	b.waitText("the tenants view before any hook", "No tenant has sent a hook", 10*time.Second, "")
+
+	// Mint a URL in the routes view, for acme-in.
+	b.open("routes?tenant=acme")
+	b.do("mint a URL", typeInto("mint-source", "acme-in"), clickID("mint-submit"))
+	b.waitJS("the minted URL is shown", `document.getElementById("minted-path") !== null`, 10*time.Second, "")
+	var path string
+	b.eval("read the minted path", `document.getElementById("minted-path").textContent`, &path)
+	if !strings.HasPrefix(path, "/webhooks/catch/") {
+		t.Fatalf("the routes view shows the URL path %q, want /webhooks/catch/<token>", path)
+	}
+	b.waitJS("the new route is listed", `document.querySelectorAll("tr[data-route]").length === 1`, 5*time.Second, "")
+	b.shot("03-routes-minted")
+
+	// A hook to the minted URL, found in the hooks view, delivered.
+	first := hookID(t, "a hook to the minted URL", n.hookAt(path, `{"order":"first-order-7731"}`))
+	b.open("hooks")
+	b.do("find the hook", typeInto("hook-id", first), clickID("hook-find"))
+	b.waitJS("the hook is shown delivered", `document.querySelector('[data-sink="recv"] [data-state="delivered"]') !== null && document.getElementById("hook-body").textContent.includes("first-order-7731")`,
+		15*time.Second, `document.getElementById("hook-find").click()`)
+	if !n.sink.took(first) {
+		t.Errorf("the console shows %s delivered, but the sink did not take it", first)
+	}
+	b.waitText("the hook's verdict", "not verified (none)", time.Second, "")
+	b.shot("04-hook-delivered")
+
+	// Break the sink: the next hook is a dead letter.
+	n.sink.broken.Store(true)
+	second := hookID(t, "a hook to the broken sink", n.hookAt(path, `{"order":"second-order-9902"}`))
+	n.waitDead("acme", second)
+	b.open("dead")
+	b.waitJS("the dead letter is listed", fmt.Sprintf(`document.querySelector('tr[data-event=%q][data-sink="recv"]') !== null`, second),
+		10*time.Second, `document.getElementById("filter-apply").click()`)
+	b.waitText("the dead letter's last status", "500", time.Second, "")
+	b.shot("05-dead-letters")
+
+	// Fix it and retry from the console: delivered.
+	n.sink.broken.Store(false)
+	b.click(fmt.Sprintf(`tr[data-event=%q]`, second), "Retry")
+	b.waitText("the retry is confirmed", "Retried "+second, 10*time.Second, "")
+	if !waitFor(15*time.Second, func() bool { return n.sink.took(second) }) {
+		t.Fatalf("the retried dead letter %s did not reach the fixed sink", second)
+	}
+	b.shot("06-dead-letter-retried")
+	b.open("hooks?id=" + second)
+	b.waitJS("the retried hook is shown delivered", `document.querySelector('[data-sink="recv"] [data-state="delivered"]') !== null`,
+		15*time.Second, `document.getElementById("hook-find").click()`)
+	b.shot("07-hook-redelivered")
+
+	// A hook with a bad signature is held; the quarantine view shows why.
+	signed := n.mint("acme", "acme-signed")
+	held := n.hookAt(signed, `{"order":"held-order-5510"}`, "X-Signature", strings.Repeat("0", 64))
+	wantStatus(t, "a badly signed hook to the quarantining source", held, http.StatusAccepted)
+	b.open("quarantine")
+	b.waitJS("the held hook is listed with its failure", `document.querySelector("#quarantine-list tr[data-event]") !== null`,
+		10*time.Second, `document.getElementById("filter-apply").click()`)
+	b.waitText("the failure reason", "mismatch", time.Second, "")
+	b.shot("08-quarantine")
+
+	// Sources: an invalid field's message shows at that field.
+	b.open("sources")
+	b.waitJS("acme's sources are listed", `document.querySelector('tr[data-source="acme-signed"]') !== null`, 10*time.Second, "")
+	b.do("create a source with an unknown verify type",
+		typeInto("f-name", "console-made"), clearID("f-verify-type"), typeInto("f-verify-type", "md5sum"), clickID("source-save"))
+	b.waitJS("the message is at verify.type", `document.querySelector('[data-error-for="verify.type"]').textContent.includes("md5sum")`, 10*time.Second, "")
+	var elsewhere string
+	b.eval("other fields stay clean", `[...document.querySelectorAll("[data-error-for]")].filter((e) => e.dataset.errorFor !== "verify.type" && e.textContent).map((e) => e.dataset.errorFor).join(",")`, &elsewhere)
+	if elsewhere != "" {
+		t.Errorf("the verify.type message also shows at %s", elsewhere)
+	}
+	b.shot("09-sources-invalid-field")
+	if a := n.do("GET", sourceAt("acme", "console-made"), opsToken, ""); a.status != http.StatusNotFound {
+		t.Errorf("the refused source was stored: GET answers %d", a.status)
+	}
+
+	// Tenants: acme, with its counters, and its rate limit's override set
+	// from the form.
+	b.open("tenants")
+	b.waitJS("acme is listed with its hooks", `document.querySelector('tr[data-tenant="acme"] td.num:nth-of-type(4)')?.textContent === "3"`, 10*time.Second, "")
+	b.waitText("acme's rate limit", "Rate limit of acme", 5*time.Second, "")
+	b.do("set acme's override", clearID("f-rate"), typeInto("f-rate", "250"), clickID("rate-limit-submit"))
+	b.waitJS("the override is shown", `document.querySelector('tr[data-tenant="acme"]').innerText.includes("250/s")`, 10*time.Second, "")
+	if a := n.do("GET", "/v1/tenants/acme/rate_limit", opsToken, ""); !strings.Contains(string(a.body), `"override":{"rate":250`) {
+		t.Errorf("after the console set the override, the API answers %s", a.body)
+	}
+	b.shot("02-tenants")
+
+	// Live: two reads of /metrics make the charts.
+	b.open("live")
+	b.waitText("the live view updates", "Updated", 10*time.Second, "")
+	var lines int
+	b.eval("count the chart lines", `document.querySelectorAll("#live-hooks polyline, #live-answers polyline, #live-fsync polyline, #live-lag polyline").length`, &lines)
+	if lines < 4 {
+		t.Errorf("the live view draws %d lines, want one in each of its four charts at least", lines)
+	}
+	b.shot("10-live")
+
+	// Log out clears the token: the next load asks for it again.
+	b.do("log out", clickID("logout"), waitVisibleID("login-token"))
+	var stored string
+	b.eval("the token after log out", `sessionStorage.getItem("ankusa.token") || ""`, &stored)
+	if stored != "" {
+		t.Errorf("sessionStorage still holds a token after log out")
+	}
+	b.checkProblems()
+}
+
+// TestConsoleTenantIsolation: a token for tenant acme, in every view, never
+// shows tenant globex's data, and naming globex shows the API's refusal.
+func TestConsoleTenantIsolation(t *testing.T) {
+	n := newConsoleNode(t)
+	n.addSource("acme", "acme-in", `{"type":"none"}`, "")
+	n.addSource("globex", "globex-in", `{"type":"none"}`, "")
+	n.addSource("globex", "globex-pen", `{"type":"hmac","header":"X-Signature","algorithm":"sha256","encoding":"hex","secret":"`+consoleSecret+`"}`, `,"on_verify_failure":"quarantine"`)
+	acmeURL, globexURL, globexPen := n.mint("acme", "acme-in"), n.mint("globex", "globex-in"), n.mint("globex", "globex-pen")
+	acmeHook := hookID(t, "acme's hook", n.hookAt(acmeURL, `{"who":"acme-visible-1"}`))
+	n.sink.broken.Store(true)
+	acmeDead := hookID(t, "acme's dead letter", n.hookAt(acmeURL, `{"who":"acme-visible-2"}`))
+	globexDead := hookID(t, "globex's dead letter", n.hookAt(globexURL, `{"who":"globex-private-1"}`))
+	n.waitDead("acme", acmeDead)
+	n.waitDead("globex", globexDead)
+	n.sink.broken.Store(false)
+	globexHook := hookID(t, "globex's hook", n.hookAt(globexURL, `{"who":"globex-private-2"}`))
+	wantStatus(t, "globex's held hook", n.hookAt(globexPen, `{"who":"globex-private-3"}`, "X-Signature", strings.Repeat("0", 64)), http.StatusAccepted)
+	wantStatus(t, "globex's rate limit override", n.do("PUT", "/v1/tenants/globex/rate_limit", opsToken, `{"rate":777,"burst":778,"max_queue":0,"max_queue_bytes":0}`), http.StatusOK)
+
+	b := newBrowser(t, "http://"+n.admin+"/console/")
+	b.login(acmeToken, "acme")
+	secrets := []string{"globex", globexDead, globexHook, "globex-private", "777"}
+	clean := func(view string) {
+		t.Helper()
+		text := b.text()
+		for _, s := range secrets {
+			if strings.Contains(text, s) {
+				t.Errorf("the %s view shows %q (of tenant globex) to a token for acme:\n%s", view, s, text)
+			}
+		}
+	}
+	b.waitText("acme's rate limit", "Rate limit of acme", 10*time.Second, "")
+	b.waitText("the refusal to list tenants", "cannot list tenants", time.Second, "")
+	clean("tenants")
+	b.shot("01-tenants-acme")
+
+	for _, v := range []struct{ hash, ready, shot string }{
+		{"sources", `document.querySelector('tr[data-source="acme-in"]')`, "02-sources-acme"},
+		{"routes", `document.querySelectorAll("tr[data-route]").length === 1`, "03-routes-acme"},
+		{"dead", `document.querySelector("tr[data-event=\"` + acmeDead + `\"]")`, "04-dead-acme"},
+		{"quarantine", `document.getElementById("quarantine-empty")`, "05-quarantine-acme"},
+		{"hooks?id=" + acmeHook, `document.getElementById("hook-body")`, "06-hook-acme"},
+		{"live", `document.body.innerText.includes("Updated")`, "08-live-acme"},
+	} {
+		b.open(v.hash)
+		b.waitJS("the "+v.hash+" view", v.ready, 10*time.Second, "")
+		clean(v.hash)
+		b.shot(v.shot)
+	}
+	// globex's hook by its id, in acme's hooks view: the one 404.
+	b.open("hooks?id=" + globexHook)
+	b.waitText("globex's hook is not found for acme", "404", 10*time.Second, "")
+	for _, s := range []string{"globex-private", "globex-in"} {
+		if strings.Contains(b.text(), s) {
+			t.Errorf("acme's hooks view shows %q of globex's hook", s)
+		}
+	}
+	b.shot("07-hook-of-globex-refused")
+
+	// Naming globex: each view shows the API's 403, nothing of its data.
+	for _, view := range []string{"tenants", "sources", "routes", "dead", "quarantine"} {
+		b.open(view + "?tenant=globex")
+		b.waitText("globex refused in "+view, "403 forbidden", 10*time.Second, "")
+		text := b.text()
+		for _, s := range []string{globexDead, globexHook, "globex-private", "globex-in", "globex-pen", "777"} {
+			if strings.Contains(text, s) {
+				t.Errorf("the %s view for globex shows %q to a token for acme:\n%s", view, s, text)
+			}
+		}
+		if view == "dead" {
+			b.shot("09-dead-globex-refused")
+		}
+	}
+	b.checkProblems()
+}
