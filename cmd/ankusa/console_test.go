@@ -12,11 +12,16 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ankusa/ankusa/config"
 )
 
 // consoleYAML: opaque URLs (the token resolver) over API-managed sources
@@ -222,7 +227,7 @@ func TestConsoleFlow(t *testing.T) {
 	// from the form.
 	b.open("tenants")
 	b.waitJS("acme is listed with its hooks", `document.querySelector('tr[data-tenant="acme"] td.num:nth-of-type(4)')?.textContent === "3"`, 10*time.Second, "")
-	b.waitText("acme's rate limit", "Rate limit of acme", 5*time.Second, "")
+	b.waitJS("acme's rate limit form", `document.getElementById("f-rate") !== null`, 5*time.Second, "")
 	b.do("set acme's override", clearID("f-rate"), typeInto("f-rate", "250"), clickID("rate-limit-submit"))
 	b.waitJS("the override is shown", `document.querySelector('tr[data-tenant="acme"]').innerText.includes("250/s")`, 10*time.Second, "")
 	if a := n.do("GET", "/v1/tenants/acme/rate_limit", opsToken, ""); !strings.Contains(string(a.body), `"override":{"rate":250`) {
@@ -233,6 +238,11 @@ func TestConsoleFlow(t *testing.T) {
 	// Live: two reads of /metrics make the charts.
 	b.open("live")
 	b.waitText("the live view updates", "Updated", 10*time.Second, "")
+	for i := range 5 {
+		hookID(t, "a hook while the live view reads", n.hookAt(path, fmt.Sprintf(`{"live":%d}`, i)))
+		time.Sleep(300 * time.Millisecond)
+	}
+	b.waitJS("the live view counts the hooks", `/stored: [1-9]/.test(document.getElementById("live-hooks").innerText) && document.getElementById("live-answers").innerText.includes("201:")`, 10*time.Second, "")
 	var lines int
 	b.eval("count the chart lines", `document.querySelectorAll("#live-hooks polyline, #live-answers polyline, #live-fsync polyline, #live-lag polyline").length`, &lines)
 	if lines < 4 {
@@ -281,7 +291,7 @@ func TestConsoleTenantIsolation(t *testing.T) {
 			}
 		}
 	}
-	b.waitText("acme's rate limit", "Rate limit of acme", 10*time.Second, "")
+	b.waitJS("acme's rate limit", `document.getElementById("f-rate") !== null`, 10*time.Second, "")
 	b.waitText("the refusal to list tenants", "cannot list tenants", time.Second, "")
 	clean("tenants")
 	b.shot("01-tenants-acme")
@@ -324,4 +334,74 @@ func TestConsoleTenantIsolation(t *testing.T) {
 		}
 	}
 	b.checkProblems()
+}
+
+// TestConsoleMakeRun is issue 22's acceptance 2: `make run` on a fresh
+// clone (ankusa serve, no config, an empty directory); the banner's curl
+// line sends a hook, the banner's console URL with the token from the file
+// the banner names shows it delivered, and the file the banner names for
+// the demo source's deliveries holds it.
+func TestConsoleMakeRun(t *testing.T) {
+	waitPortsFree(t, config.DefaultListen, config.DefaultAdminListen)
+	dir := t.TempDir()
+	p := startProc(t, dir, "serve")
+
+	var banner string
+	if !waitFor(15*time.Second, func() bool {
+		banner = p.stderr.String()
+		return strings.Contains(banner, "Metrics: ") || p.exited()
+	}) || p.exited() {
+		t.Fatalf("ankusa serve printed no whole banner within 15s:\n%s", banner)
+	}
+	curl := regexp.MustCompile(`(?m)^\s*(curl -i -X POST \S+/webhooks/demo .*)$`).FindStringSubmatch(banner)
+	consoleURL := regexp.MustCompile(`(?m)^\s*(http://\S+/console/)\s*$`).FindStringSubmatch(banner)
+	tokenFile := regexp.MustCompile(`Admin token(?: \(shown once; kept in | in |: in )(\S+?)[,)\s]`).FindStringSubmatch(banner)
+	if curl == nil || consoleURL == nil || tokenFile == nil {
+		t.Fatalf("the banner should name the curl line (%v), the console's URL (%v) and the token's file (%v):\n%s", curl != nil, consoleURL != nil, tokenFile != nil, banner)
+	}
+	out := runLine(t, dir, curl[1])
+	id := regexp.MustCompile(`"id":"(evt_[0-9A-Z]{26})"`).FindStringSubmatch(out)
+	if !strings.Contains(out, "HTTP/1.1 201") || id == nil {
+		t.Fatalf("the banner's curl line got:\n%s\nwant 201 with an event id", out)
+	}
+	path := tokenFile[1]
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(dir, path)
+	}
+	token, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("the token file the banner names: %v", err)
+	}
+
+	b := newBrowser(t, consoleURL[1])
+	b.login(strings.TrimSpace(string(token)), "default")
+	b.open("hooks?tenant=default")
+	b.do("find the banner's hook", typeInto("hook-id", id[1]), clickID("hook-find"))
+	b.waitJS("the hook is shown delivered", `document.querySelector('[data-state="delivered"]') !== null && document.getElementById("hook-body").textContent.includes("world")`,
+		15*time.Second, `document.getElementById("hook-find").click()`)
+	b.shot("01-make-run-hook-delivered")
+
+	// The file the banner names for the demo source's deliveries.
+	files := regexp.MustCompile(`(?m)(\S+\.(?:ndjson|jsonl))`).FindAllStringSubmatch(banner, -1)
+	if files == nil {
+		t.Fatalf("the banner names no file of deliveries (.ndjson):\n%s", banner)
+	}
+	found := false
+	for _, f := range files {
+		fp := strings.Trim(f[1], `'"`)
+		if !filepath.IsAbs(fp) {
+			fp = filepath.Join(dir, fp)
+		}
+		if waitFor(5*time.Second, func() bool {
+			b, err := os.ReadFile(fp)
+			return err == nil && strings.Contains(string(b), id[1])
+		}) {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no file the banner names (%v) holds hook %s", files, id[1])
+	}
+	b.checkProblems()
+	p.stop()
 }

@@ -78,7 +78,8 @@ export async function render(ctx) {
       push(series.fsync, dc > 0 ? ((cur.fsyncSum - prev.fsyncSum) / dc) * 1000 : 0);
       push(series.lag, cur.lag);
       charts.hooks.draw([["stored", series.hooks]]);
-      charts.answers.draw([...series.answers].sort());
+      // The statuses the listener ever gave (every one is registered at 0).
+      charts.answers.draw([...series.answers].filter(([code]) => cur.codes.get(code) > 0).sort());
       charts.fsync.draw([["mean", series.fsync]]);
       charts.lag.draw([["lag", series.lag]]);
       status.textContent = `Updated ${new Date(now).toLocaleTimeString()}; ${cur.stored} hooks stored since start.`;

@@ -59,12 +59,12 @@ async function renderMint(ctx, panel) {
   const token = h("input", { type: "checkbox", checked: true, id: "mint-token" });
   const base = h("input", { size: 30, id: "public-base", value: sessionStorage.getItem(BASE) || `${location.protocol}//${location.hostname}:8080` });
   const out = h("div", { id: "mint-result" });
-  const form = h("form", { id: "mint-form" },
+  const form = h("form", { id: "mint-form", class: "inline-form" },
     h("datalist", { id: "route-sources" }, [...names].map((n) => h("option", { value: n }))),
     field("Source", "source_id", source), field("Route id", "id", id), field("Host", "host", host), field("Path", "path", path),
-    h("div", { class: "field" }, h("label", { for: "mint-token" }, "Mint a token (opaque URL)"), token),
+    h("div", { class: "field" }, h("label", { for: "mint-token" }, "Mint a token"), token),
     field("Public listener (for the full URL)", "public_base", base),
-    h("button", { type: "submit", id: "mint-submit" }, "Create route"), out);
+    h("button", { type: "submit", id: "mint-submit" }, "Create route"));
   form.addEventListener("submit", async (ev) => {
     ev.preventDefault();
     out.replaceChildren();
@@ -81,7 +81,8 @@ async function renderMint(ctx, panel) {
       out.replaceChildren(notice("error", String(e)));
     }
   });
-  panel.replaceChildren(h("h2", {}, "Mint a URL"), form);
+  panel.replaceChildren(h("h2", {}, "Mint a URL"),
+    h("p", { class: "hint" }, "A route with a token is an opaque URL under the token resolver; its token is shown once."), form, out);
 }
 
 // showMinted shows a new route's token and URL once, above the list
