@@ -226,7 +226,8 @@ func TestConsoleFlow(t *testing.T) {
 	// Tenants: acme, with its counters, and its rate limit's override set
 	// from the form.
 	b.open("tenants")
-	b.waitJS("acme is listed with its hooks", `document.querySelector('tr[data-tenant="acme"] td.num:nth-of-type(4)')?.textContent === "3"`, 10*time.Second, "")
+	b.waitJS("acme is listed with its hooks", `document.querySelector('tr[data-tenant="acme"] td.num:nth-of-type(4)')?.textContent === "3"`, 10*time.Second,
+		`document.getElementById("tenant-use").click()`)
 	b.waitJS("acme's rate limit form", `document.getElementById("f-rate") !== null`, 5*time.Second, "")
 	b.do("set acme's override", clearID("f-rate"), typeInto("f-rate", "250"), clickID("rate-limit-submit"))
 	b.waitJS("the override is shown", `document.querySelector('tr[data-tenant="acme"]').innerText.includes("250/s")`, 10*time.Second, "")

@@ -35,7 +35,7 @@ export function svg(tag, attrs, ...children) {
 // table builds a table from column headings and rows of cells.
 export function table(cls, headings, rows) {
   return h("table", { class: cls },
-    h("thead", {}, h("tr", {}, headings.map((t) => h("th", {}, t)))),
+    headings.some((t) => t) ? h("thead", {}, h("tr", {}, headings.map((t) => h("th", {}, t)))) : null,
     h("tbody", {}, rows.map((r) => r instanceof Node ? r : h("tr", {}, r.map((c) => c instanceof Node && c.tagName === "TD" ? c : h("td", {}, c))))));
 }
 
