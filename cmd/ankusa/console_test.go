@@ -251,6 +251,17 @@ func TestConsoleFlow(t *testing.T) {
 	}
 	b.shot("10-live")
 
+	// Revoke the minted URL from the routes view (a token-only route goes
+	// with its token): it answers 404.
+	b.open("routes")
+	b.waitJS("acme's routes are listed", `document.querySelectorAll("tr[data-route]").length === 2`, 10*time.Second, "")
+	var route string
+	b.eval("the first route", `(() => { const tr = [...document.querySelectorAll("tr[data-route]")].find((r) => r.innerText.includes("acme-in")); return tr ? tr.dataset.route : ""; })()`, &route)
+	b.click(fmt.Sprintf(`tr[data-route=%q]`, route), "Delete (revokes its URL)")
+	b.waitText("the revoke is confirmed", "Deleted route "+route, 10*time.Second, "")
+	wantStatus(t, "a hook to the revoked URL", n.hookAt(path, `{"after":"revoke"}`), http.StatusNotFound)
+	b.shot("11-routes-revoked")
+
 	// Log out clears the token: the next load asks for it again.
 	b.do("log out", clickID("logout"), waitVisibleID("login-token"))
 	var stored string

@@ -1,7 +1,8 @@
 // Routes and opaque URLs: the tenant's routes (the token resolver's
 // tokens among them); minting one (POST routes with token "auto": the
-// token and its URL are shown once, with a copy button); revoking a
-// route's tokens (PUT with tokens: []) and deleting a route.
+// token and its URL are shown once, with a copy button); revoking one of
+// a route's tokens (PUT keeping the others) and deleting a route (which
+// revokes its tokens).
 import { api, listAll, tenantPath } from "./api.js";
 import { h, table, notice, field, button, when, copyButton } from "./dom.js";
 
@@ -20,25 +21,32 @@ export async function render(ctx) {
     msg.append(notice("error", String(e)));
     return;
   }
+  // A route needs a path or a token: a token-only route's last token is
+  // revoked by deleting the route (DELETE revokes its tokens); another
+  // token (a rotation's) is revoked by a PUT keeping the rest.
+  const revoke = (r, tok) => button("Revoke " + tok.id, async () => {
+    try {
+      const keep = r.tokens.filter((t) => t.id !== tok.id).map((t) => t.id);
+      await api("PUT", tenantPath(tenant, "routes/" + r.id), { source_id: r.source_id, host: r.host || "", path: r.path || "", tokens: keep });
+      ctx.flash("ok", `Revoked token ${tok.id} of route ${r.id}: its URL answers 404 now.`);
+      ctx.setTenant(tenant);
+    } catch (e) { msg.replaceChildren(notice("error", String(e))); }
+  });
   listPanel.append(routes.length ? table("data", ["Route", "Source", "Host", "Path", "Tokens", ""],
-    routes.map((r) => h("tr", { "data-route": r.id },
-      h("td", { class: "mono" }, r.id), h("td", {}, r.source_id || ""), h("td", {}, r.host || ""), h("td", { class: "mono" }, r.path || ""),
-      h("td", {}, (r.tokens || []).length ? (r.tokens || []).map((t) => `${t.id} (${when(t.created_at)})`).join(", ") : "none"),
-      h("td", {}, r.from_config ? "config file" : [
-        (r.tokens || []).length ? button("Revoke tokens", async () => {
-          try {
-            await api("PUT", tenantPath(tenant, "routes/" + r.id), { source_id: r.source_id, host: r.host || "", path: r.path || "", tokens: [] });
-            ctx.flash("ok", `Revoked the tokens of route ${r.id}: its URLs answer 404 now.`);
-            ctx.setTenant(tenant);
-          } catch (e) { msg.replaceChildren(notice("error", String(e))); }
-        }) : null, " ",
-        button("Delete", async () => {
+    routes.map((r) => {
+      const toks = r.tokens || [];
+      const canRevoke = !r.from_config && (r.path || toks.length > 1);
+      return h("tr", { "data-route": r.id },
+        h("td", { class: "mono" }, r.id), h("td", {}, r.source_id || ""), h("td", {}, r.host || ""), h("td", { class: "mono" }, r.path || ""),
+        h("td", {}, toks.length ? toks.map((t) => h("div", {}, `${t.id} (${when(t.created_at)}) `, canRevoke ? revoke(r, t) : null)) : "none"),
+        h("td", {}, r.from_config ? "config file" : button(toks.length && !r.path ? "Delete (revokes its URL)" : "Delete", async () => {
           try {
             await api("DELETE", tenantPath(tenant, "routes/" + r.id));
-            ctx.flash("ok", `Deleted route ${r.id}.`);
+            ctx.flash("ok", `Deleted route ${r.id}` + (toks.length ? ": its URLs answer 404 now." : "."));
             ctx.setTenant(tenant);
           } catch (e) { msg.replaceChildren(notice("error", String(e))); }
-        }, "danger")]))))
+        }, "danger")));
+    }))
     : h("p", {}, "No routes yet."));
   await renderMint(ctx, mintPanel);
 }
