@@ -183,6 +183,19 @@ func TestConsoleFlow(t *testing.T) {
 		10*time.Second, `document.getElementById("filter-apply").click()`)
 	b.waitText("the dead letter's last status", "500", time.Second, "")
 	b.shot("05-dead-letters")
+	// Filtered by another source, the list is empty.
+	b.do("filter by acme-signed", typeInto("filter-source", "acme-signed"), clickID("filter-apply"))
+	b.waitJS("no dead letter of acme-signed", `document.getElementById("dead-empty") !== null`, 10*time.Second, "")
+	b.do("clear the filter", clearID("filter-source"), clickID("filter-apply"))
+	b.waitJS("the dead letter is listed again", fmt.Sprintf(`document.querySelector('tr[data-event=%q]') !== null`, second), 10*time.Second, "")
+
+	// The hooks view shows it dead, with the API's redelivery.
+	b.open("hooks?id=" + second)
+	b.waitJS("the hook is shown dead", `document.querySelector('[data-sink="recv"] [data-state="dead"]') !== null`, 10*time.Second, `document.getElementById("hook-find").click()`)
+	b.waitText("the redelivery offered", "Redeliver (retry the dead letter)", time.Second, "")
+	b.shot("05b-hook-dead")
+	b.open("dead")
+	b.waitJS("the dead letter is listed", fmt.Sprintf(`document.querySelector('tr[data-event=%q]') !== null`, second), 10*time.Second, "")
 
 	// Fix it and retry from the console: delivered.
 	n.sink.broken.Store(false)
