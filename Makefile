@@ -11,10 +11,17 @@ STATICCHECK := $(BIN)/staticcheck
 # with concurrency run again under it.
 RACE_PKGS := ./wal/... ./archive/... ./edge/... ./meta/... ./source/... ./verify/... ./internal/... ./segment/... ./admin/... ./dispatch/... ./dedupe/... ./tenant/... ./filter/...
 
-.PHONY: build run test services fuzz lint bench bench-quick bench-build tools clean soak
+.PHONY: build run test services fuzz lint bench bench-quick bench-build tools clean soak package
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ankusa ./cmd/ankusa
+
+# The release of one node: bin/ankusa, static (CGO_ENABLED=0) and
+# stamped with VERSION, and bin/ankusa-<version>-linux-<arch>.tar.gz with
+# it, the systemd unit, the container file, the sample configs and the
+# docs (scripts/package.sh; deploy/README.md installs it).
+package:
+	GO=$(GO) VERSION=$(VERSION) scripts/package.sh $(BIN)
 
 # Build and start the appliance on its embedded default config; it prints
 # a curl line that sends a hook.
@@ -46,13 +53,16 @@ test: lint build services
 # and installed if missing, when nothing answers there; nats-server is
 # built with go install when apt-get cannot install it), and the S3 server
 # bin/versitygw (built with go install if missing; each test starts its
-# own, see internal/s3test), and Debian's chromium for the console's
-# browser tests (installed with apt-get if missing).
+# own, see internal/s3test), systemd-analyze (Debian's systemd
+# package), which deploy's tests verify the systemd unit with, and
+# Debian's chromium for the console's browser tests (installed with
+# apt-get if missing).
 services:
 	@scripts/ensure-rabbitmq.sh
 	@scripts/ensure-redis.sh
 	@scripts/ensure-nats.sh
 	@scripts/ensure-versitygw.sh
+	@scripts/ensure-systemd.sh
 	@scripts/ensure-chromium.sh
 
 # Each fuzz target for FUZZTIME: 27 targets, 108 s of fuzzing, about three

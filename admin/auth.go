@@ -58,6 +58,12 @@ func (p *Principal) CanWriteTenants() bool { return p.tenantsWrite }
 // /debug/pprof/).
 func (p *Principal) CanDebug() bool { return p.debug }
 
+// CanAllowPrivate reports whether p may turn a sink's SSRF guard off
+// (allow_private: true): an operator's token (tenant:* or tenants:write),
+// never one that holds only tenant scopes, whose holder could otherwise
+// point a sink at the node's own network.
+func (p *Principal) CanAllowPrivate() bool { return p.allTenants || p.tenantsWrite }
+
 // OnlyTenants reports whether p sees tenants only through tenant scopes:
 // neither tenants:read nor tenant:*.
 func (p *Principal) OnlyTenants() bool { return !p.tenantsRead && !p.allTenants }

@@ -175,7 +175,7 @@ func (h *sourceHandlers) create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	doc, ok := h.readDoc(w, r)
-	if !ok {
+	if !ok || !privateSinksAllowed(w, r, &doc.Spec, nil) {
 		return
 	}
 	src, err := h.writer().PutSource(source.SourceWrite{Tenant: tenant, Create: true, Doc: doc, Audit: auditOf(r, "source.create")})
@@ -205,6 +205,13 @@ func (h *sourceHandlers) update(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	doc.Name, doc.HasName = name, true
+	var prev *config.Source
+	if old := h.store.Snapshot().Lookup([]byte(name)); old != nil && old.TenantID == tenant {
+		prev = &old.Spec
+	}
+	if !privateSinksAllowed(w, r, &doc.Spec, prev) {
+		return
+	}
 	var removed []string
 	var moved int64
 	check := func(old *source.Source, next *config.Source) error {
@@ -243,6 +250,30 @@ func (h *sourceHandlers) remove(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, append(mustJSON(map[string]any{"deleted": r.PathValue("name"), "dead_lettered": moved}), '\n'))
+}
+
+// privateSinksAllowed refuses (403 forbidden, naming the key) a write by
+// a token that holds only tenant scopes which turns a sink's SSRF guard
+// off: allow_private: true on a sink whose URL the source's current spec
+// (prev, nil on a create) does not already allow. An operator may set it
+// for a tenant; the tenant may then keep it in its own edits, but not
+// point another URL past the guard.
+func privateSinksAllowed(w http.ResponseWriter, r *http.Request, next, prev *config.Source) bool {
+	p := PrincipalFrom(r.Context())
+	if p == nil || p.CanAllowPrivate() {
+		return true
+	}
+	for i, sk := range next.Sinks {
+		if !sk.AllowPrivate {
+			continue
+		}
+		if prev != nil && slices.ContainsFunc(prev.Sinks, func(o config.Sink) bool { return o.AllowPrivate && o.URL == sk.URL }) {
+			continue
+		}
+		writeError(w, http.StatusForbidden, codeForbidden, fmt.Sprintf("sinks[%d].allow_private: turning the SSRF guard off needs a token with tenant:* or tenants:write; %q holds only tenant scopes", i, p.Name))
+		return false
+	}
+	return true
 }
 
 // checkBacklog applies the rule for a write that removes a source (sinks

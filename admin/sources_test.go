@@ -226,3 +226,24 @@ func TestRouteFieldsWithoutEffectRefused(t *testing.T) {
 	wantAnswer(t, call(tok, "POST", "/v1/tenants/acme/routes", "acme", `{"source_id": "seeded", "host": "a.example.com"}`), 400, "host: routes.enabled is false")
 	wantAnswer(t, call(tok, "POST", "/v1/tenants/acme/routes", "acme", `{"source_id": "seeded", "host": "a.example.com", "token": "auto"}`), 201, `"host":"a.example.com"`)
 }
+
+// A token with only tenant scopes cannot turn a sink's SSRF guard off: on
+// a create, or on an update that points an allowed sink at another URL;
+// an operator's token can, and the tenant may keep what the operator set.
+func TestSourceAllowPrivateNeedsOperator(t *testing.T) {
+	mux, _, _ := sourceMux(t, "persistent")
+	priv := func(url string) string {
+		return `{"name": "inner", "verify": {"type": "none"}, "sinks": [{"type": "http", "url": "` + url + `", "allow_private": true}]}`
+	}
+	w := call(mux, "POST", "/v1/tenants/acme/sources", "acme", priv("http://10.0.0.5/in"))
+	wantAnswer(t, w, 403, `"error":"forbidden"`, "sinks[0].allow_private", "tenant:*")
+	wantAnswer(t, call(mux, "GET", "/v1/tenants/acme/sources/inner", "acme", ""), 404)
+
+	wantAnswer(t, call(mux, "POST", "/v1/tenants/acme/sources", "root", priv("http://10.0.0.5/in")), 201, `"allow_private":true`)
+	// The tenant edits its source and keeps the operator's choice.
+	wantAnswer(t, call(mux, "PUT", "/v1/tenants/acme/sources/inner", "acme", priv("http://10.0.0.5/in")), 200)
+	// It cannot point the unguarded sink elsewhere.
+	wantAnswer(t, call(mux, "PUT", "/v1/tenants/acme/sources/inner", "acme", priv("http://169.254.169.254/latest")), 403, "sinks[0].allow_private")
+	// Without allow_private any tenant token writes sinks as before.
+	wantAnswer(t, call(mux, "POST", "/v1/tenants/acme/sources", "acme", `{"name": "outer", "verify": {"type": "none"}, "sinks": [{"type": "http", "url": "https://example.com/in"}]}`), 201)
+}

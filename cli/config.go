@@ -9,6 +9,7 @@ import (
 	"github.com/ankusa/ankusa/config"
 	"github.com/ankusa/ankusa/dedupe"
 	"github.com/ankusa/ankusa/dispatch/sink/amqpsink"
+	"github.com/ankusa/ankusa/dispatch/sink/filesink"
 	"github.com/ankusa/ankusa/dispatch/sink/httpsink"
 	"github.com/ankusa/ankusa/dispatch/sink/kafkasink"
 	"github.com/ankusa/ankusa/dispatch/sink/natssink"
@@ -26,7 +27,7 @@ import (
 func sourceContext(cfg *config.Config) config.SourceContext {
 	return config.SourceContext{
 		Resolver: cfg.RouteResolver.Type, WALType: cfg.WAL.Type, DedupeScope: cfg.Dedupe.Scope,
-		ClaimStores: cfg.ClaimStoreNames(), ValidateOptions: validateOptions(),
+		ClaimStores: cfg.ClaimStoreNames(), Runtime: true, ValidateOptions: validateOptions(),
 	}
 }
 
@@ -58,6 +59,8 @@ func validateOptions() config.ValidateOptions {
 				return kafkasink.Check(s)
 			case "nats":
 				return natssink.Check(s)
+			case "file":
+				return filesink.Check(s)
 			}
 			return nil // config names an unknown type itself
 		},

@@ -79,3 +79,23 @@ func TestSourceContextChecksFilters(t *testing.T) {
 		t.Fatalf("problems %q, want %q among them", probs, want)
 	}
 }
+
+// The admin API's source writes may not name a file on the node: a file
+// sink is the config file's only. check-config's sinks check builds one.
+func TestSourceContextRefusesFileSinks(t *testing.T) {
+	cfg, err := config.Load(config.DefaultYAML(), validateOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := config.Source{TenantID: "default", Verify: config.Verify{Type: "none"},
+		Sinks: []config.Sink{{Type: "file", Path: "./data/wal/0000000001.wal"}}}
+	config.DefaultSource(&src, cfg.Dedupe.TTL)
+	probs := config.ValidateSource("mine", &src, sourceContext(cfg))
+	want := "sources.mine.sinks[0].type: file sinks are set in the config file only: the path names a file on the node, which the admin API does not let a caller choose"
+	if !slices.Equal(probs, config.Problems{want}) {
+		t.Fatalf("problems %q, want %q", probs, want)
+	}
+	if err := validateOptions().CheckSink(config.Sink{Type: "file"}); err == nil || !strings.HasPrefix(err.Error(), "path: required") {
+		t.Fatalf("CheckSink of a file sink without path: %v", err)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"github.com/ankusa/ankusa/config"
 	"github.com/ankusa/ankusa/dispatch"
 	"github.com/ankusa/ankusa/dispatch/sink/amqpsink"
+	"github.com/ankusa/ankusa/dispatch/sink/filesink"
 	"github.com/ankusa/ankusa/dispatch/sink/httpsink"
 	"github.com/ankusa/ankusa/dispatch/sink/kafkasink"
 	"github.com/ankusa/ankusa/dispatch/sink/natssink"
@@ -27,6 +28,8 @@ func newSink(cfg *config.Config, log *zap.Logger) func(string, config.Sink) (dis
 			return kafkasink.New(kafkasink.Options{Spec: spec, Source: src, Node: cfg.Node.Name, Logger: log})
 		case "nats":
 			return natssink.New(natssink.Options{Spec: spec, Source: src, Node: cfg.Node.Name, Logger: log})
+		case "file":
+			return filesink.New(filesink.Options{Spec: spec, Source: src, Logger: log})
 		}
 		return nil, fmt.Errorf("unknown sink type %q", spec.Type)
 	}

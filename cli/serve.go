@@ -31,6 +31,11 @@ import (
 // exitFatal is the exit code after a storage failure (a failed fsync).
 const exitFatal = 3
 
+// drainTimeout is how long stop gives both listeners to answer what they
+// admitted. deploy/systemd/ankusa.service's TimeoutStopSec must be longer
+// (deploy's test holds it to that), or the manager kills a draining node.
+const drainTimeout = 30 * time.Second
+
 func serve(args []string) int {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	path := fs.String("config", "", "config file (default: the embedded default)")
@@ -56,22 +61,33 @@ func serve(args []string) int {
 	for _, w := range config.Warnings(cfg) {
 		log.Warn("config: " + w)
 	}
+	notify := newNotifierFromEnv(log)
+	notify.status("starting: opening the stores, recovering the WAL")
 	n, err := start(cfg, *recovery, log)
 	if err != nil {
 		log.Error("cannot start", zap.Error(err))
+		notify.status("cannot start: " + err.Error())
 		return 1
 	}
+	// The signals are caught before READY=1: a manager that stops the
+	// node as soon as it is ready gets a drain, not Go's default exit.
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	// start returns once recovery is done and both listeners are bound
+	// (net.Listen) with their Serve loops started: a connection made from
+	// here on is accepted and answered, so the node is ready.
+	notify.ready(fmt.Sprintf("serving hooks on %s, admin on %s", n.publicAddr, n.admin.Addr()))
 	if *path == "" {
 		n.banner(os.Stderr)
 	}
-	sig := make(chan os.Signal, 2)
-	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
 	select {
 	case s := <-sig:
 		log.Info("draining", zap.String("signal", s.String()))
+		notify.stopping("draining after " + s.String())
 		return n.stop()
 	case err := <-n.serveErr:
 		log.Error("public listener failed; draining", zap.Error(err))
+		notify.stopping("draining: the public listener failed: " + err.Error())
 		n.stop()
 		return 1
 	}
@@ -256,7 +272,7 @@ func (n *node) openPublic() error {
 // numbering floor), close the meta store.
 func (n *node) stop() int {
 	n.admin.SetReady(false)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
 	defer cancel()
 	code := 0
 	if err := n.public.ShutdownWithContext(ctx); err != nil {

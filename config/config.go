@@ -427,6 +427,10 @@ type Sink struct {
 	Stream       string        `yaml:"stream" json:"stream,omitempty"`
 	CreateStream *CreateStream `yaml:"create_stream" json:"create_stream,omitempty"`
 	Auth         *NATSAuth     `yaml:"auth" json:"auth,omitempty"`
+	// Path is the file sink's file: one JSON envelope a line is appended
+	// to it. A relative path is relative to the node's working directory,
+	// as archive.path is.
+	Path string `yaml:"path" json:"path,omitempty"`
 	// TLS is the Kafka and NATS sinks' client TLS (present: on).
 	TLS   *TLS   `yaml:"tls" json:"tls,omitempty"`
 	Claim *Claim `yaml:"claim" json:"claim,omitempty"`

@@ -67,6 +67,10 @@ func validateLifecycle(p *Problems, l *Lifecycle, opts ValidateOptions) {
 	if sk == nil {
 		return
 	}
+	if sk.Type == "file" {
+		p.add("lifecycle.sink.type: file; the file sink writes hooks' envelopes, the publisher sends CloudEvents: use %s", joinAnd(slices.DeleteFunc(slices.Clone(SinkTypes), func(t string) bool { return t == "file" })))
+		return
+	}
 	known := len(*p)
 	p.under("lifecycle.sink", sinkProblems(sk, true))
 	for _, i := range l.unused {

@@ -301,6 +301,14 @@ func TestEmbeddedDefault(t *testing.T) {
 	if !ok || len(cfg.Sources) != 1 || demo.Verify.Type != "none" || demo.TenantID != DefaultTenant {
 		t.Errorf("sources = %+v, want the one demo source (verify none, tenant default)", cfg.Sources)
 	}
+	// make run shows the flow: the demo delivers to a file the banner
+	// names, and its hook is archived within a second.
+	if len(demo.Sinks) != 1 || demo.Sinks[0].Type != "file" || demo.Sinks[0].Path != "./data/demo-deliveries.ndjson" {
+		t.Errorf("demo sinks = %+v, want one file sink at ./data/demo-deliveries.ndjson", demo.Sinks)
+	}
+	if cfg.Segment.MaxAge > Duration(500*time.Millisecond) || cfg.Archive.Type != "dir" {
+		t.Errorf("segment.max_age %v, archive %q: want at most 500ms and a dir archive", time.Duration(cfg.Segment.MaxAge), cfg.Archive.Type)
+	}
 	// Strict parse on its own: no unknown keys.
 	if _, probs := Parse(DefaultYAML()); len(probs) > 0 {
 		t.Errorf("Parse(DefaultYAML()) = %q", probs)

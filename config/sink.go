@@ -13,9 +13,13 @@ import (
 
 // Sink types, and which of them are durable: a durable sink's ok means the
 // hook is safe at the target (the RabbitMQ sink waits for the publisher
-// confirm), which is what wal.type: none needs.
+// confirm), which is what wal.type: none needs. The file sink fsyncs each
+// line before its ok, but on the node's own disk: wal.type: none is there
+// so that a node holds no state of its own, and a file of hooks beside it,
+// without the WAL's checksums, recovery or erase, would be that state. So
+// file is not durable.
 var (
-	SinkTypes        = []string{"http", "rabbitmq", "kafka", "nats"}
+	SinkTypes        = []string{"http", "rabbitmq", "kafka", "nats", "file"}
 	DurableSinkTypes = []string{"rabbitmq", "kafka", "nats"}
 	SinkFormats      = []string{"raw", "envelope"}
 	// KafkaCompressions are the Kafka sink's compression codecs.
@@ -60,6 +64,8 @@ func SinkID(s *Sink) string {
 		target = strings.Join(slices.Sorted(slices.Values(s.Brokers)), ",") + "\x00" + s.Topic
 	case "nats":
 		target = RedactURL(s.URL) + "\x00" + s.Stream + "\x00" + s.Subject
+	case "file":
+		target = s.Path
 	default:
 		target = s.URL + "\x00" + s.Exchange + "\x00" + s.RoutingKey
 	}
@@ -91,11 +97,15 @@ func applySinkDefaults(sinks []Sink) {
 func ApplySinkDefaults(sk *Sink) {
 	if sk.Format == "" {
 		sk.Format = "raw"
-		if sk.Durable() {
+		if sk.Durable() || sk.Type == "file" {
 			sk.Format = "envelope"
 		}
 	}
-	setDur(&sk.ConnectTimeout, DefaultSinkConnectTimeout)
+	// A file sink connects to nothing: connect_timeout stays unset, so
+	// that one set is refused (fileSinkKeys).
+	if sk.Type != "file" {
+		setDur(&sk.ConnectTimeout, DefaultSinkConnectTimeout)
+	}
 	setDur(&sk.Timeout, DefaultSinkTimeout)
 	setDur(&sk.MaxAge, DefaultSinkMaxAge)
 	setDur(&sk.RetryBase, DefaultSinkRetryBase)
@@ -147,6 +157,9 @@ func validateSinks(p *Problems, at string, sinks []Sink, ctx SourceContext) {
 		}
 		ids[sk.ID] = true
 		p.under(sp, sinkProblems(sk, true))
+		if ctx.Runtime {
+			p.under(sp, runtimeSinkProblems(sk))
+		}
 		if c := sk.Claim; c != nil && c.Store != "" && !slices.Contains(ctx.ClaimStores, c.Store) {
 			p.add("%s.claim.store: %q is not a claim store (claims.stores has %v)", sp, c.Store, ctx.ClaimStores)
 		}
@@ -180,6 +193,8 @@ func sinkProblems(sk *Sink, urlShape bool) Problems {
 		checkKafkaSink(&p, sk)
 	case "nats":
 		checkNATSSink(&p, sk, urlShape)
+	case "file":
+		checkFileSink(&p, sk)
 	default:
 		p.add("type: %q must be one of %v", sk.Type, SinkTypes)
 		return p
@@ -214,6 +229,7 @@ var sinkKeys = []struct {
 	{"create_stream", []string{"nats"}, func(s *Sink) bool { return s.CreateStream != nil }},
 	{"auth", []string{"nats"}, func(s *Sink) bool { return s.Auth != nil }},
 	{"tls", []string{"kafka", "nats"}, func(s *Sink) bool { return s.TLS != nil }},
+	{"path", []string{"file"}, func(s *Sink) bool { return s.Path != "" }},
 }
 
 func checkForeignKeys(p *Problems, sk *Sink) {
@@ -339,6 +355,9 @@ func checkSinkDelivery(p *Problems, sk *Sink) {
 	if !slices.Contains(SinkFormats, sk.Format) {
 		p.add("format: %q must be raw or envelope", sk.Format)
 	}
+	if sk.Type == "file" && sk.Format != "envelope" && slices.Contains(SinkFormats, sk.Format) {
+		p.add("format: %q; a file sink writes one JSON envelope a line (envelope), leave format out", sk.Format)
+	}
 	if sk.MaxAttempts < 1 {
 		p.add("max_attempts: %d must be at least 1", sk.MaxAttempts)
 	}
@@ -354,6 +373,9 @@ func checkSinkDelivery(p *Problems, sk *Sink) {
 		min time.Duration
 	}{{"connect_timeout", sk.ConnectTimeout, time.Millisecond}, {"timeout", sk.Timeout, time.Millisecond},
 		{"max_age", sk.MaxAge, time.Second}, {"retry_base", sk.RetryBase, time.Millisecond}, {"retry_max", sk.RetryMax, time.Millisecond}} {
+		if d.key == "connect_timeout" && sk.Type == "file" {
+			continue // checkFileSink refuses it
+		}
 		if time.Duration(d.v) < d.min {
 			p.add("%s: %v must be at least %v", d.key, time.Duration(d.v), d.min)
 		}

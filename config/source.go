@@ -20,6 +20,10 @@ type SourceContext struct {
 	// ClaimStores are the names under claims.stores: a sink's claim.store
 	// must be one of them.
 	ClaimStores []string
+	// Runtime says the source is written at runtime (the admin API, a
+	// stored source), not read from the config file: it may not have a
+	// file sink (runtimeSinkProblems).
+	Runtime bool
 	ValidateOptions
 }
 

@@ -45,6 +45,7 @@ func Validate(c *Config, opts ValidateOptions) Problems {
 			ValidateOptions: opts,
 		})...)
 	}
+	validateFileSinkPaths(&p, c)
 	if opts.CheckResolver != nil {
 		p.stage("", opts.CheckResolver(c.RouteResolver))
 	}

@@ -214,7 +214,7 @@ func TestValidate(t *testing.T) {
 			want: []string{`sources.s.on_verify_failure: "drop" must be reject, quarantine or accept_flag`}},
 		{name: "on_verify_failure accept_flag", yaml: "sources: {s: {verify: {type: none}, on_verify_failure: accept_flag}}"},
 		{name: "sink type unknown", yaml: "sources: {s: {verify: {type: none}, sinks: [{type: http, url: http://r.example/in}, {type: kinesis}]}}",
-			want: []string{`sources.s.sinks[1].type: "kinesis" must be one of [http rabbitmq kafka nats]`}},
+			want: []string{`sources.s.sinks[1].type: "kinesis" must be one of [http rabbitmq kafka nats file]`}},
 		{name: "http sink without url", yaml: "sources: {s: {verify: {type: none}, sinks: [{type: http}]}}",
 			want: []string{"sources.s.sinks[0].url: required for an http sink"}},
 		{name: "rabbitmq sink without url", yaml: "sources: {s: {verify: {type: none}, sinks: [{type: rabbitmq, exchange: x}]}}",
@@ -247,6 +247,24 @@ func TestValidate(t *testing.T) {
 			want: []string{"sources.s.sinks[0].create_stream.storage: memory; wal.type is none"}},
 		{name: "kafka brokers unquoted in a flow list", yaml: "sources: {s: {verify: {type: none}, sinks: [{type: kafka, brokers: [k1:9092], topic: t}]}}",
 			want: []string{`sources.s.sinks[0].brokers[0]: cannot unmarshal mapping into Go value of type string; a string with a colon, such as host:port in a flow list [...], must be quoted: "k1:9092"`}},
+		// The file sink: path required, its own and nobody else's.
+		{name: "file sink without path", yaml: "sources: {s: {verify: {type: none}, sinks: [{type: file}]}}",
+			want: []string{"sources.s.sinks[0].path: required for a file sink"}},
+		{name: "path on an http sink", yaml: "sources: {s: {verify: {type: none}, sinks: [{type: http, url: http://r.example/in, path: ./x.ndjson}]}}",
+			want: []string{"sources.s.sinks[0].path: is a key of file sinks; this sink is http"}},
+		{name: "url on a file sink", yaml: "sources: {s: {verify: {type: none}, sinks: [{type: file, path: ./x.ndjson, url: http://r.example/in}]}}",
+			want: []string{"sources.s.sinks[0].url: is a key of http, rabbitmq and nats sinks; this sink is file"}},
+		{name: "keys a file sink does not read", yaml: "sources: {s: {verify: {type: none}, sinks: [{type: file, path: ./x.ndjson, format: raw, connect_timeout: 1s, headers: {a: b}}]}}",
+			want: []string{"sources.s.sinks[0].connect_timeout: a file sink connects to nothing", "sources.s.sinks[0].headers: is a key of http sinks; this sink is file",
+				`sources.s.sinks[0].format: "raw"; a file sink writes one JSON envelope a line`}},
+		{name: "file sink path a directory", yaml: "sources: {s: {verify: {type: none}, sinks: [{type: file, path: ./data/}]}}",
+			want: []string{`sources.s.sinks[0].path: "./data/" names a directory`}},
+		{name: "file sink without a wal", yaml: "wal: {type: none}\nsources: {s: {verify: {type: none}, sinks: [{type: file, path: ./x.ndjson}]}}",
+			want: []string{"sources.s.sinks: wal.type is none, so a hook is safe only once a durable sink"}},
+		{name: "two file sinks on one file", yaml: "sources: {a: {verify: {type: none}, sinks: [{type: file, path: ./x.ndjson}]}, b: {verify: {type: none}, sinks: [{type: file, path: x.ndjson}, {type: file, path: ./y.ndjson}]}}",
+			want: []string{`sources.b.sinks[0].path: "x.ndjson" is the file of sources.a.sinks[0] too; give each file sink a file of its own`}},
+		{name: "file sink for lifecycle events", yaml: "lifecycle: {sink: {type: file, path: ./events.ndjson}}",
+			want: []string{"lifecycle.sink.type: file; the file sink writes hooks' envelopes"}},
 		{name: "dedupe without key", yaml: "sources: {s: {verify: {type: none}, dedupe: {ttl: 1h}}}", want: []string{"sources.s.dedupe.key: required when dedupe is set"}},
 		{name: "source max_body_bytes negative", yaml: "sources: {s: {verify: {type: none}, max_body_bytes: -1}}", want: []string{"sources.s.max_body_bytes: "}},
 		{name: "null source", yaml: "sources: {s: }", want: []string{"sources.s.verify.type: required"}},
@@ -302,6 +320,13 @@ func TestValidateSource(t *testing.T) {
 	f(Source{TenantID: DefaultTenant, Verify: none, OnVerifyFailure: "reject"}, SourceContext{})
 	// Undefaulted spec: an empty tenant is not a valid name.
 	f(Source{Verify: none, OnVerifyFailure: "reject"}, SourceContext{Resolver: "path"}, `sources.open-demo.tenant_id: "" must match`)
+	// A file sink: from the config file, yes; written at runtime (the
+	// admin API), no: the caller would choose a file on the node.
+	file := []Sink{{ID: "f", Type: "file", Path: "./x.ndjson"}}
+	ApplySinkDefaults(&file[0])
+	f(Source{TenantID: "acme", Verify: none, OnVerifyFailure: "reject", Sinks: file}, SourceContext{Resolver: "path"})
+	f(Source{TenantID: "acme", Verify: none, OnVerifyFailure: "reject", Sinks: file}, SourceContext{Resolver: "path", Runtime: true},
+		"sources.open-demo.sinks[0].type: file sinks are set in the config file only")
 }
 
 // The problems of a config come in a stable order, so check-config output

@@ -17,8 +17,10 @@ import (
 
 // TestMakeRun is `make run` on a fresh machine: `ankusa serve` with no
 // config in an empty directory prints a curl line; that exact line sends a
-// hook and gets a 201; SIGTERM stops it with exit 0, and the hook is in
-// ./data/wal.
+// hook and gets a 201; the hook is then seen delivered (a line of the file
+// the banner names, and the attempts API) and archived (a segment holding
+// it in the directory the banner names); SIGTERM stops it with exit 0,
+// and the hook is in ./data/wal.
 func TestMakeRun(t *testing.T) {
 	waitPortsFree(t, config.DefaultListen, config.DefaultAdminListen)
 	dir := t.TempDir()
@@ -63,6 +65,7 @@ func TestMakeRun(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("sh -c %q: %v\nstdout:\n%s\nstderr:\n%s\nserver:\n%s", curl, err, out.String(), errb.String(), p.stderr)
 	}
+	acked := time.Now()
 	status := regexp.MustCompile(`(?m)^HTTP/1\.1 (\d{3})`).FindStringSubmatch(out.String())
 	if status == nil || status[1] != "201" {
 		t.Fatalf("the printed curl line got:\n%s\nwant HTTP/1.1 201", out.String())
@@ -71,6 +74,7 @@ func TestMakeRun(t *testing.T) {
 	if id == nil {
 		t.Fatalf("the 201 carries no event id:\n%s", out.String())
 	}
+	seeTheFlow(t, dir, p.stderr.String(), id[1], acked)
 
 	// The admin lines: the hook read back, a source created that serves
 	// at once.

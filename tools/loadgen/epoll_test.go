@@ -145,7 +145,12 @@ func TestEpollCounts(t *testing.T) {
 	ts.mu.Lock()
 	arrived := ts.arrived[400:]
 	ts.mu.Unlock()
-	if rate := float64(len(arrived)-1) / arrived[len(arrived)-1].Sub(arrived[0]).Seconds(); rate < 1900 || rate > 2100 {
+	// The rate over the middle 80% of the window: a stall of the busy
+	// machine at either end (the first request late, the last early)
+	// moves an end of the window and says nothing of the schedule, while
+	// one inside it is caught up and still averages out.
+	i0, i1 := len(arrived)/10, len(arrived)*9/10
+	if rate := float64(i1-i0) / arrived[i1].Sub(arrived[i0]).Seconds(); rate < 1900 || rate > 2100 {
 		t.Fatalf("server saw %.0f req/s over the window, want 2000 within 5%%", rate)
 	}
 	// Keep-alive: the 8 connections opened at start carry everything.
