@@ -381,7 +381,7 @@ func TestConsoleMakeRun(t *testing.T) {
 		t.Fatalf("ankusa serve printed no whole banner within 15s:\n%s", banner)
 	}
 	curl := regexp.MustCompile(`(?m)^\s*(curl -i -X POST \S+/webhooks/demo .*)$`).FindStringSubmatch(banner)
-	consoleURL := regexp.MustCompile(`(?m)^\s*(http://\S+/console/)\s*$`).FindStringSubmatch(banner)
+	consoleURL := regexp.MustCompile(`(http://\S+/console/)`).FindStringSubmatch(banner)
 	tokenFile := regexp.MustCompile(`Admin token(?: \(shown once; kept in | in |: in )(\S+?)[,)\s]`).FindStringSubmatch(banner)
 	if curl == nil || consoleURL == nil || tokenFile == nil {
 		t.Fatalf("the banner should name the curl line (%v), the console's URL (%v) and the token's file (%v):\n%s", curl != nil, consoleURL != nil, tokenFile != nil, banner)
