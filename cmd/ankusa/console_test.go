@@ -235,6 +235,21 @@ func TestConsoleFlow(t *testing.T) {
 	if a := n.do("GET", sourceAt("acme", "console-made"), opsToken, ""); a.status != http.StatusNotFound {
 		t.Errorf("the refused source was stored: GET answers %d", a.status)
 	}
+	// Edit acme-in as JSON: the answer's spec goes back with one key changed.
+	b.click(`tr[data-source="acme-in"]`, "Edit")
+	b.waitJS("the editor holds acme-in", `document.getElementById("source-json").value.includes('"acme-in"')`, 5*time.Second, "")
+	b.eval("change on_verify_failure in the JSON", `(() => {
+		const ta = document.getElementById("source-json");
+		const spec = JSON.parse(ta.value);
+		spec.on_verify_failure = "accept_flag";
+		ta.value = JSON.stringify(spec, null, 2);
+		return true;
+	})()`, nil)
+	b.do("save acme-in", clickID("source-save"))
+	b.waitText("the save is confirmed", "Saved source acme-in", 10*time.Second, "")
+	if a := n.do("GET", sourceAt("acme", "acme-in"), opsToken, ""); !strings.Contains(string(a.body), `"on_verify_failure":"accept_flag"`) || !strings.Contains(string(a.body), `"id":"recv"`) {
+		t.Errorf("after the console's edit, acme-in is %s", a.body)
+	}
 
 	// Tenants: acme, with its counters, and its rate limit's override set
 	// from the form.
