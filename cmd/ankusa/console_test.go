@@ -219,6 +219,20 @@ func TestConsoleFlow(t *testing.T) {
 		10*time.Second, `document.getElementById("filter-apply").click()`)
 	b.waitText("the failure reason", "mismatch", time.Second, "")
 	b.shot("08-quarantine")
+	heldID := hookID201or202(t, held)
+	row := fmt.Sprintf(`tr[data-event=%q]`, heldID)
+	// Verified again with the source's secret it still fails: it stays held.
+	b.click(row, "Release")
+	b.waitText("the release is refused", "signature_invalid", 10*time.Second, "")
+	// Released unverified (a second click confirms): delivered, flagged.
+	b.click(row, "Release unverified")
+	b.click(row, "Click again: deliver it unverified")
+	b.waitText("the forced release is confirmed", "Released "+heldID+", unverified", 10*time.Second, "")
+	if !waitFor(15*time.Second, func() bool { return n.sink.took(heldID) }) {
+		t.Errorf("the released hook %s did not reach the sink", heldID)
+	}
+	b.waitJS("the pen is empty", `document.getElementById("quarantine-empty") !== null`, 5*time.Second, "")
+	b.shot("08b-quarantine-released")
 
 	// Sources: an invalid field's message shows at that field.
 	b.open("sources")
@@ -446,4 +460,15 @@ func TestConsoleMakeRun(t *testing.T) {
 	}
 	b.checkProblems()
 	p.stop()
+}
+
+// hookID201or202 is the event id of a stored hook's answer (201, or 202
+// for a held one).
+func hookID201or202(t *testing.T, a answer) string {
+	t.Helper()
+	id := regexp.MustCompile(`"id":"(evt_[0-9A-Z]{26})"`).FindSubmatch(a.body)
+	if (a.status != http.StatusCreated && a.status != http.StatusAccepted) || id == nil {
+		t.Fatalf("%d %s, want 201 or 202 with an event id", a.status, a.body)
+	}
+	return string(id[1])
 }
