@@ -40,7 +40,8 @@ LATENCY_TESTS := ^TestTenantIsolation$$
 SOAK_TESTS := ^TestSoak$$
 # The console's browser tests (cmd/ankusa TestConsole*) save a screenshot
 # of every view as test artifacts: -artifacts keeps them under
-# $(BIN)/_artifacts/<package>/<test>/.
+# $(BIN)/_artifacts/ (each test logs its directory; run by hand without
+# -artifacts they go to $(BIN)/console-screenshots/<test>/).
 test: lint build services
 	$(GO) test -count=1 -timeout 20m -artifacts -outputdir $(abspath $(BIN)) -skip '$(LATENCY_TESTS)|$(SOAK_TESTS)' ./...
 	$(GO) test -count=1 -timeout 5m -run '$(LATENCY_TESTS)' ./cmd/ankusa
