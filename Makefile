@@ -38,8 +38,12 @@ LATENCY_TESTS := ^TestTenantIsolation$$
 # The chaos soak's 2-minute run (bench/soak, TestSoak) kills and stops
 # servers of its own and loads both cores: it runs alone, after the rest.
 SOAK_TESTS := ^TestSoak$$
+# The console's browser tests (cmd/ankusa TestConsole*) save a screenshot
+# of every view as test artifacts: -artifacts keeps them under
+# $(BIN)/_artifacts/ (each test logs its directory; run by hand without
+# -artifacts they go to $(BIN)/console-screenshots/<test>/).
 test: lint build services
-	$(GO) test -count=1 -timeout 20m -skip '$(LATENCY_TESTS)|$(SOAK_TESTS)' ./...
+	$(GO) test -count=1 -timeout 20m -artifacts -outputdir $(abspath $(BIN)) -skip '$(LATENCY_TESTS)|$(SOAK_TESTS)' ./...
 	$(GO) test -count=1 -timeout 5m -run '$(LATENCY_TESTS)' ./cmd/ankusa
 	$(GO) test -count=1 -timeout 10m -run '$(SOAK_TESTS)' ./bench/soak
 	$(GO) test -count=1 -race -timeout 20m $(RACE_PKGS)
@@ -50,14 +54,17 @@ test: lint build services
 # and installed if missing, when nothing answers there; nats-server is
 # built with go install when apt-get cannot install it), and the S3 server
 # bin/versitygw (built with go install if missing; each test starts its
-# own, see internal/s3test), and systemd-analyze (Debian's systemd
-# package), which deploy's tests verify the systemd unit with.
+# own, see internal/s3test), systemd-analyze (Debian's systemd
+# package), which deploy's tests verify the systemd unit with, and
+# Debian's chromium for the console's browser tests (installed with
+# apt-get if missing).
 services:
 	@scripts/ensure-rabbitmq.sh
 	@scripts/ensure-redis.sh
 	@scripts/ensure-nats.sh
 	@scripts/ensure-versitygw.sh
 	@scripts/ensure-systemd.sh
+	@scripts/ensure-chromium.sh
 
 # Each fuzz target for FUZZTIME: 27 targets, 108 s of fuzzing, about three
 # minutes with their builds (the seed corpora in testdata/fuzz

@@ -20,7 +20,7 @@
 // internal/vfsutil, before the digest's record in meta) that keeps a
 // crash from leaving a record no file holds.
 //
-// Besides config and envelope, admin imports the stages it serves
+// Besides config, console (the files it serves) and envelope, admin imports the stages it serves
 // (dispatch, segment, source, verify), meta for the audit rows it builds
 // and the bootstrap token's record, lifecycle for the replay's query and
 // cursor error, and internal/vfsutil for the token file. It must never import cli (only programs import the wiring);
@@ -41,7 +41,10 @@
 //
 // /metrics, /healthz, /readyz and GET /v1/openapi.json (the OpenAPI 3.1
 // document of this API, openapi.json beside this file: it holds no data)
-// need no token. A guarded request is
+// need no token, nor do the operator's console's static files under
+// /console/ (package console: the page calls this API with the operator's
+// token, so it can do nothing the token cannot; it is no route of the
+// API document). A guarded request is
 // answered in this order: 401 without a known token; 400 invalid_name when
 // the path is not plain (a percent-encoded byte, a backslash, an empty or
 // a dot segment: refused before the mux could decode or redirect it) or a

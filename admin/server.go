@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ankusa/ankusa/config"
+	"github.com/ankusa/ankusa/console"
 	"github.com/ankusa/ankusa/segment"
 )
 
@@ -74,7 +75,7 @@ func (l *ListenerOptions) EnsureDefaults() {
 // who can reach the listener (loopback by default), /metrics (Prometheus
 // text), /healthz (503 once storage has failed) and /readyz (503 until
 // SetReady(true), once storage has failed, and while the disk is full,
-// naming it).
+// naming it), and the operator's console under /console/.
 type Server struct {
 	srv     *http.Server
 	ln      *limitListener
@@ -103,6 +104,7 @@ func Listen(addr string, o Options) (*Server, error) {
 		return nil, err
 	}
 	s.registerOpen(mux, auth)
+	registerConsole(mux)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("cannot listen on %s (config key admin.listen): %w", addr, err)
@@ -190,6 +192,15 @@ func (s *Server) timed(h http.HandlerFunc, def float64, whole bool) http.Handler
 		}
 		h(w, r)
 	})
+}
+
+// registerConsole mounts the operator's console (package console): static
+// files that need no token, since every piece of data the page shows is an
+// API call with the operator's own. It is not part of the API, so the
+// OpenAPI document (and Patterns) leave it out.
+func registerConsole(mux router) {
+	mux.Handle("GET /console/", console.Handler())
+	mux.Handle("GET /console", console.Redirect())
 }
 
 func (s *Server) failed() bool { return s.health != nil && s.health.Failed() }

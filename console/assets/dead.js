@@ -1,0 +1,76 @@
+// Dead letters: the tenant's dead deliveries, by source and received
+// time; retry or drop one, the selected ones, or every one the filter
+// passes (the API's bulk retry and drop).
+import { api, listAll, tenantPath, query } from "./api.js";
+import { h, table, notice, button, when } from "./dom.js";
+import { filterBar, confirmButton } from "./filters.js";
+
+export async function render(ctx) {
+  const { root, tenant } = ctx;
+  const msg = h("div", { class: "messages", id: "dead-messages" });
+  const list = h("div", { id: "dead-list" });
+  const { form, values } = filterBar(ctx, () => load());
+  root.append(h("section", { class: "panel" }, form), msg, h("section", { class: "panel" }, h("h2", {}, `Dead letters of ${tenant}`), list));
+  const base = tenantPath(tenant, "deliveries");
+  const say = (kind, text) => msg.replaceChildren(notice(kind, text));
+  const act = async (what, f) => {
+    try {
+      say("ok", await f());
+      await load();
+    } catch (e) {
+      say("error", `${what}: ${e}`);
+    }
+  };
+
+  async function load() {
+    let rows;
+    try {
+      rows = await listAll(base, "deliveries", { state: "dead", ...values() });
+    } catch (e) {
+      list.replaceChildren(notice("error", String(e)));
+      return;
+    }
+    if (!rows.length) {
+      list.replaceChildren(h("p", { id: "dead-empty" }, "No dead letters pass the filter."));
+      return;
+    }
+    const boxes = [];
+    const trs = rows.map((d) => {
+      const box = h("input", { type: "checkbox", "aria-label": "select " + d.event_id + " " + d.sink });
+      boxes.push([box, d]);
+      return h("tr", { "data-event": d.event_id, "data-sink": d.sink },
+        h("td", {}, box), h("td", { class: "mono" }, h("a", { href: "#/hooks?id=" + d.event_id }, d.event_id)),
+        h("td", {}, d.source), h("td", {}, d.sink), h("td", { class: "num" }, d.attempts), h("td", {}, when(d.received_at)),
+        h("td", {}, d.last_status || ""), h("td", { class: "err" }, d.last_error),
+        h("td", {}, button("Retry", () => act("retry", async () => {
+          await api("POST", `${base}/${d.event_id}/${d.sink}/retry`);
+          return `Retried ${d.event_id} to ${d.sink}.`;
+        }), "retry"), " ", button("Drop", () => act("drop", async () => {
+          await api("DELETE", `${base}/${d.event_id}/${d.sink}`);
+          return `Dropped ${d.event_id} to ${d.sink}.`;
+        }), "danger")));
+    });
+    const selected = () => boxes.filter(([b]) => b.checked).map(([, d]) => d);
+    const each = (verb, f) => act(verb, async () => {
+      const sel = selected();
+      for (const d of sel) await f(d);
+      return `${verb} ${sel.length} selected.`;
+    });
+    const f = values();
+    list.replaceChildren(
+      h("div", { class: "bulk" },
+        button("Retry selected", () => each("Retried", (d) => api("POST", `${base}/${d.event_id}/${d.sink}/retry`))), " ",
+        button("Drop selected", () => each("Dropped", (d) => api("DELETE", `${base}/${d.event_id}/${d.sink}`)), "danger"), " ",
+        button("Retry all passing the filter", () => act("retry all", async () => {
+          const r = await api("POST", base + "/retry" + query(f));
+          return `Retried ${r.retried}.`;
+        }), "retry-all"), " ",
+        confirmButton("Drop all passing the filter", "Click again to drop them all", () => act("drop all", async () => {
+          const q = f.source || f.since || f.until ? f : { all: "true" };
+          const r = await api("POST", base + "/drop" + query(q));
+          return `Dropped ${r.dropped}.`;
+        }), "danger")),
+      table("data", ["", "Event", "Source", "Sink", "Attempts", "Received", "Last status", "Last error", ""], trs));
+  }
+  await load();
+}
