@@ -71,7 +71,7 @@ services:
 # also run with the unit tests). go test -fuzz takes one package and one
 # target at a time. A failing input is written to the package's
 # testdata/fuzz/<target>/ and replays with go test -run '<target>/<file>'.
-# scripts/fuzz-one.sh retries once a run that failed only on Go 1.26's
+# scripts/fuzz-one.sh retries (at most twice) a run that failed only on Go 1.26's
 # fuzz-coordinator deadline race (golang/go#75804), never a finding.
 FUZZTIME ?= 4s
 
