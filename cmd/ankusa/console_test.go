@@ -12,6 +12,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -181,7 +182,7 @@ func TestConsoleFlow(t *testing.T) {
 	b.open("dead")
 	b.waitJS("the dead letter is listed", fmt.Sprintf(`document.querySelector('tr[data-event=%q][data-sink="recv"]') !== null`, second),
 		10*time.Second, `document.getElementById("filter-apply").click()`)
-	b.waitText("the dead letter's last status", "500", time.Second, "")
+	b.waitJS("the dead letter's last status is the sink's 500", fmt.Sprintf(`document.querySelector('tr[data-event=%q] td[data-col="last-status"]')?.textContent === "500"`, second), 5*time.Second, "")
 	b.shot("05-dead-letters")
 	// Filtered by another source, the list is empty.
 	b.do("filter by acme-signed", typeInto("filter-source", "acme-signed"), clickID("filter-apply"))
@@ -278,14 +279,23 @@ func TestConsoleFlow(t *testing.T) {
 	}
 	b.shot("02-tenants")
 
-	// Live: two reads of /metrics make the charts.
+	// Live: two reads of /metrics make the charts; the count of hooks
+	// stored since start grows by the hooks sent meanwhile.
 	b.open("live")
-	b.waitText("the live view updates", "Updated", 10*time.Second, "")
-	for i := range 5 {
+	b.waitText("the live view updates", "Updated", 15*time.Second, "")
+	const storedJS = `(() => { const m = /(\d+) hooks stored since start/.exec(document.getElementById("live-status").innerText); return m ? Number(m[1]) : -1; })()`
+	var storedBefore int
+	b.eval("the hooks stored before", storedJS, &storedBefore)
+	if storedBefore < 0 {
+		t.Fatalf("the live view does not say how many hooks were stored since start")
+	}
+	const sent = 5
+	for i := range sent {
 		hookID(t, "a hook while the live view reads", n.hookAt(path, fmt.Sprintf(`{"live":%d}`, i)))
 		time.Sleep(300 * time.Millisecond)
 	}
-	b.waitJS("the live view counts the hooks", `/stored: [1-9]/.test(document.getElementById("live-hooks").innerText) && document.getElementById("live-answers").innerText.includes("201:")`, 10*time.Second, "")
+	b.waitJS(fmt.Sprintf("the live view counts the %d hooks (from %d)", sent, storedBefore), fmt.Sprintf(`%s >= %d && document.getElementById("live-answers").innerText.includes("201:")`, storedJS, storedBefore+sent), 20*time.Second, "")
+	b.waitText("the charts say they are node-wide", "node-wide, all tenants", time.Second, "")
 	var lines int
 	b.eval("count the chart lines", `document.querySelectorAll("#live-hooks polyline, #live-answers polyline, #live-fsync polyline, #live-lag polyline").length`, &lines)
 	if lines < 4 {
@@ -334,17 +344,42 @@ func TestConsoleTenantIsolation(t *testing.T) {
 	wantStatus(t, "globex's rate limit override", n.do("PUT", "/v1/tenants/globex/rate_limit", opsToken, `{"rate":4242,"burst":4243,"max_queue":0,"max_queue_bytes":0}`), http.StatusOK)
 
 	b := newBrowser(t, "http://"+n.admin+"/console/")
+	mark := b.requestMark() // from the log in on
 	b.login(acmeToken, "acme")
 	// globexOverride is how the tenants view would show globex's override.
 	const globexOverride = "4242/s, burst 4243"
 	secrets := []string{"globex", globexDead, globexHook, "globex-private", globexOverride}
 	clean := func(view string) {
 		t.Helper()
-		text := b.text()
+		all := b.everything()
 		for _, s := range secrets {
-			if strings.Contains(text, s) {
-				t.Errorf("the %s view shows %q (of tenant globex) to a token for acme:\n%s", view, s, text)
+			if strings.Contains(all, s) {
+				t.Errorf("the %s view holds %q (of tenant globex) for a token for acme:\n%s", view, s, all)
 			}
+		}
+	}
+	// Every admin API call the page makes for acme's token is for the
+	// list of tenants, acme or under acme (until the loop below names
+	// globex on purpose).
+	checkRequests := func() {
+		t.Helper()
+		calls := 0
+		for _, raw := range b.requestsSince(mark) {
+			u, err := url.Parse(raw)
+			if err != nil {
+				t.Errorf("the page requested %q: %v", raw, err)
+				continue
+			}
+			if u.Path != "/v1" && !strings.HasPrefix(u.Path, "/v1/") {
+				continue
+			}
+			calls++
+			if u.Host != n.admin || (u.Path != "/v1/tenants" && u.Path != "/v1/tenants/acme" && !strings.HasPrefix(u.Path, "/v1/tenants/acme/")) {
+				t.Errorf("the page, with acme's token, requested %s", raw)
+			}
+		}
+		if calls < 10 {
+			t.Errorf("the page made %d admin API calls over every view, want at least 10 (are requests recorded?)", calls)
 		}
 	}
 	b.waitJS("acme's rate limit", `document.getElementById("f-rate") !== null`, 10*time.Second, "")
@@ -374,6 +409,11 @@ func TestConsoleTenantIsolation(t *testing.T) {
 		}
 	}
 	b.shot("07-hook-of-globex-refused")
+	checkRequests()
+
+	// The live view says its figures are not acme's only.
+	b.open("live")
+	b.waitJS("the live view says node-wide", `document.getElementById("live-node-wide")?.innerText.includes("node-wide")`, 10*time.Second, "")
 
 	// Naming globex: each view shows the API's 403, nothing of its data.
 	for _, view := range []string{"tenants", "sources", "routes", "dead", "quarantine"} {

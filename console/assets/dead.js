@@ -43,7 +43,7 @@ export async function render(ctx) {
       return h("tr", { "data-event": d.event_id, "data-sink": d.sink },
         h("td", {}, box), h("td", { class: "mono" }, validEvent(d.event_id) ? h("a", { href: "#/hooks?id=" + d.event_id }, d.event_id) : d.event_id),
         h("td", {}, d.source), h("td", {}, d.sink), h("td", { class: "num" }, d.attempts), h("td", {}, when(d.received_at)),
-        h("td", {}, d.last_status || ""), h("td", { class: "err" }, d.last_error),
+        h("td", { class: "num", "data-col": "last-status" }, d.last_status || ""), h("td", { class: "err" }, d.last_error),
         h("td", {}, button("Retry", () => act("retry", async () => {
           await api("POST", tenantPath(tenant, "deliveries", d.event_id, d.sink, "retry"));
           return `Retried ${d.event_id} to ${d.sink}.`;
