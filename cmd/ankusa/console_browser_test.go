@@ -341,3 +341,26 @@ func clearID(id string) chromedp.Action[chromedp.Void] {
 func waitVisibleID(id string) chromedp.Action[chromedp.Void] {
 	return chromedp.WaitVisible(chromedp.ID(id))
 }
+
+// evalAwait evaluates js (an expression whose value may be a promise) and
+// decodes what it resolves to into v.
+func (b *browser) evalAwait(what, js string, v any) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+	defer cancel()
+	raw, err := chromedp.Run(ctx, chromedp.Evaluate[[]byte](js, chromedp.EvalAwaitPromise))
+	if err == nil && v != nil {
+		err = json.Unmarshal(raw, v)
+	}
+	if err != nil {
+		b.fail(what, err)
+	}
+}
+
+// storedToken is the token the tab keeps.
+func (b *browser) storedToken() string {
+	b.t.Helper()
+	var s string
+	b.eval("the kept token", `sessionStorage.getItem("ankusa.token") || ""`, &s)
+	return s
+}
