@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -600,6 +601,15 @@ func TestConsoleRefusesBadNames(t *testing.T) {
 			t.Errorf("%s: %s, want %s", k, v, want)
 		}
 	}
+	// Trusted Types are enforced: a string never reaches an HTML sink.
+	var sink string
+	b.eval("an HTML sink", `(() => { try { document.createElement("div").innerHTML = "<b>x</b>"; return "accepted"; } catch (e) { return e.name; } })()`, &sink)
+	if sink != "TypeError" {
+		t.Errorf("assigning a string to innerHTML: %q, want a TypeError (Trusted Types)", sink)
+	}
+	b.mu.Lock()
+	b.problems = slices.DeleteFunc(b.problems, func(p string) bool { return strings.Contains(p, "TrustedHTML") })
+	b.mu.Unlock()
 	// api() is async: its refusal is a rejected promise.
 	var apiRefused string
 	b.evalAwait("api() outside /v1/", `import("./api.js").then((m) => m.api("GET", "/metrics").then(() => "accepted", (e) => e.code))`, &apiRefused)
