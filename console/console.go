@@ -12,9 +12,12 @@
 //
 // Every answer carries a strict Content-Security-Policy (the page's own
 // scripts, styles and API calls only: no inline script or style, no
-// third-party resource, no framing), X-Content-Type-Options: nosniff,
-// Referrer-Policy: no-referrer and Cache-Control: no-store (an upgrade of
-// the binary serves its own files at once).
+// third-party resource, no framing; Trusted Types required with no policy,
+// so no string can reach an HTML or script sink), X-Content-Type-Options:
+// nosniff, Referrer-Policy: no-referrer, Cache-Control: no-store (an
+// upgrade of the binary serves its own files at once), X-Frame-Options:
+// DENY, Cross-Origin-Opener-Policy and Cross-Origin-Resource-Policy:
+// same-origin.
 //
 // It is a leaf: it imports nothing of this module (ARCHITECTURE.md).
 package console
@@ -35,7 +38,8 @@ const Prefix = "/console/"
 
 // CSP is the Content-Security-Policy of every console answer.
 const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
-	"base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+	"base-uri 'none'; form-action 'none'; frame-ancestors 'none'; " +
+	"require-trusted-types-for 'script'; trusted-types 'none'"
 
 // contentTypes are the media types of the files the console serves, by
 // extension; a file of any other extension is never served.
@@ -111,4 +115,6 @@ func setHeaders(h http.Header) {
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Frame-Options", "DENY")
+	h.Set("Cross-Origin-Opener-Policy", "same-origin")
+	h.Set("Cross-Origin-Resource-Policy", "same-origin")
 }

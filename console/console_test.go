@@ -31,14 +31,18 @@ func get(t *testing.T, method, p string) *http.Response {
 }
 
 // checkHeaders: every console answer carries the strict policy and the
-// no-sniff, no-referrer, no-store headers.
+// no-sniff, no-referrer, no-store, no-framing and cross-origin isolation
+// headers.
 func checkHeaders(t *testing.T, what string, resp *http.Response) {
 	t.Helper()
 	for k, want := range map[string]string{
-		"Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
-		"X-Content-Type-Options":  "nosniff",
-		"Referrer-Policy":         "no-referrer",
-		"Cache-Control":           "no-store",
+		"Content-Security-Policy":      "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'; require-trusted-types-for 'script'; trusted-types 'none'",
+		"X-Content-Type-Options":       "nosniff",
+		"Referrer-Policy":              "no-referrer",
+		"Cache-Control":                "no-store",
+		"X-Frame-Options":              "DENY",
+		"Cross-Origin-Opener-Policy":   "same-origin",
+		"Cross-Origin-Resource-Policy": "same-origin",
 	} {
 		if got := resp.Header.Get(k); got != want {
 			t.Errorf("%s: %s = %q, want %q", what, k, got, want)

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 )
@@ -38,6 +39,7 @@ type browser struct {
 	mu       sync.Mutex
 	problems []string // exceptions and CSP refusals the page met
 	logs     []string // the other console errors (a refused API call's 403, ...)
+	requests []string // the URL of every request the page made, in order
 }
 
 // newBrowser starts chromium for t on the console at base; the test's
@@ -107,6 +109,11 @@ func (b *browser) listen(ev any) {
 	var line string
 	problem := false
 	switch ev := ev.(type) {
+	case *network.EventRequestWillBeSent:
+		b.mu.Lock()
+		b.requests = append(b.requests, ev.Request.URL)
+		b.mu.Unlock()
+		return
 	case *runtime.EventExceptionThrown:
 		d := ev.ExceptionDetails
 		line = "exception: " + d.Text
@@ -167,7 +174,28 @@ func (b *browser) fail(what string, err error) {
 	b.t.Helper()
 	name := "failed-" + regexp.MustCompile(`[^a-z0-9]+`).ReplaceAllString(strings.ToLower(what), "-")
 	b.shot(name)
-	b.t.Fatalf("%s: %v\npage text:\n%s\nconsole:\n%s\n%s", what, err, b.text(), strings.Join(b.problems, "\n"), strings.Join(b.logs, "\n"))
+	text, terr := b.readText()
+	if terr != nil {
+		text = "(cannot read it: " + terr.Error() + ")"
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.t.Fatalf("%s: %v\npage text:\n%s\nconsole:\n%s\n%s", what, err, text, strings.Join(b.problems, "\n"), strings.Join(b.logs, "\n"))
+}
+
+// requestMark is where the next request the page makes will be in
+// requestsSince's list.
+func (b *browser) requestMark() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.requests)
+}
+
+// requestsSince is the URLs of the requests the page made since mark.
+func (b *browser) requestsSince(mark int) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]string(nil), b.requests[mark:]...)
 }
 
 // eval evaluates js (an expression) and decodes its value into v.
@@ -184,20 +212,46 @@ func (b *browser) eval(what, js string, v any) {
 	}
 }
 
-// text is what the page shows (document.body.innerText), "" when it
-// cannot be read.
+// text is what the page shows (document.body.innerText); a page that
+// cannot be read fails the test.
 func (b *browser) text() string {
-	ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
-	defer cancel()
-	s, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body ? document.body.innerText : ""`))
+	b.t.Helper()
+	s, err := b.readText()
+	if err != nil {
+		b.fail("read the page's text", err)
+	}
 	return s
 }
 
-// open goes to the console's view #/<hash> and waits for its heading.
+func (b *browser) readText() (string, error) {
+	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+	defer cancel()
+	return chromedp.Run(ctx, chromedp.Evaluate[string](`document.body ? document.body.innerText : ""`))
+}
+
+// everything is all the page holds: its markup (outerHTML: attributes,
+// hidden nodes, datalists) and the value of every input, then its text.
+func (b *browser) everything() string {
+	b.t.Helper()
+	var s string
+	b.eval("read the page's markup and values", `document.documentElement.outerHTML + "\n" +
+		[...document.querySelectorAll("input, textarea, select")].map((e) => e.value).join("\n")`, &s)
+	return s + "\n" + b.text()
+}
+
+// open goes to the console's view #/<hash> and waits until the console has
+// drawn it: a render whose seq is newer than the one on screen before, of
+// that view (app.js sets body's data-seq and data-view once a view is
+// drawn).
 func (b *browser) open(hash string) {
 	b.t.Helper()
-	b.eval("open #/"+hash, fmt.Sprintf(`(location.hash = %q, true)`, "#/"+hash), nil)
-	b.waitJS("the view #/"+hash+" is drawn", `document.querySelector("#main h1") !== null && !document.querySelector("#main").innerText.includes("Looking…")`, 10*time.Second, "")
+	var before string
+	b.eval("the seq before #/"+hash, `document.body.dataset.seq || ""`, &before)
+	view, _, _ := strings.Cut(hash, "?")
+	// The same hash again is no hashchange: send one, as a click on the
+	// link of the view on screen would be.
+	b.eval("open #/"+hash, fmt.Sprintf(`(location.hash === %[1]q ? window.dispatchEvent(new HashChangeEvent("hashchange")) : (location.hash = %[1]q), true)`, "#/"+hash), nil)
+	b.waitJS("the view #/"+hash+" is drawn", fmt.Sprintf(`document.body.dataset.seq !== %q && document.body.dataset.view === %q`, before, view), 15*time.Second, "")
 }
 
 // waitJS polls cond (a JS expression) until it is true, running again (a
@@ -286,4 +340,27 @@ func clearID(id string) chromedp.Action[chromedp.Void] {
 }
 func waitVisibleID(id string) chromedp.Action[chromedp.Void] {
 	return chromedp.WaitVisible(chromedp.ID(id))
+}
+
+// evalAwait evaluates js (an expression whose value may be a promise) and
+// decodes what it resolves to into v.
+func (b *browser) evalAwait(what, js string, v any) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+	defer cancel()
+	raw, err := chromedp.Run(ctx, chromedp.Evaluate[[]byte](js, chromedp.EvalAwaitPromise))
+	if err == nil && v != nil {
+		err = json.Unmarshal(raw, v)
+	}
+	if err != nil {
+		b.fail(what, err)
+	}
+}
+
+// storedToken is the token the tab keeps.
+func (b *browser) storedToken() string {
+	b.t.Helper()
+	var s string
+	b.eval("the kept token", `sessionStorage.getItem("ankusa.token") || ""`, &s)
+	return s
 }

@@ -12,9 +12,11 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -181,7 +183,7 @@ func TestConsoleFlow(t *testing.T) {
 	b.open("dead")
 	b.waitJS("the dead letter is listed", fmt.Sprintf(`document.querySelector('tr[data-event=%q][data-sink="recv"]') !== null`, second),
 		10*time.Second, `document.getElementById("filter-apply").click()`)
-	b.waitText("the dead letter's last status", "500", time.Second, "")
+	b.waitJS("the dead letter's last status is the sink's 500", fmt.Sprintf(`document.querySelector('tr[data-event=%q] td[data-col="last-status"]')?.textContent === "500"`, second), 5*time.Second, "")
 	b.shot("05-dead-letters")
 	// Filtered by another source, the list is empty.
 	b.do("filter by acme-signed", typeInto("filter-source", "acme-signed"), clickID("filter-apply"))
@@ -278,14 +280,23 @@ func TestConsoleFlow(t *testing.T) {
 	}
 	b.shot("02-tenants")
 
-	// Live: two reads of /metrics make the charts.
+	// Live: two reads of /metrics make the charts; the count of hooks
+	// stored since start grows by the hooks sent meanwhile.
 	b.open("live")
-	b.waitText("the live view updates", "Updated", 10*time.Second, "")
-	for i := range 5 {
+	b.waitText("the live view updates", "Updated", 15*time.Second, "")
+	const storedJS = `(() => { const m = /(\d+) hooks stored since start/.exec(document.getElementById("live-status").innerText); return m ? Number(m[1]) : -1; })()`
+	var storedBefore int
+	b.eval("the hooks stored before", storedJS, &storedBefore)
+	if storedBefore < 0 {
+		t.Fatalf("the live view does not say how many hooks were stored since start")
+	}
+	const sent = 5
+	for i := range sent {
 		hookID(t, "a hook while the live view reads", n.hookAt(path, fmt.Sprintf(`{"live":%d}`, i)))
 		time.Sleep(300 * time.Millisecond)
 	}
-	b.waitJS("the live view counts the hooks", `/stored: [1-9]/.test(document.getElementById("live-hooks").innerText) && document.getElementById("live-answers").innerText.includes("201:")`, 10*time.Second, "")
+	b.waitJS(fmt.Sprintf("the live view counts the %d hooks (from %d)", sent, storedBefore), fmt.Sprintf(`%s >= %d && document.getElementById("live-answers").innerText.includes("201:")`, storedJS, storedBefore+sent), 20*time.Second, "")
+	b.waitText("the charts say they are node-wide", "node-wide, all tenants", time.Second, "")
 	var lines int
 	b.eval("count the chart lines", `document.querySelectorAll("#live-hooks polyline, #live-answers polyline, #live-fsync polyline, #live-lag polyline").length`, &lines)
 	if lines < 4 {
@@ -334,17 +345,42 @@ func TestConsoleTenantIsolation(t *testing.T) {
 	wantStatus(t, "globex's rate limit override", n.do("PUT", "/v1/tenants/globex/rate_limit", opsToken, `{"rate":4242,"burst":4243,"max_queue":0,"max_queue_bytes":0}`), http.StatusOK)
 
 	b := newBrowser(t, "http://"+n.admin+"/console/")
+	mark := b.requestMark() // from the log in on
 	b.login(acmeToken, "acme")
 	// globexOverride is how the tenants view would show globex's override.
 	const globexOverride = "4242/s, burst 4243"
 	secrets := []string{"globex", globexDead, globexHook, "globex-private", globexOverride}
 	clean := func(view string) {
 		t.Helper()
-		text := b.text()
+		all := b.everything()
 		for _, s := range secrets {
-			if strings.Contains(text, s) {
-				t.Errorf("the %s view shows %q (of tenant globex) to a token for acme:\n%s", view, s, text)
+			if strings.Contains(all, s) {
+				t.Errorf("the %s view holds %q (of tenant globex) for a token for acme:\n%s", view, s, all)
 			}
+		}
+	}
+	// Every admin API call the page makes for acme's token is for the
+	// list of tenants, acme or under acme (until the loop below names
+	// globex on purpose).
+	checkRequests := func() {
+		t.Helper()
+		calls := 0
+		for _, raw := range b.requestsSince(mark) {
+			u, err := url.Parse(raw)
+			if err != nil {
+				t.Errorf("the page requested %q: %v", raw, err)
+				continue
+			}
+			if u.Path != "/v1" && !strings.HasPrefix(u.Path, "/v1/") {
+				continue
+			}
+			calls++
+			if u.Host != n.admin || (u.Path != "/v1/tenants" && u.Path != "/v1/tenants/acme" && !strings.HasPrefix(u.Path, "/v1/tenants/acme/")) {
+				t.Errorf("the page, with acme's token, requested %s", raw)
+			}
+		}
+		if calls < 10 {
+			t.Errorf("the page made %d admin API calls over every view, want at least 10 (are requests recorded?)", calls)
 		}
 	}
 	b.waitJS("acme's rate limit", `document.getElementById("f-rate") !== null`, 10*time.Second, "")
@@ -374,6 +410,11 @@ func TestConsoleTenantIsolation(t *testing.T) {
 		}
 	}
 	b.shot("07-hook-of-globex-refused")
+	checkRequests()
+
+	// The live view says its figures are not acme's only.
+	b.open("live")
+	b.waitJS("the live view says node-wide", `document.getElementById("live-node-wide")?.innerText.includes("node-wide")`, 10*time.Second, "")
 
 	// Naming globex: each view shows the API's 403, nothing of its data.
 	for _, view := range []string{"tenants", "sources", "routes", "dead", "quarantine"} {
@@ -471,4 +512,173 @@ func hookID201or202(t *testing.T, a answer) string {
 		t.Fatalf("%d %s, want 201 or 202 with an event id", a.status, a.body)
 	}
 	return string(id[1])
+}
+
+// TestConsoleRefusesBadNames: a tenant or an event id that is not one
+// (from the URL, the picker or the login form) is refused with a message
+// and never reaches a request; the path helpers refuse anything that
+// leaves /v1/ of this origin; a refused login keeps no token; a newer
+// navigation wins over an older one still loading; the live view stops
+// reading /metrics when left.
+func TestConsoleRefusesBadNames(t *testing.T) {
+	n := newConsoleNode(t)
+	n.addSource("acme", "acme-in", `{"type":"none"}`, "")
+	n.addSource("globex", "globex-in", `{"type":"none"}`, "")
+
+	b := newBrowser(t, "http://"+n.admin+"/console/")
+	b.do("load the console", navTo(b.base), waitVisibleID("login-token"))
+	// A token the node does not know: refused, and not kept.
+	b.do("log in with an unknown token", typeInto("login-token", "not-a-token-of-this-node"), clickID("login-submit"))
+	b.waitText("the unknown token is refused", "refused this token (401", 10*time.Second, "")
+	if tok := b.storedToken(); tok != "" {
+		t.Errorf("after a refused login the tab keeps the token %q", tok)
+	}
+	// A tenant that is not a name: refused before any call, token not kept.
+	b.do("log in naming ../globex", clearID("login-token"), typeInto("login-token", acmeToken), typeInto("login-tenant", "../globex"), clickID("login-submit"))
+	b.waitText("the tenant is refused", `"../globex" is not a tenant name`, 10*time.Second, "")
+	if tok := b.storedToken(); tok != "" {
+		t.Errorf("after a login naming ../globex the tab keeps the token %q", tok)
+	}
+	b.do("log in naming acme", clearID("login-tenant"), typeInto("login-tenant", "acme"), clickID("login-submit"), waitVisibleID("logout"))
+	if tok := b.storedToken(); tok != acmeToken {
+		t.Errorf("after logging in the tab keeps %q, want the token", tok)
+	}
+	mark := b.requestMark()
+
+	// An id that is not one, from the URL: a message, no call.
+	b.open("hooks?id=" + url.QueryEscape("../../globex/hooks/evt_01J00000000000000000000000"))
+	b.waitText("the id is refused", "is not an event id", 10*time.Second, "")
+	// A tenant that is not a name, from the URL and the picker.
+	b.open("sources?tenant=" + url.QueryEscape("../globex"))
+	b.waitText("the URL's tenant is refused", `"../globex" is not a tenant name`, 10*time.Second, "")
+	b.waitText("the tenant stays acme", "Sources of acme", 10*time.Second, "")
+	b.do("name ..%2Fglobex in the picker", clearID("tenant-picker"), typeInto("tenant-picker", "..%2Fglobex"), clickID("tenant-use"))
+	b.waitText("the picker's tenant is refused", `"..%2Fglobex" is not a tenant name`, 10*time.Second, "")
+	b.shot("01-bad-tenant-refused")
+	var kept string
+	b.eval("the kept tenant", `sessionStorage.getItem("ankusa.tenant")`, &kept)
+	if kept != "acme" {
+		t.Errorf("the tab keeps tenant %q, want acme", kept)
+	}
+
+	// The helpers themselves, in the page.
+	var verdicts map[string]string
+	b.evalAwait("the path helpers", `Promise.all([import("./api.js"), import("./dom.js")]).then(([m, d]) => {
+		const out = {};
+		const try_ = (name, f) => { try { f(); out[name] = "accepted"; } catch (e) { out[name] = "refused"; } };
+		try_("tenant ..", () => m.tenantPath(".."));
+		try_("tenant ../globex", () => m.tenantPath("../globex"));
+		try_("tenant Acme", () => m.tenantPath("Acme"));
+		try_("segment ..", () => m.tenantPath("acme", ".."));
+		try_("segment %2e%2e", () => m.tenantPath("acme", "%2e%2e"));
+		try_("segment a/b", () => m.tenantPath("acme", "hooks/x"));
+		try_("path with ..", () => m.checkPath("/v1/tenants/acme/../globex"));
+		try_("path with %2e%2e", () => m.checkPath("/v1/tenants/acme/%2e%2e/globex"));
+		try_("path with %2f", () => m.checkPath("/v1/tenants/acme%2f..%2fglobex"));
+		try_("another origin", () => m.checkPath("//evil.example/v1/tenants"));
+		try_("an absolute URL", () => m.checkPath("http://evil.example/v1/tenants"));
+		try_("outside /v1/", () => m.checkPath("/console/app.js"));
+		try_("/metrics for api", () => m.checkPath("/metrics"));
+		try_("href javascript:", () => d.h("a", { href: "javascript:alert(1)" }));
+		try_("href //", () => d.h("a", { href: "//evil.example/" }));
+		try_("onclick string", () => d.h("div", { onclick: "alert(1)" }));
+		try_("OnClick string", () => d.h("div", { OnClick: "alert(1)" }));
+		try_("ok tenant path", () => m.tenantPath("acme", "hooks", "evt_01J00000000000000000000000"));
+		try_("ok /metrics for live", () => m.checkPath("/metrics", true));
+		try_("ok href #", () => d.h("a", { href: "#/hooks" }));
+		try_("ok onclick function", () => d.h("button", { onclick: () => {} }));
+		return out;
+	})`, &verdicts)
+	if len(verdicts) != 21 {
+		t.Fatalf("the helpers gave %d verdicts, want 21: %v", len(verdicts), verdicts)
+	}
+	for k, v := range verdicts {
+		want := "refused"
+		if strings.HasPrefix(k, "ok ") {
+			want = "accepted"
+		}
+		if v != want {
+			t.Errorf("%s: %s, want %s", k, v, want)
+		}
+	}
+	// Trusted Types are enforced: a string never reaches an HTML sink.
+	var sink string
+	b.eval("an HTML sink", `(() => { try { document.createElement("div").innerHTML = "<b>x</b>"; return "accepted"; } catch (e) { return e.name; } })()`, &sink)
+	if sink != "TypeError" {
+		t.Errorf("assigning a string to innerHTML: %q, want a TypeError (Trusted Types)", sink)
+	}
+	b.mu.Lock()
+	b.problems = slices.DeleteFunc(b.problems, func(p string) bool { return strings.Contains(p, "TrustedHTML") })
+	b.mu.Unlock()
+	// api() is async: its refusal is a rejected promise.
+	var apiRefused string
+	b.evalAwait("api() outside /v1/", `import("./api.js").then((m) => m.api("GET", "/metrics").then(() => "accepted", (e) => e.code))`, &apiRefused)
+	if apiRefused != "bad_path" {
+		t.Errorf("api() on /metrics: %q, want refused (bad_path)", apiRefused)
+	}
+	for _, raw := range b.requestsSince(mark) {
+		u, err := url.Parse(raw)
+		if err != nil || strings.Contains(raw, "..") || strings.Contains(strings.ToLower(raw), "%2e") || strings.Contains(raw, "globex") || u.Host != n.admin ||
+			(strings.HasPrefix(u.Path, "/v1") && u.Path != "/v1/tenants" && u.Path != "/v1/tenants/acme" && !strings.HasPrefix(u.Path, "/v1/tenants/acme/")) {
+			t.Errorf("the page requested %s", raw)
+		}
+	}
+
+	// Two navigations at once: the newer one is drawn, nothing of the
+	// older one (which awaits the API meanwhile) shows in it.
+	// The second navigation starts once the first view's heading is on
+	// screen (the view then awaits its first answer).
+	heading := map[string]string{"tenants": "Tenants", "sources": "Sources", "live": "Live"}
+	liveLeft := -1 // the requests since the live view was left at once
+	for _, nav := range [][2]string{{"tenants", "sources"}, {"live", "tenants"}, {"sources", "routes"}} {
+		var before string
+		b.eval("the seq before", `document.body.dataset.seq`, &before)
+		b.eval("navigate to "+nav[0]+" then "+nav[1], fmt.Sprintf(`(() => {
+			location.hash = "#/%s";
+			const iv = setInterval(() => {
+				const h = document.querySelector("#main h1");
+				if (h && h.innerText === %q) { clearInterval(iv); location.hash = "#/%s"; }
+			}, 1);
+			return true;
+		})()`, nav[0], heading[nav[0]], nav[1]), nil)
+		b.waitJS("the "+nav[1]+" view is drawn", fmt.Sprintf(`document.body.dataset.seq !== %q && document.body.dataset.view === %q`, before, nav[1]), 15*time.Second, "")
+		time.Sleep(time.Second) // room for a stale render to show up
+		var heads string
+		b.eval("the headings", `[...document.querySelectorAll("#main h1, #main h2, #main figcaption")].map((e) => e.innerText).join("|")`, &heads)
+		want := map[string]string{"sources": "Sources|Sources of acme|New source", "routes": "Routes & URLs|Mint a URL|Routes of acme", "tenants": "Tenants"}[nav[1]] // acme has no hook yet: the tenants view shows the API's 404
+		var main string
+		b.eval("the view's text", `document.getElementById("main").innerText`, &main)
+		var view string
+		b.eval("the view on screen", `document.body.dataset.view`, &view)
+		// The view opened on its own shows the same.
+		b.open(nav[1])
+		var alone string
+		b.eval("the view's text alone", `document.getElementById("main").innerText`, &alone)
+		if nav[0] == "live" {
+			liveLeft = b.requestMark()
+		}
+		if heads != want || main != alone || view != nav[1] {
+			t.Errorf("after %s then %s, the page (view %q) has the headings %q, want %q; its text:\n%s\nwant, as the view alone shows:\n%s", nav[0], nav[1], view, heads, want, main, alone)
+		}
+	}
+	// The live view reads /metrics while shown, and not once left: left at
+	// once above, with its first read on its way, and here after it
+	// updated.
+	time.Sleep(3 * time.Second) // with the loop's own time, more than two periods
+	for _, raw := range b.requestsSince(liveLeft) {
+		if strings.HasSuffix(raw, "/metrics") {
+			t.Errorf("the live view, left at once, still reads %s", raw)
+		}
+	}
+	b.open("live")
+	b.waitText("the live view updates", "Updated", 15*time.Second, "")
+	b.open("tenants")
+	left := b.requestMark()
+	time.Sleep(5 * time.Second) // two and a half periods
+	for _, raw := range b.requestsSince(left) {
+		if strings.HasSuffix(raw, "/metrics") {
+			t.Errorf("the live view still reads %s after it was left", raw)
+		}
+	}
+	b.checkProblems()
 }

@@ -1,6 +1,6 @@
 // The console's entry: log in, the nav bar with the tenant picker, and a
 // view per #/<name> (each backed by the admin API only).
-import { api, listAll, session, whenUnauthorized, ApiError } from "./api.js";
+import { api, listAll, session, whenUnauthorized, ApiError, tenantPath, validTenant, badTenant } from "./api.js";
 import { h, notice, field } from "./dom.js";
 import * as tenants from "./tenants.js";
 import * as sources from "./sources.js";
@@ -30,6 +30,7 @@ const nav = () => document.getElementById("nav");
 
 whenUnauthorized(() => {
   if (state.loggingIn) return;
+  stopCurrent();
   session.clear();
   state.known = null;
   location.hash = "#/login?expired=1";
@@ -44,20 +45,44 @@ function parseHash() {
 
 let current = null; // the view on screen, whose stop() ends its timers
 
-async function route() {
-  const { name, params } = parseHash();
+function stopCurrent() {
   if (current && current.stop) current.stop();
   current = null;
+}
+
+// gen counts route()'s runs: a run whose gen is no longer the latest (a
+// newer navigation began while it awaited) draws nothing more. seq counts
+// the views drawn: body's data-view and data-seq say which one is on
+// screen, once it is (the browser tests wait on them).
+let gen = 0;
+let seq = 0;
+
+function drawn(name) {
+  document.body.dataset.view = name;
+  document.body.dataset.seq = String(++seq);
+}
+
+async function route() {
+  const my = ++gen;
+  const stale = () => my !== gen;
+  const { name, params } = parseHash();
+  stopCurrent();
   if (!session.token || name === "login") {
     renderNav(null);
-    return renderLogin(params);
+    renderLogin(params);
+    return drawn("login");
   }
-  if (params.get("tenant")) session.tenant = params.get("tenant");
   const view = views.find((v) => v[0] === name) || views[0];
+  const named = params.get("tenant");
+  if (named !== null && named !== session.tenant) {
+    if (validTenant(named)) session.tenant = named;
+    else state.flash = { kind: "error", text: badTenant(named) + " The console keeps " + (session.tenant || "no tenant") + "." };
+  }
   // The tenants view shows the list as it is now; the others keep the
   // list of the last time (the picker's suggestions).
   if ((state.known === null && !state.refused) || (view[0] === "tenants" && !state.refused)) {
     try { await loadTenants(); } catch { /* the view shows the error */ }
+    if (stale()) return;
   }
   renderNav(view[0]);
   const root = main();
@@ -67,17 +92,20 @@ async function route() {
     root.append(f.text instanceof Node ? f.text : notice(f.kind, f.text));
     state.flash = null;
   }
-  const ctx = { tenant: session.tenant, root, params, known: state.known, refused: state.refused, go, setTenant, flash };
+  const ctx = { tenant: session.tenant, root, params, known: state.known, refused: state.refused, go, setTenant, flash, stale };
   if (!ctx.tenant && view[0] !== "live" && view[0] !== "tenants") {
     root.append(notice("info", "Name a tenant in the bar above to see its data."));
-    return;
+    return drawn(view[0]);
   }
   current = view[2];
   try {
     await view[2].render(ctx);
   } catch (e) {
+    if (stale()) return;
     root.append(notice("error", e instanceof ApiError ? e.toString() : String(e)));
   }
+  if (stale()) return;
+  drawn(view[0]);
 }
 
 function go(name, params) {
@@ -86,8 +114,10 @@ function go(name, params) {
 }
 
 // setTenant chooses tenant t and shows the current view again (for t).
+// A name that is not one is refused with a message, and the view stays.
 function setTenant(t) {
-  session.tenant = t;
+  if (validTenant(t)) session.tenant = t;
+  else flash("error", badTenant(t));
   const { name } = parseHash();
   const next = "#/" + (name || "tenants");
   if (location.hash === next) route();
@@ -100,17 +130,18 @@ function flash(kind, text) { state.flash = { kind, text }; }
 
 // loadTenants asks for the list of tenants; without tenants:read it is
 // refused (403), and the tenant is the one the operator names.
-async function loadTenants() {
+// opts as api's (a token not yet kept, when logging in).
+async function loadTenants(opts = {}) {
   try {
-    state.known = await listAll("/v1/tenants", "tenants");
+    state.known = (await listAll("/v1/tenants", "tenants", {}, 5000, opts)).filter((t) => validTenant(t.tenant));
     state.refused = "";
-    if (!session.tenant && state.known.length) {
-      session.tenant = state.known.some((t) => t.tenant === "default") ? "default" : state.known[0].tenant;
-    }
   } catch (e) {
     if (!(e instanceof ApiError) || e.status !== 403) throw e;
     state.known = null;
     state.refused = e.message;
+  }
+  if (opts.token === undefined && !session.tenant && state.known && state.known.length) {
+    session.tenant = state.known.some((t) => t.tenant === "default") ? "default" : state.known[0].tenant;
   }
 }
 
@@ -133,6 +164,7 @@ function renderNav(active) {
 }
 
 function logout() {
+  stopCurrent();
   session.clear();
   state.known = null;
   state.refused = "";
@@ -152,18 +184,25 @@ function renderLogin(params) {
   form.addEventListener("submit", async (e) => {
     e.preventDefault();
     msg.replaceChildren();
-    session.token = token.value.trim();
-    session.tenant = tenant.value.trim();
+    // The token is kept (sessionStorage) only once the node took it.
+    const tok = token.value.trim();
+    const ten = tenant.value.trim();
+    if (ten && !validTenant(ten)) {
+      msg.replaceChildren(notice("error", badTenant(ten)));
+      return;
+    }
+    session.clear();
     state.known = null;
     state.refused = "";
     state.loggingIn = true;
     try {
       // A token the node does not know is 401 on any /v1 path.
-      await loadTenants();
-      if (state.refused && session.tenant) await api("GET", "/v1/tenants/" + encodeURIComponent(session.tenant));
+      await loadTenants({ token: tok });
+      if (state.refused && ten) await api("GET", tenantPath(ten), undefined, { token: tok });
     } catch (err) {
+      state.known = null;
+      state.refused = "";
       if (err instanceof ApiError && err.status === 401) {
-        session.clear();
         msg.replaceChildren(notice("error", "The admin API refused this token (401 " + err.code + ")."));
         return;
       }
@@ -174,6 +213,9 @@ function renderLogin(params) {
     } finally {
       state.loggingIn = false;
     }
+    session.token = tok;
+    if (ten) session.tenant = ten;
+    else if (state.known && state.known.length) session.tenant = state.known.some((t) => t.tenant === "default") ? "default" : state.known[0].tenant;
     go("tenants");
   });
   main().replaceChildren(h("h1", {}, "Log in"), form);

@@ -1,7 +1,7 @@
 // Dead letters: the tenant's dead deliveries, by source and received
 // time; retry or drop one, the selected ones, or every one the filter
 // passes (the API's bulk retry and drop).
-import { api, listAll, tenantPath, query } from "./api.js";
+import { api, listAll, tenantPath, query, validEvent } from "./api.js";
 import { h, table, notice, button, when } from "./dom.js";
 import { filterBar, confirmButton } from "./filters.js";
 
@@ -26,7 +26,9 @@ export async function render(ctx) {
     let rows;
     try {
       rows = await listAll(base, "deliveries", { state: "dead", ...values() });
+      if (ctx.stale()) return;
     } catch (e) {
+      if (ctx.stale()) return;
       list.replaceChildren(notice("error", String(e)));
       return;
     }
@@ -39,14 +41,14 @@ export async function render(ctx) {
       const box = h("input", { type: "checkbox", "aria-label": "select " + d.event_id + " " + d.sink });
       boxes.push([box, d]);
       return h("tr", { "data-event": d.event_id, "data-sink": d.sink },
-        h("td", {}, box), h("td", { class: "mono" }, h("a", { href: "#/hooks?id=" + d.event_id }, d.event_id)),
+        h("td", {}, box), h("td", { class: "mono" }, validEvent(d.event_id) ? h("a", { href: "#/hooks?id=" + d.event_id }, d.event_id) : d.event_id),
         h("td", {}, d.source), h("td", {}, d.sink), h("td", { class: "num" }, d.attempts), h("td", {}, when(d.received_at)),
-        h("td", {}, d.last_status || ""), h("td", { class: "err" }, d.last_error),
+        h("td", { class: "num", "data-col": "last-status" }, d.last_status || ""), h("td", { class: "err" }, d.last_error),
         h("td", {}, button("Retry", () => act("retry", async () => {
-          await api("POST", `${base}/${d.event_id}/${d.sink}/retry`);
+          await api("POST", tenantPath(tenant, "deliveries", d.event_id, d.sink, "retry"));
           return `Retried ${d.event_id} to ${d.sink}.`;
         }), "retry"), " ", button("Drop", () => act("drop", async () => {
-          await api("DELETE", `${base}/${d.event_id}/${d.sink}`);
+          await api("DELETE", tenantPath(tenant, "deliveries", d.event_id, d.sink));
           return `Dropped ${d.event_id} to ${d.sink}.`;
         }), "danger")));
     });
@@ -59,15 +61,15 @@ export async function render(ctx) {
     const f = values();
     list.replaceChildren(
       h("div", { class: "bulk" },
-        button("Retry selected", () => each("Retried", (d) => api("POST", `${base}/${d.event_id}/${d.sink}/retry`))), " ",
-        button("Drop selected", () => each("Dropped", (d) => api("DELETE", `${base}/${d.event_id}/${d.sink}`)), "danger"), " ",
+        button("Retry selected", () => each("Retried", (d) => api("POST", tenantPath(tenant, "deliveries", d.event_id, d.sink, "retry")))), " ",
+        button("Drop selected", () => each("Dropped", (d) => api("DELETE", tenantPath(tenant, "deliveries", d.event_id, d.sink))), "danger"), " ",
         button("Retry all passing the filter", () => act("retry all", async () => {
-          const r = await api("POST", base + "/retry" + query(f));
+          const r = await api("POST", tenantPath(tenant, "deliveries", "retry") + query(f));
           return `Retried ${r.retried}.`;
         }), "retry-all"), " ",
         confirmButton("Drop all passing the filter", "Click again to drop them all", () => act("drop all", async () => {
           const q = f.source || f.since || f.until ? f : { all: "true" };
-          const r = await api("POST", base + "/drop" + query(q));
+          const r = await api("POST", tenantPath(tenant, "deliveries", "drop") + query(q));
           return `Dropped ${r.dropped}.`;
         }), "danger")),
       table("data", ["", "Event", "Source", "Sink", "Attempts", "Received", "Last status", "Last error", ""], trs));

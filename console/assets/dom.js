@@ -2,13 +2,29 @@
 // values), never as markup, so nothing a hook or a tenant holds can run in
 // the page.
 
+// checkAttr throws for an attribute that could run or load something: an
+// on* key that is not a function (it would be an inline handler), an
+// href or src that is not the page's own (# or one /).
+function checkAttr(tag, k, v) {
+  const key = k.toLowerCase();
+  if (key.startsWith("on") && typeof v !== "function") throw new TypeError(`h(${tag}): ${k} must be a function`);
+  if ((key === "href" || key === "src" || key.endsWith(":href")) && v !== undefined && v !== null && v !== false) {
+    const s = String(v);
+    if (!(s.startsWith("#") || (s.startsWith("/") && !s.startsWith("//") && !s.startsWith("/\\")))) {
+      throw new TypeError(`h(${tag}): ${k} ${JSON.stringify(s)} is not a link of this page`);
+    }
+  }
+}
+
 // h builds an element: h("td", {class: "num"}, "12", child). Attributes
-// starting with "on" take a function (an event listener).
+// starting with "on" take a function (an event listener), and nothing
+// else; href and src start with # or / (checkAttr).
 export function h(tag, attrs, ...children) {
   const el = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs || {})) {
+    checkAttr(tag, k, v);
     if (v === undefined || v === null || v === false) continue;
-    if (k.startsWith("on") && typeof v === "function") el.addEventListener(k.slice(2), v);
+    if (k.toLowerCase().startsWith("on")) el.addEventListener(k.slice(2).toLowerCase(), v);
     else if (k === "value") el.value = v;
     else if (k === "checked") el.checked = !!v;
     else el.setAttribute(k, v === true ? "" : String(v));
@@ -27,7 +43,10 @@ function append(el, children) {
 // svg builds an SVG element (charts).
 export function svg(tag, attrs, ...children) {
   const el = document.createElementNS("http://www.w3.org/2000/svg", tag);
-  for (const [k, v] of Object.entries(attrs || {})) el.setAttribute(k, String(v));
+  for (const [k, v] of Object.entries(attrs || {})) {
+    checkAttr(tag, k, v);
+    el.setAttribute(k, String(v));
+  }
   append(el, children);
   return el;
 }

@@ -2,7 +2,7 @@
 // (headers, body), the verification verdict, the delivery attempts per
 // sink, and a redelivery where the API allows one (a dead letter's
 // retry).
-import { api, tenantPath, query, ApiError } from "./api.js";
+import { api, tenantPath, query, ApiError, validEvent, badEvent } from "./api.js";
 import { h, table, notice, field, button, when } from "./dom.js";
 
 export async function render(ctx) {
@@ -13,6 +13,10 @@ export async function render(ctx) {
   form.addEventListener("submit", (ev) => {
     ev.preventDefault();
     const id = input.value.trim();
+    if (!validEvent(id)) {
+      out.replaceChildren(notice("error", badEvent(id)));
+      return;
+    }
     history.replaceState(null, "", "#/hooks?" + new URLSearchParams({ id }));
     show(ctx, id, out);
   });
@@ -20,20 +24,29 @@ export async function render(ctx) {
   if (input.value) await show(ctx, input.value.trim(), out);
 }
 
+// show looks hook id up; an id that is not one is never put in a path.
 async function show(ctx, id, out) {
   const { tenant } = ctx;
+  if (!validEvent(id)) {
+    out.replaceChildren(notice("error", badEvent(id)));
+    return;
+  }
   out.replaceChildren(notice("info", "Looking…"));
   let hook, attempts;
   try {
-    hook = await api("GET", tenantPath(tenant, "hooks/" + id));
+    hook = await api("GET", tenantPath(tenant, "hooks", id));
+    if (ctx.stale()) return;
   } catch (e) {
+    if (ctx.stale()) return;
     const hint = e instanceof ApiError && e.status === 404 ? " (a hook is found by its tenant and id: is the tenant right?)" : "";
     out.replaceChildren(notice("error", String(e) + hint));
     return;
   }
   try {
-    attempts = (await api("GET", tenantPath(tenant, `hooks/${id}/attempts`))).attempts || [];
+    attempts = (await api("GET", tenantPath(tenant, "hooks", id, "attempts"))).attempts || [];
+    if (ctx.stale()) return;
   } catch (e) {
+    if (ctx.stale()) return;
     attempts = null;
     out.append(notice("error", "attempts: " + e));
   }
@@ -73,7 +86,9 @@ async function deliveries(ctx, hook, attempts, panel) {
     const until = new Date(Date.parse(hook.received_at) + 1000).toISOString();
     const page = await api("GET", tenantPath(tenant, "deliveries") + query({ state: "dead", source: hook.source_id, since: hook.received_at, until, limit: 1000 }));
     dead = (page.deliveries || []).filter((d) => d.event_id === hook.id);
+    if (ctx.stale()) return;
   } catch (e) {
+    if (ctx.stale()) return;
     panel.append(notice("error", "dead letters: " + e));
   }
   const sinks = new Map();
@@ -93,7 +108,7 @@ async function deliveries(ctx, hook, attempts, panel) {
       state = "dead letter";
       action = button("Redeliver (retry the dead letter)", async (b) => {
         try {
-          await api("POST", tenantPath(tenant, `deliveries/${hook.id}/${sink}/retry`));
+          await api("POST", tenantPath(tenant, "deliveries", hook.id, sink, "retry"));
           b.replaceWith(notice("ok", "Retried: the sink gets it again."));
         } catch (e) { b.replaceWith(notice("error", String(e))); }
       });

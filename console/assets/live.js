@@ -1,16 +1,26 @@
 // Live: the node's /metrics every 2 s, as small charts drawn here (inline
 // SVG): hooks/s, answers by status, fsync latency and archive lag
-// (docs/metrics.md names each metric).
+// (docs/metrics.md names each metric). The figures are the node's, of
+// every tenant: /metrics has no tenant label.
 import { h, svg, notice } from "./dom.js";
+import { checkPath } from "./api.js";
 
 const PERIOD = 2000;
 const POINTS = 60; // two minutes
 
+// generation is the polling loop's: stop() (a navigation, a log out)
+// moves it on, and a loop of an older one schedules nothing more; its
+// in-flight read is aborted.
+let generation = 0;
 let timer = null;
+let inflight = null;
 
 export function stop() {
+  generation++;
   if (timer) clearTimeout(timer);
   timer = null;
+  if (inflight) inflight.abort();
+  inflight = null;
 }
 
 // parse reads Prometheus text into name -> [{labels, value}].
@@ -33,30 +43,47 @@ const has = (m, name) => m.has(name);
 
 export async function render(ctx) {
   stop();
+  const my = generation;
+  const stale = () => my !== generation || (ctx.stale && ctx.stale());
   const { root } = ctx;
   const status = h("p", { class: "hint", id: "live-status" }, "Reading /metrics every 2 s…");
   const charts = {
-    hooks: chart("live-hooks", "Hooks stored per second", "/s"),
-    answers: chart("live-answers", "Answers of the public listener by status, per second", "/s"),
-    fsync: chart("live-fsync", "WAL fsync latency (mean per batch)", " ms"),
-    lag: chart("live-lag", "Archive lag (oldest segment not uploaded)", " s"),
+    hooks: chart("live-hooks", "Hooks stored per second (node-wide, all tenants)", "/s"),
+    answers: chart("live-answers", "Answers of the public listener by status, per second (node-wide, all tenants)", "/s"),
+    fsync: chart("live-fsync", "WAL fsync latency, mean per batch (node-wide)", " ms"),
+    lag: chart("live-lag", "Archive lag, oldest segment not uploaded (node-wide)", " s"),
   };
-  root.append(status, h("div", { class: "charts" }, Object.values(charts).map((c) => c.el)));
+  // A tenant-scoped token (it cannot list tenants) sees the node's figures
+  // too: say so, they are not its tenant's.
+  const scoped = ctx.known === null && ctx.refused
+    ? h("p", { class: "notice info", id: "live-node-wide" }, "These figures are node-wide: they count every tenant's hooks, not only " + (ctx.tenant || "yours") + ".")
+    : h("p", { class: "hint", id: "live-node-wide" }, "Node-wide figures: every tenant's hooks.");
+  root.append(scoped, status, h("div", { class: "charts" }, Object.values(charts).map((c) => c.el)));
   let prev = null;
   const series = { hooks: [], answers: new Map(), fsync: [], lag: [] };
   const push = (arr, v) => { arr.push(v); if (arr.length > POINTS) arr.shift(); };
 
+  const again = () => { if (!stale()) timer = setTimeout(tick, PERIOD); };
+
   async function tick() {
+    timer = null;
+    if (stale()) return;
     let m;
+    const ac = new AbortController();
+    inflight = ac;
     try {
-      const resp = await fetch("/metrics", { cache: "no-store", credentials: "omit" });
+      const resp = await fetch(checkPath("/metrics", true), { cache: "no-store", credentials: "omit", signal: ac.signal });
       if (!resp.ok) throw new Error("HTTP " + resp.status);
       m = parse(await resp.text());
     } catch (e) {
+      if (stale()) return;
       status.replaceChildren(notice("error", "/metrics: " + e.message));
-      timer = setTimeout(tick, PERIOD);
+      again();
       return;
+    } finally {
+      if (inflight === ac) inflight = null;
     }
+    if (stale()) return;
     const now = Date.now();
     const cur = {
       at: now,
@@ -85,7 +112,7 @@ export async function render(ctx) {
       status.textContent = `Updated ${new Date(now).toLocaleTimeString()}; ${cur.stored} hooks stored since start.`;
     }
     prev = cur;
-    timer = setTimeout(tick, PERIOD);
+    again();
   }
   await tick();
 }

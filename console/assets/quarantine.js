@@ -27,7 +27,9 @@ export async function render(ctx) {
     let rows;
     try {
       rows = await listAll(base, "hooks", values());
+      if (ctx.stale()) return;
     } catch (e) {
+      if (ctx.stale()) return;
       list.replaceChildren(notice("error", String(e)));
       return;
     }
@@ -40,7 +42,7 @@ export async function render(ctx) {
       const box = h("input", { type: "checkbox", "aria-label": "select " + q.event_id });
       boxes.push([box, q]);
       const release = (force) => act("release", async () => {
-        const r = await api("POST", `${base}/${q.event_id}/release` + (force ? "?force=true" : ""));
+        const r = await api("POST", tenantPath(tenant, "quarantine", q.event_id, "release") + (force ? "?force=true" : ""));
         return `Released ${q.event_id}${r.verified ? ", verified" : ", unverified (flagged)"}: ${r.deliveries} deliveries.`;
       });
       return h("tr", { "data-event": q.event_id },
@@ -49,7 +51,7 @@ export async function render(ctx) {
         h("td", {}, button("Release", () => release(false)), " ",
           confirmButton("Release unverified", "Click again: deliver it unverified", () => release(true)), " ",
           button("Drop", () => act("drop", async () => {
-            await api("DELETE", `${base}/${q.event_id}`);
+            await api("DELETE", tenantPath(tenant, "quarantine", q.event_id));
             return `Dropped ${q.event_id}.`;
           }), "danger")));
     });
@@ -58,12 +60,12 @@ export async function render(ctx) {
       h("div", { class: "bulk" },
         button("Drop selected", () => act("drop", async () => {
           const sel = boxes.filter(([b]) => b.checked).map(([, q]) => q);
-          for (const q of sel) await api("DELETE", `${base}/${q.event_id}`);
+          for (const q of sel) await api("DELETE", tenantPath(tenant, "quarantine", q.event_id));
           return `Dropped ${sel.length} selected.`;
         }), "danger"), " ",
         confirmButton("Drop all passing the filter", "Click again to drop them all", () => act("drop all", async () => {
           const q = f.source || f.since || f.until ? f : { all: "true" };
-          const r = await api("POST", base + "/drop" + query(q));
+          const r = await api("POST", tenantPath(tenant, "quarantine", "drop") + query(q));
           return `Dropped ${r.dropped}.`;
         }), "danger")),
       table("data", ["", "Event", "Source", "Received", "Bytes", "Failure", ""], trs));

@@ -17,7 +17,9 @@ export async function render(ctx) {
   let routes;
   try {
     routes = await listAll(tenantPath(tenant, "routes"), "routes");
+    if (ctx.stale()) return;
   } catch (e) {
+    if (ctx.stale()) return;
     msg.append(notice("error", String(e)));
     return;
   }
@@ -27,7 +29,7 @@ export async function render(ctx) {
   const revoke = (r, tok) => button("Revoke " + tok.id, async () => {
     try {
       const keep = r.tokens.filter((t) => t.id !== tok.id).map((t) => t.id);
-      await api("PUT", tenantPath(tenant, "routes/" + r.id), { source_id: r.source_id, host: r.host || "", path: r.path || "", tokens: keep });
+      await api("PUT", tenantPath(tenant, "routes", r.id), { source_id: r.source_id, host: r.host || "", path: r.path || "", tokens: keep });
       ctx.flash("ok", `Revoked token ${tok.id} of route ${r.id}: its URL answers 404 now.`);
       ctx.setTenant(tenant);
     } catch (e) { msg.replaceChildren(notice("error", String(e))); }
@@ -41,7 +43,7 @@ export async function render(ctx) {
         h("td", {}, toks.length ? toks.map((t) => h("div", {}, `${t.id} (${when(t.created_at)}) `, canRevoke ? revoke(r, t) : null)) : "none"),
         h("td", {}, r.from_config ? "config file" : button(toks.length && !r.path ? "Delete (revokes its URL)" : "Delete", async () => {
           try {
-            await api("DELETE", tenantPath(tenant, "routes/" + r.id));
+            await api("DELETE", tenantPath(tenant, "routes", r.id));
             ctx.flash("ok", `Deleted route ${r.id}` + (toks.length ? ": its URLs answer 404 now." : "."));
             ctx.setTenant(tenant);
           } catch (e) { msg.replaceChildren(notice("error", String(e))); }
@@ -53,12 +55,16 @@ export async function render(ctx) {
 
 async function renderMint(ctx, panel) {
   const { tenant } = ctx;
-  // A route may name the tenant's own sources or the shared ones (tenant default).
+  // A route may name the tenant's own sources or the shared ones (tenant
+  // default): those are listed only when the token can see tenant default
+  // (it lists it); else the operator types the name.
   const names = new Set();
-  for (const t of tenant === "default" ? ["default"] : [tenant, "default"]) {
+  const seesDefault = tenant !== "default" && (ctx.known || []).some((t) => t.tenant === "default");
+  for (const t of seesDefault ? [tenant, "default"] : [tenant]) {
     try {
       for (const s of await listAll(tenantPath(t, "sources"), "sources")) names.add(s.name);
-    } catch { /* a tenant token cannot read default's sources: type the name */ }
+    } catch { /* the list is a suggestion only: type the name */ }
+    if (ctx.stale()) return;
   }
   const source = h("input", { list: "route-sources", size: 24, id: "mint-source" });
   const id = h("input", { size: 24, placeholder: "minted when empty", id: "mint-id" });
@@ -90,7 +96,9 @@ async function renderMint(ctx, panel) {
     }
   });
   panel.replaceChildren(h("h2", {}, "Mint a URL"),
-    h("p", { class: "hint" }, "A route with a token is an opaque URL under the token resolver; its token is shown once."), form, out);
+    h("p", { class: "hint" }, "A route with a token is an opaque URL under the token resolver; its token is shown once."),
+    seesDefault || tenant === "default" ? null : h("p", { class: "hint", id: "mint-shared-hint" }, "A shared source (of tenant default) is not listed for this token: type its name."),
+    form, out);
 }
 
 // showMinted shows a new route's token and URL once, above the list

@@ -17,7 +17,9 @@ export async function render(ctx) {
   let sources;
   try {
     sources = await listAll(tenantPath(tenant, "sources"), "sources");
+    if (ctx.stale()) return;
   } catch (e) {
+    if (ctx.stale()) return;
     msg.append(notice("error", String(e)));
     return;
   }
@@ -30,7 +32,7 @@ export async function render(ctx) {
         button("Edit", () => edit(ctx, editor, s)), " ",
         button("Delete", async () => {
           try {
-            await api("DELETE", tenantPath(tenant, "sources/" + s.name));
+            await api("DELETE", tenantPath(tenant, "sources", s.name));
             ctx.setTenant(tenant);
           } catch (e) { msg.replaceChildren(notice("error", String(e))); }
         }, "danger")]))))
@@ -87,7 +89,7 @@ function edit(ctx, editor, s) {
       if (!s && f.name.value.trim()) body.name = f.name.value.trim();
     }
     try {
-      const saved = s ? await api("PUT", tenantPath(tenant, "sources/" + s.name), body)
+      const saved = s ? await api("PUT", tenantPath(tenant, "sources", s.name), body)
         : await api("POST", tenantPath(tenant, "sources"), body);
       ctx.flash("ok", `Saved source ${saved.name}; it answers on ${saved.url_path || "its routes"}.`);
       ctx.setTenant(tenant);

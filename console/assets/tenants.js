@@ -15,7 +15,9 @@ export async function render(ctx) {
     root.append(notice("info", `This token cannot list tenants (${ctx.refused}); it sees the tenant named in the bar.`));
     try {
       rows = [await api("GET", tenantPath(tenant))];
+      if (ctx.stale()) return;
     } catch (e) {
+      if (ctx.stale()) return;
       root.append(notice("error", `Tenant ${tenant}: ${e}`));
       return;
     }
@@ -39,7 +41,9 @@ async function renderLimit(ctx) {
   let rl;
   try {
     rl = await api("GET", tenantPath(tenant, "rate_limit"));
+    if (ctx.stale()) return;
   } catch (e) {
+    if (ctx.stale()) return;
     panel.append(notice("error", String(e)));
     return;
   }
