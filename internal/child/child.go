@@ -1,14 +1,18 @@
 // Package child holds the small pieces that every harness driving a child
 // process (the binary's tests, the crash harness, the benchmark harness, the
 // example's end-to-end test) needs: an output buffer safe to read while the
-// process writes it, and a free loopback address. Only tests and
+// process writes it, a free loopback address, and the module's root (where
+// bin/ holds the programs a test runs). Only tests and
 // benchmarks import it; it imports nothing of this module.
 package child
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"sync"
 )
 
@@ -60,3 +64,22 @@ var given = struct {
 	sync.Mutex
 	addrs map[string]bool
 }{addrs: map[string]bool{}}
+
+// ModuleRoot is the nearest directory above the working directory (a
+// test's package directory) that holds go.mod.
+func ModuleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}

@@ -102,20 +102,11 @@ func binary() (string, error) {
 	if err == nil {
 		return p, nil
 	}
-	dir, werr := os.Getwd()
-	for werr == nil {
-		if _, serr := os.Stat(filepath.Join(dir, "go.mod")); serr == nil {
-			local := filepath.Join(dir, "bin", "nats-server")
-			if fi, serr := os.Stat(local); serr == nil && fi.Mode()&0o111 != 0 {
-				return local, nil
-			}
-			break
+	if root, rerr := child.ModuleRoot(); rerr == nil {
+		local := filepath.Join(root, "bin", "nats-server")
+		if fi, serr := os.Stat(local); serr == nil && fi.Mode()&0o111 != 0 {
+			return local, nil
 		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			break
-		}
-		dir = parent
 	}
 	return "", err
 }

@@ -264,7 +264,7 @@ func binary(t testing.TB) string {
 		}
 		return p
 	}
-	root, rootErr := repoRoot()
+	root, rootErr := child.ModuleRoot()
 	local := filepath.Join(root, "bin", "versitygw")
 	if rootErr == nil && isExecutable(local) {
 		return local
@@ -292,25 +292,6 @@ func binary(t testing.TB) string {
 	}
 	t.Logf("%s", strings.TrimSpace(string(out)))
 	return local
-}
-
-// repoRoot is the nearest directory above the working directory (a test's
-// package directory) that holds go.mod.
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod above the working directory")
-		}
-		dir = parent
-	}
 }
 
 func isExecutable(p string) bool {

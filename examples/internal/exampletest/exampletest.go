@@ -36,7 +36,7 @@ import (
 // bin/ankusa, which make build stamps with a version.
 func Build(t testing.TB) string {
 	t.Helper()
-	root, err := moduleRoot()
+	root, err := child.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,25 +64,6 @@ func Build(t testing.TB) string {
 		t.Fatalf("cannot build ankusa (go %s): %v\n%s", strings.Join(args, " "), err, out)
 	}
 	return bin
-}
-
-// moduleRoot is the directory of the go.mod above the working directory
-// (a test runs in its package's directory).
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		up := filepath.Dir(dir)
-		if up == dir {
-			return "", fmt.Errorf("no go.mod above %s", dir)
-		}
-		dir = up
-	}
 }
 
 // FreeAddr is a loopback address with a port nothing listens on.
