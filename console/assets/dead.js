@@ -1,41 +1,18 @@
 // Dead letters: the tenant's dead deliveries, by source and received
 // time; retry or drop one, the selected ones, or every one the filter
 // passes (the API's bulk retry and drop).
-import { api, listAll, tenantPath, query, validEvent } from "./api.js";
-import { h, table, notice, button, when } from "./dom.js";
-import { filterBar, confirmButton } from "./filters.js";
+import { api, tenantPath, query, validEvent } from "./api.js";
+import { h, table, button, when } from "./dom.js";
+import { filteredList, dropAllButton } from "./filters.js";
 
 export async function render(ctx) {
-  const { root, tenant } = ctx;
-  const msg = h("div", { class: "messages", id: "dead-messages" });
-  const list = h("div", { id: "dead-list" });
-  const { form, values } = filterBar(ctx, () => load());
-  root.append(h("section", { class: "panel" }, form), msg, h("section", { class: "panel" }, h("h2", {}, `Dead letters of ${tenant}`), list));
-  const base = tenantPath(tenant, "deliveries");
-  const say = (kind, text) => msg.replaceChildren(notice(kind, text));
-  const act = async (what, f) => {
-    try {
-      say("ok", await f());
-      await load();
-    } catch (e) {
-      say("error", `${what}: ${e}`);
-    }
-  };
+  const { tenant } = ctx;
+  await filteredList(ctx, {
+    id: "dead", title: `Dead letters of ${tenant}`, path: tenantPath(tenant, "deliveries"), field: "deliveries",
+    query: (f) => ({ state: "dead", ...f }), empty: "No dead letters pass the filter.", draw,
+  });
 
-  async function load() {
-    let rows;
-    try {
-      rows = await listAll(base, "deliveries", { state: "dead", ...values() });
-      if (ctx.stale()) return;
-    } catch (e) {
-      if (ctx.stale()) return;
-      list.replaceChildren(notice("error", String(e)));
-      return;
-    }
-    if (!rows.length) {
-      list.replaceChildren(h("p", { id: "dead-empty" }, "No dead letters pass the filter."));
-      return;
-    }
+  function draw(rows, act, f) {
     const boxes = [];
     const trs = rows.map((d) => {
       const box = h("input", { type: "checkbox", "aria-label": "select " + d.event_id + " " + d.sink });
@@ -58,8 +35,7 @@ export async function render(ctx) {
       for (const d of sel) await f(d);
       return `${verb} ${sel.length} selected.`;
     });
-    const f = values();
-    list.replaceChildren(
+    return [
       h("div", { class: "bulk" },
         button("Retry selected", () => each("Retried", (d) => api("POST", tenantPath(tenant, "deliveries", d.event_id, d.sink, "retry")))), " ",
         button("Drop selected", () => each("Dropped", (d) => api("DELETE", tenantPath(tenant, "deliveries", d.event_id, d.sink))), "danger"), " ",
@@ -67,12 +43,7 @@ export async function render(ctx) {
           const r = await api("POST", tenantPath(tenant, "deliveries", "retry") + query(f));
           return `Retried ${r.retried}.`;
         }), "retry-all"), " ",
-        confirmButton("Drop all passing the filter", "Click again to drop them all", () => act("drop all", async () => {
-          const q = f.source || f.since || f.until ? f : { all: "true" };
-          const r = await api("POST", tenantPath(tenant, "deliveries", "drop") + query(q));
-          return `Dropped ${r.dropped}.`;
-        }), "danger")),
-      table("data", ["", "Event", "Source", "Sink", "Attempts", "Received", "Last status", "Last error", ""], trs));
+        dropAllButton(act, tenantPath(tenant, "deliveries", "drop"), f)),
+      table("data", ["", "Event", "Source", "Sink", "Attempts", "Received", "Last status", "Last error", ""], trs)];
   }
-  await load();
 }

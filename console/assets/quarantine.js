@@ -2,41 +2,18 @@
 // quarantine), with the failure; release one (verified again with the
 // source's current secrets, or forced), drop one, the selected ones, or
 // every one the filter passes.
-import { api, listAll, tenantPath, query } from "./api.js";
-import { h, table, notice, button, when } from "./dom.js";
-import { filterBar, confirmButton } from "./filters.js";
+import { api, tenantPath } from "./api.js";
+import { h, table, button, when } from "./dom.js";
+import { filteredList, confirmButton, dropAllButton } from "./filters.js";
 
 export async function render(ctx) {
-  const { root, tenant } = ctx;
-  const msg = h("div", { class: "messages", id: "quarantine-messages" });
-  const list = h("div", { id: "quarantine-list" });
-  const { form, values } = filterBar(ctx, () => load());
-  root.append(h("section", { class: "panel" }, form), msg, h("section", { class: "panel" }, h("h2", {}, `Held hooks of ${tenant}`), list));
-  const base = tenantPath(tenant, "quarantine");
-  const say = (kind, text) => msg.replaceChildren(notice(kind, text));
-  const act = async (what, f) => {
-    try {
-      say("ok", await f());
-      await load();
-    } catch (e) {
-      say("error", `${what}: ${e}`);
-    }
-  };
+  const { tenant } = ctx;
+  await filteredList(ctx, {
+    id: "quarantine", title: `Held hooks of ${tenant}`, path: tenantPath(tenant, "quarantine"), field: "hooks",
+    query: (f) => f, empty: "No held hooks pass the filter.", draw,
+  });
 
-  async function load() {
-    let rows;
-    try {
-      rows = await listAll(base, "hooks", values());
-      if (ctx.stale()) return;
-    } catch (e) {
-      if (ctx.stale()) return;
-      list.replaceChildren(notice("error", String(e)));
-      return;
-    }
-    if (!rows.length) {
-      list.replaceChildren(h("p", { id: "quarantine-empty" }, "No held hooks pass the filter."));
-      return;
-    }
+  function draw(rows, act, f) {
     const boxes = [];
     const trs = rows.map((q) => {
       const box = h("input", { type: "checkbox", "aria-label": "select " + q.event_id });
@@ -55,20 +32,14 @@ export async function render(ctx) {
             return `Dropped ${q.event_id}.`;
           }), "danger")));
     });
-    const f = values();
-    list.replaceChildren(
+    return [
       h("div", { class: "bulk" },
         button("Drop selected", () => act("drop", async () => {
           const sel = boxes.filter(([b]) => b.checked).map(([, q]) => q);
           for (const q of sel) await api("DELETE", tenantPath(tenant, "quarantine", q.event_id));
           return `Dropped ${sel.length} selected.`;
         }), "danger"), " ",
-        confirmButton("Drop all passing the filter", "Click again to drop them all", () => act("drop all", async () => {
-          const q = f.source || f.since || f.until ? f : { all: "true" };
-          const r = await api("POST", tenantPath(tenant, "quarantine", "drop") + query(q));
-          return `Dropped ${r.dropped}.`;
-        }), "danger")),
-      table("data", ["", "Event", "Source", "Received", "Bytes", "Failure", ""], trs));
+        dropAllButton(act, tenantPath(tenant, "quarantine", "drop"), f)),
+      table("data", ["", "Event", "Source", "Received", "Bytes", "Failure", ""], trs)];
   }
-  await load();
 }
