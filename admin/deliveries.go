@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 
 	"go.uber.org/zap"
@@ -35,6 +36,11 @@ type Deliveries interface {
 	Drop(ctx context.Context, tenant string, id envelope.ID, sink string, audit meta.AuditRow) error
 	// DropAll deletes every dead letter of the tenant passing the filter.
 	DropAll(ctx context.Context, tenant string, f dispatch.Filter, audit func(n int) meta.AuditRow) (n int, err error)
+	// Redeliver sends a hook to one sink of its source again: a new
+	// pending row, due now (a dead letter is retried). dispatch's
+	// ErrPending, ErrNoSink, ErrSourceGone, ErrFiltered,
+	// ErrWasQuarantined and ErrBusy say why it cannot.
+	Redeliver(ctx context.Context, tenant string, id envelope.ID, sink string, audit meta.AuditRow) error
 	// Attempts is a hook's attempt log, oldest first, every sink.
 	Attempts(ctx context.Context, tenant string, id envelope.ID) ([]dispatch.Attempt, error)
 }
@@ -42,6 +48,9 @@ type Deliveries interface {
 // Error codes of the deliveries endpoints.
 const (
 	codeDeliveryNotDead  = "delivery_not_dead"
+	codeDeliveryPending  = "delivery_pending"
+	codeFiltered         = "filtered"
+	codeWasQuarantined   = "was_quarantined"
 	msgDeliveryNotDead   = "this delivery is pending or in flight; only a dead letter can be retried or dropped"
 	msgDeliveriesFailed  = "the deliveries could not be read or changed; the node's log says why"
 	defaultDeliveryLimit = 100
@@ -59,6 +68,7 @@ func registerDeliveries(mux router, auth *Auth, d Deliveries, now func() time.Ti
 	route("POST /v1/tenants/{tenant}/deliveries/{event_id}/{sink}/retry", h.retryOne)
 	route("DELETE /v1/tenants/{tenant}/deliveries/{event_id}/{sink}", h.dropOne)
 	route("GET /v1/tenants/{tenant}/hooks/{event_id}/attempts", h.attempts)
+	route("POST /v1/tenants/{tenant}/hooks/{event_id}/sinks/{sink}/redeliver", h.redeliver)
 }
 
 // deliveryHandlers serves the deliveries endpoints from d; it logs to log
@@ -75,6 +85,7 @@ const (
 	actionDeadDrop     = "deliveries.drop"
 	actionDeadRetryAll = "deliveries.retry_all"
 	actionDeadDropAll  = "deliveries.drop_all"
+	actionRedeliver    = "hooks.redeliver"
 )
 
 // auditRow records a dead-letter change by r's principal, with its
@@ -88,6 +99,7 @@ func (h *deliveryHandlers) auditRow(r *http.Request, action, tenant, entity, det
 var deadEvents = map[string]string{
 	actionDeadRetry: "retried", actionDeadDrop: "dropped",
 	actionDeadRetryAll: "bulk_retried", actionDeadDropAll: "bulk_dropped",
+	actionRedeliver: "redelivered",
 }
 
 // bulkEventData is the data of the event of one batch of a change to
@@ -178,6 +190,37 @@ func (h *deliveryHandlers) retryOne(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeValue(w, http.StatusOK, map[string]int{"retried": 1})
+}
+
+// redeliver sends a hook to one sink again, whatever became of its last
+// delivery there (a dead letter is retried).
+func (h *deliveryHandlers) redeliver(w http.ResponseWriter, r *http.Request) {
+	tenant, id, sink, ok := pathDelivery(w, r)
+	if !ok {
+		return
+	}
+	row := h.auditRow(r, actionRedeliver, tenant, id.String(), "sink "+sink,
+		changeEvent("delivery", deadEvents[actionRedeliver], id.String(), map[string]string{"event_id": id.String(), "sink": sink}))
+	err := h.d.Redeliver(r.Context(), tenant, id, sink, row)
+	switch {
+	case err == nil:
+		writeValue(w, http.StatusOK, map[string]int{"redelivered": 1})
+	case errors.Is(err, dispatch.ErrPending):
+		writeError(w, http.StatusConflict, codeDeliveryPending, "a delivery of this hook to sink "+strconv.Quote(sink)+" is pending; it is on its way, or waiting for its next attempt")
+	case errors.Is(err, dispatch.ErrNoSink):
+		writeError(w, http.StatusNotFound, codeNotFound, "the hook's source has no sink "+strconv.Quote(sink))
+	case errors.Is(err, dispatch.ErrSourceGone):
+		writeError(w, http.StatusConflict, codeSourceGone, "the hook's source no longer exists, so no sink could take it")
+	case errors.Is(err, dispatch.ErrFiltered):
+		writeError(w, http.StatusConflict, codeFiltered, "the filter of sink "+strconv.Quote(sink)+" does not take this hook")
+	case errors.Is(err, dispatch.ErrWasQuarantined):
+		writeError(w, http.StatusConflict, codeWasQuarantined, "the hook was held in quarantine; how it was released is not kept once it is delivered, so it is not redelivered")
+	case errors.Is(err, dispatch.ErrBusy):
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, codeUnavailable, "the hook was committed a moment ago and its delivery rows are on their way; retry in a second")
+	default:
+		h.fail(w, r, "cannot redeliver a hook", err, zap.Stringer("id", id), zap.String("sink", sink))
+	}
 }
 
 func (h *deliveryHandlers) dropOne(w http.ResponseWriter, r *http.Request) {

@@ -3,6 +3,7 @@ package admin
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -139,6 +140,23 @@ func (f *fakeDeliveries) Retry(_ context.Context, tenant string, id envelope.ID,
 	return err
 }
 
+// Redeliver answers as Retry, with a pending delivery as ErrPending and
+// sink "nope" unknown to the hook's source.
+func (f *fakeDeliveries) Redeliver(_ context.Context, tenant string, id envelope.ID, sink string, audit meta.AuditRow) error {
+	if sink == "nope" {
+		f.record(fmt.Sprintf("Redeliver %s %s %s", tenant, id, sink), nil)
+		return dispatch.ErrNoSink
+	}
+	err := f.one("Redeliver", tenant, id, sink)
+	if errors.Is(err, dispatch.ErrNotDead) {
+		return fmt.Errorf("dispatch: %s/%s: %w", id, sink, dispatch.ErrPending)
+	}
+	if err == nil {
+		f.audited(audit)
+	}
+	return err
+}
+
 func (f *fakeDeliveries) Drop(_ context.Context, tenant string, id envelope.ID, sink string, audit meta.AuditRow) error {
 	err := f.one("Drop", tenant, id, sink)
 	if err == nil {
@@ -186,6 +204,8 @@ func TestDeliveriesAuditRows(t *testing.T) {
 		{"POST", acmeDeliveries + "/retry?source=stripe"},
 		{"POST", acmeDeliveries + "/drop?all=true"},
 		{"DELETE", acmeDeliveries + "/" + unknownID.String() + "/http-acme"}, // 404: no change, no row
+		{"POST", "/v1/tenants/acme/hooks/" + goodID.String() + "/sinks/http-acme/redeliver"},
+		{"POST", "/v1/tenants/acme/hooks/" + goodID.String() + "/sinks/nope/redeliver"}, // 404: no change, no row
 	} {
 		do(mux, c.method, c.path, "tok-acme")
 	}
@@ -202,6 +222,7 @@ func TestDeliveriesAuditRows(t *testing.T) {
 		"acme|deliveries.drop|acme|" + id + "|sink http-acme|ok|io.ankusa.delivery.dropped|" + id + `|{"event_id":"` + id + `","sink":"http-acme"}`,
 		`acme|deliveries.retry_all|acme||3 dead letters, source stripe|ok|io.ankusa.delivery.bulk_retried|acme|{"count":3,"source":"stripe"}`,
 		`acme|deliveries.drop_all|acme||5 dead letters|ok|io.ankusa.delivery.bulk_dropped|acme|{"count":5}`,
+		"acme|hooks.redeliver|acme|" + id + "|sink http-acme|ok|io.ankusa.delivery.redelivered|" + id + `|{"event_id":"` + id + `","sink":"http-acme"}`,
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("audit rows:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -256,6 +277,7 @@ var deliveryRoutes = []struct{ method, path string }{
 	{"POST", acmeDeliveries + "/" + goodID.String() + "/http-acme/retry"},
 	{"DELETE", acmeDeliveries + "/" + goodID.String() + "/http-acme"},
 	{"GET", "/v1/tenants/acme/hooks/" + goodID.String() + "/attempts"},
+	{"POST", "/v1/tenants/acme/hooks/" + goodID.String() + "/sinks/http-acme/redeliver"},
 }
 
 func TestDeliveriesAuth(t *testing.T) {
@@ -650,6 +672,42 @@ func TestDeliveriesLeftOut(t *testing.T) {
 	for _, rt := range deliveryRoutes {
 		if w := do(mux, rt.method, rt.path, "tok-acme"); w.Code != http.StatusNotFound || strings.Contains(w.Body.String(), `"error"`) {
 			t.Errorf("%s %s without Deliveries: %d %s, want the mux's 404", rt.method, rt.path, w.Code, w.Body)
+		}
+	}
+}
+
+// Redeliver: 200 with the count, 409 delivery_pending naming the sink, the
+// one 404 for another tenant's or an unknown hook, a 404 naming a sink the
+// source does not have, and the 500 that tells the client nothing.
+func TestDeliveriesRedeliver(t *testing.T) {
+	mux, d, _ := newDeliveriesMux(t)
+	path := func(tenant string, id envelope.ID, sink string) string {
+		return "/v1/tenants/" + tenant + "/hooks/" + id.String() + "/sinks/" + sink + "/redeliver"
+	}
+	for _, c := range []struct {
+		path   string
+		status int
+		body   string
+	}{
+		{path("acme", goodID, "http-acme"), 200, `{"redelivered":1}`},
+		{path("acme", pendingID, "http-acme"), 409, `"error":"delivery_pending","message":"a delivery of this hook to sink \"http-acme\" is pending`},
+		{path("acme", unknownID, "http-acme"), 404, `"error":"not_found"`},
+		{path("acme", goodID, "nope"), 404, `the hook's source has no sink \"nope\"`},
+		{path("acme", brokenID, "http-acme"), 500, internalBody[:40]},
+		{path("acme", goodID, "Bad%20Sink"), 400, `"error":"invalid_name"`},
+	} {
+		w := do(mux, "POST", c.path, "tok-acme")
+		if w.Code != c.status || !strings.Contains(w.Body.String(), c.body) {
+			t.Errorf("POST %s: %d %s, want %d with %s", c.path, w.Code, w.Body, c.status, c.body)
+		}
+	}
+	if w := do(mux, "POST", path("acme", goodID, "http-acme"), "tok-globex"); w.Code != 403 {
+		t.Errorf("globex's token redelivers acme's hook: %d %s, want 403", w.Code, w.Body)
+	}
+	calls, _ := d.recorded()
+	for _, c := range calls {
+		if strings.Contains(c, "globex") || strings.Contains(c, "Bad") {
+			t.Errorf("dispatch was called for a refused request: %s", c)
 		}
 	}
 }

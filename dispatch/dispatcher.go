@@ -105,6 +105,8 @@ type Dispatcher struct {
 	srcKick  chan struct{} // SourcesChanged's pass is due
 	// dlmu serialises the operator's dead-lettering of a source's rows.
 	dlmu sync.Mutex
+	// redeliverMu serialises the operator's redeliveries (redeliver.go).
+	redeliverMu sync.Mutex
 
 	tmu sync.Mutex
 	// active holds the tenants that may have pending rows; the value is

@@ -82,6 +82,13 @@ func (s *breakableSink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
+// count is how many times the sink took the hook id.
+func (s *breakableSink) count(id string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.got[id]
+}
+
 func (s *breakableSink) took(id string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -211,6 +218,15 @@ func TestConsoleFlow(t *testing.T) {
 	b.waitJS("the retried hook is shown delivered", `document.querySelector('[data-sink="recv"] [data-state="delivered"]') !== null`,
 		15*time.Second, `document.getElementById("hook-find").click()`)
 	b.shot("07-hook-redelivered")
+	// A delivered hook is sent again from the hooks view: the sink gets it
+	// a second time.
+	before := n.sink.count(second)
+	b.click(`[data-sink="recv"]`, "Redeliver")
+	b.waitText("the redelivery is confirmed", "Redelivered: sink recv gets it again.", 10*time.Second, "")
+	if !waitFor(15*time.Second, func() bool { return n.sink.count(second) > before }) {
+		t.Fatalf("the redelivered hook %s did not reach the sink again", second)
+	}
+	b.shot("07b-hook-delivered-again")
 
 	// A hook with a bad signature is held; the quarantine view shows why.
 	signed := n.mint("acme", "acme-signed")

@@ -1,7 +1,6 @@
 // Hooks: one stored hook found by its id: what the node received
 // (headers, body), the verification verdict, the delivery attempts per
-// sink, and a redelivery where the API allows one (a dead letter's
-// retry).
+// sink, and a redelivery to a sink whose delivery is not pending.
 import { api, tenantPath, query, ApiError, validEvent, badEvent } from "./api.js";
 import { h, table, notice, field, button, when } from "./dom.js";
 
@@ -77,8 +76,8 @@ function prettyBody(hook) {
   try { return JSON.stringify(JSON.parse(hook.body), null, 2); } catch { return hook.body; }
 }
 
-// deliveries shows each sink's attempts and its state: a dead letter can
-// be retried (the API's retry), any other is not the API's to redeliver.
+// deliveries shows each sink's attempts and its state, and offers a
+// redelivery to each sink not pending (a dead letter's is its retry).
 async function deliveries(ctx, hook, attempts, panel) {
   const { tenant } = ctx;
   let dead = [];
@@ -104,20 +103,23 @@ async function deliveries(ctx, hook, attempts, panel) {
     const last = list[list.length - 1];
     const isDead = dead.some((d) => d.sink === sink);
     let state, action = null;
+    // The API's redelivery: a new delivery row for the sink, due now (a
+    // dead letter is retried); a pending one is the dispatcher's.
+    const redeliver = (label) => button(label, async (b) => {
+      try {
+        await api("POST", tenantPath(tenant, "hooks", hook.id, "sinks", sink, "redeliver"));
+        b.replaceWith(notice("ok", `Redelivered: sink ${sink} gets it again.`));
+      } catch (e) { b.replaceWith(notice("error", String(e))); }
+    });
     if (isDead) {
       state = "dead letter";
-      action = button("Redeliver (retry the dead letter)", async (b) => {
-        try {
-          await api("POST", tenantPath(tenant, "deliveries", hook.id, sink, "retry"));
-          b.replaceWith(notice("ok", "Retried: the sink gets it again."));
-        } catch (e) { b.replaceWith(notice("error", String(e))); }
-      });
+      action = redeliver("Redeliver (retry the dead letter)");
     } else if (last && last.outcome === "delivered") {
       state = "delivered";
-      action = h("span", { class: "hint" }, "Redelivery: the API retries dead letters only, and this one was delivered.");
+      action = redeliver("Redeliver");
     } else {
       state = last ? "retrying (" + last.outcome + ")" : "pending";
-      action = h("span", { class: "hint" }, "Redelivery: the dispatcher still owns it; the API retries dead letters only.");
+      action = h("span", { class: "hint" }, "Redelivery: a delivery to this sink is pending; the dispatcher owns it.");
     }
     panel.append(h("div", { class: "sink", "data-sink": sink },
       h("h3", {}, `Sink ${sink}: `, h("span", { class: "state state-" + state.split(" ")[0], "data-state": state.split(" ")[0] }, state)), action,
