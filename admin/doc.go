@@ -195,11 +195,16 @@
 //	POST   deliveries/<event_id>/<sink>/retry                  200 {"retried":1}
 //	DELETE deliveries/<event_id>/<sink>                        204
 //	GET    hooks/<event_id>/attempts                           200 {"attempts":[...]}
+//	POST   hooks/<event_id>/sinks/<sink>/redeliver             200 {"redelivered":1}
 //
 // Every change carries an audit row naming the token, written in the
 // change's synced batch: deliveries.retry and .drop (entity: the event
 // id, detail: "sink S"), .retry_all and .drop_all (one row per batch of at
-// most 1000, detail: "n dead letters[, source S]").
+// most 1000, detail: "n dead letters[, source S]"), hooks.redeliver (as
+// deliveries.retry). A redelivery sends the hook to the sink again
+// whatever became of its last delivery (a dead letter is retried); 409
+// delivery_pending, source_gone, filtered or was_quarantined, 404 for a
+// sink the source lacks, 503 unavailable while the checkpoint catches up.
 //
 // state is required and only dead is listed; limit is 1 to 1000, 100 when
 // absent; since (inclusive) and until (exclusive) are RFC 3339 times and
