@@ -282,6 +282,17 @@ func lcDeadLetters(r *lcRun, recv *sinkRecorder) {
 	waitDeadLetters(r, "acme", 4) // the retried one failed again
 	r.write(dropOne, "DELETE", one(ids[1]), "", http.StatusNoContent, delivery("dropped", ids[1]))
 	r.write(dropOne, "DELETE", one(ids[1]), "", http.StatusNotFound)
+	// A redelivery of a dead letter retries it; refused for a sink the
+	// source lacks and for another tenant's hook.
+	const redeliver = "POST /v1/tenants/{tenant}/hooks/{event_id}/sinks/{sink}/redeliver"
+	again := func(tenant, id, sink string) string {
+		return "/v1/tenants/" + tenant + "/hooks/" + id + "/sinks/" + sink + "/redeliver"
+	}
+	r.write(redeliver, "POST", again("acme", ids[2], "out"), "", http.StatusOK,
+		lcWant{tenant: "acme", typ: "io.ankusa.delivery.redelivered", subject: ids[2], action: "hooks.redeliver", data: map[string]any{"event_id": ids[2], "sink": "out"}})
+	r.write(redeliver, "POST", again("acme", ids[2], "nope"), "", http.StatusNotFound)
+	r.write(redeliver, "POST", again("globex", ids[2], "out"), "", http.StatusNotFound)
+	waitDeadLetters(r, "acme", 3) // the redelivered one failed again
 	bulk := func(verb, action string, count float64) lcWant {
 		return lcWant{tenant: "acme", typ: "io.ankusa.delivery." + verb, subject: "acme", action: action,
 			data: map[string]any{"count": count, "source": "dl"}, absent: []string{"since", "until"}}
