@@ -22,6 +22,9 @@ type Batch struct {
 	// events are the lifecycle events of the batch's audit rows, numbered
 	// when it commits (outbox.go).
 	events []pendingEvent
+	// dues are the least due times the batch puts, per ordinal, told to
+	// the store's due cursors when it commits (duecursor.go).
+	dues []dueNote
 }
 
 var batches = sync.Pool{New: func() any { return new(Batch) }}
@@ -40,6 +43,7 @@ func (s *Store) NewBatch() *Batch {
 // always commits synced, through the outbox's committer, which numbers
 // its events in commit order.
 func (b *Batch) Commit(d Durability) error {
+	defer b.tellDues()
 	if len(b.events) > 0 {
 		return b.s.commitEvents(b)
 	}
@@ -49,7 +53,7 @@ func (b *Batch) Commit(d Durability) error {
 // Reset empties the batch for reuse, keeping its memory.
 func (b *Batch) Reset() {
 	b.b.Reset()
-	b.events = b.events[:0]
+	b.events, b.dues = b.events[:0], b.dues[:0]
 }
 
 // Empty reports whether the batch holds no write.
@@ -61,7 +65,7 @@ func (b *Batch) Len() int { return int(b.b.Count()) }
 // Close releases the batch; its writes are dropped if not committed.
 func (b *Batch) Close() {
 	_ = b.b.Close()
-	b.s, b.b, b.events = nil, nil, b.events[:0]
+	b.s, b.b, b.events, b.dues = nil, nil, b.events[:0], b.dues[:0]
 	batches.Put(b)
 }
 

@@ -1,5 +1,10 @@
 package meta
 
+import (
+	"encoding/binary"
+	"math"
+)
+
 // RowID names one delivery row: a hook (its tenant ordinal and seq) and
 // one sink of its source.
 type RowID struct {
@@ -19,6 +24,7 @@ func (b *Batch) PutPending(id RowID, row *Delivery) {
 	b.putRow(id, row)
 	b.key = DueKey(b.key[:0], id, row.Due)
 	b.set(b.key, nil)
+	b.noteDue(id.Ord, row.Due)
 }
 
 // MovePending writes the pending row id, due at oldDue until now, with its
@@ -97,10 +103,19 @@ func (s *Store) DueExists(id RowID, due int64) (bool, error) {
 // first, until fn says stop. fn may write to the store: the entries are
 // those of the store when DueRows began. A key that does not parse is
 // given to malformed (may be nil) and skipped.
+//
+// The scan starts at a due time no entry of the tenant is before
+// (duecursor.go), past the deleted entries earlier scans stepped over.
 func (s *Store) DueRows(ord uint32, fn func(id RowID, due int64) (stop bool, err error), malformed func(key []byte)) error {
 	p := tenantPrefix(prefixDue, ord)
-	return s.scan("the due index", p, prefixEnd(p), func(k, _ []byte) (bool, error) {
+	start, epoch := s.due.begin(ord)
+	lo := binary.BigEndian.AppendUint64(tenantPrefix(prefixDue, ord), uint64(start))
+	first, read, parsed := int64(math.MaxInt64), false, true
+	err := s.scan("the due index", lo, prefixEnd(p), func(k, _ []byte) (bool, error) {
 		id, due, ok := parseDueKey(k)
+		if !read {
+			read, first, parsed = true, due, ok
+		}
 		if !ok {
 			if malformed != nil {
 				malformed(k)
@@ -109,6 +124,8 @@ func (s *Store) DueRows(ord uint32, fn func(id RowID, due int64) (stop bool, err
 		}
 		return fn(id, due)
 	})
+	s.due.end(ord, epoch, first, err == nil && parsed)
+	return err
 }
 
 // DeadRows calls fn with every dead letter of tenant ord in (seq, sink)

@@ -37,6 +37,8 @@ type Store struct {
 	ckpt atomic.Uint64
 	// ob is the lifecycle outbox's committer (outbox.go).
 	ob outbox
+	// due remembers where each tenant's due index starts (duecursor.go).
+	due dueCursors
 }
 
 // ErrBadRecord is a stored value that does not decode.
