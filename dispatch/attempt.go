@@ -126,6 +126,7 @@ func (d *Dispatcher) record(r *runner, t *task, env *envelope.Envelope, now time
 		d.fatal(fmt.Errorf("cannot record a delivery attempt: %w", err))
 		return
 	}
+	t.settled = true
 	switch outcome {
 	case outDelivered:
 		r.delivered.Inc()
@@ -184,7 +185,9 @@ func (d *Dispatcher) reschedule(t *task, due time.Time, why string) {
 	b.MovePending(t.id, oldDue, &row)
 	if err := b.Commit(meta.NoSync); err != nil {
 		d.fatal(fmt.Errorf("cannot reschedule a delivery: %w", err))
+		return
 	}
+	t.settled = true
 	d.markActive(t.id.Ord)
 }
 

@@ -337,6 +337,14 @@ func (d *Dispatcher) isHeld(id meta.RowID) bool {
 	return ok
 }
 
+// release lets go of a row whose due entry may still be at due: the
+// claim passes skip held rows and start past them (meta.DueRows), so the
+// store is told, after the row is free, that a pass must look there again.
+func (d *Dispatcher) release(id meta.RowID, due int64) {
+	d.unhold(id)
+	d.meta.NoteDue(id.Ord, due)
+}
+
 // unhold lets go of a row. A row an operator dead-lettered while it was
 // held is dead-lettered now, before the hold ends, so an attempt that
 // failed cannot leave it pending (one that succeeded deleted it: it was

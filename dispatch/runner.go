@@ -19,6 +19,9 @@ type task struct {
 	env   *envelope.Envelope // nil: read back from the store first
 	sh    *shared            // the hook in memory (first attempts)
 	first bool
+	// settled: the attempt's outcome moved or deleted the row's due
+	// entry, so letting go of the row needs no meta.NoteDue.
+	settled bool
 }
 
 // runner runs the attempts of one sink: a FIFO per tenant, served
@@ -252,7 +255,11 @@ func (d *Dispatcher) tenantInFlight(ord uint32, delta int) {
 // finish ends a task's hold: the row is free for the scheduler again and
 // the hook's memory is returned.
 func (d *Dispatcher) finish(t *task) {
-	d.unhold(t.id)
+	if t.settled {
+		d.unhold(t.id)
+	} else {
+		d.release(t.id, t.row.Due)
+	}
 	if t.sh != nil {
 		d.doneWith(t.sh)
 		t.sh = nil

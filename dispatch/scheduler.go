@@ -103,7 +103,7 @@ func (d *Dispatcher) claimTenant(ord uint32) (nextDue int64, empty bool, err err
 	now := d.o.Now().UnixNano()
 	claimed := 0
 	empty = true
-	err = d.meta.DueRows(ord, func(id meta.RowID, due int64) (bool, error) {
+	err = d.meta.DueRows(ord, d.isHeld, func(id meta.RowID, due int64) (bool, error) {
 		if claimed >= claimPerTenant || d.stopping() || d.isClosed(ord) {
 			return true, nil
 		}
@@ -111,9 +111,6 @@ func (d *Dispatcher) claimTenant(ord uint32) (nextDue int64, empty bool, err err
 		if due > now {
 			nextDue = due
 			return true, nil
-		}
-		if d.isHeld(id) {
-			return false, nil
 		}
 		full, err := d.claim(id, due)
 		if err != nil || full {
@@ -144,7 +141,7 @@ func (d *Dispatcher) claim(id meta.RowID, due int64) (full bool, err error) {
 	offered := false
 	defer func() {
 		if !offered {
-			d.unhold(id)
+			d.release(id, due)
 		}
 	}()
 	row, found, err := d.meta.Row(id)

@@ -187,9 +187,13 @@ func (j *deadLetterJob) add(id meta.RowID) error {
 		return nil
 	}
 	row, found, err := j.d.meta.Row(id)
-	if err != nil || !found || row.State != meta.RowPending {
-		j.d.unhold(id)
+	if err != nil {
+		j.d.release(id, 0) // its due entry is where it was, wherever that is
 		return err
+	}
+	if !found || row.State != meta.RowPending {
+		j.d.unhold(id) // no due entry
+		return nil
 	}
 	row.LastError = j.reason
 	j.b.PutDead(id, row.Due, &row)
@@ -228,7 +232,7 @@ func (j *deadLetterJob) flush() error {
 // dispatch and for the next call, instead of held by no one for good.
 func (j *deadLetterJob) letGo() {
 	for _, id := range j.mine {
-		j.d.unhold(id)
+		j.d.release(id, 0) // the batch did not commit: its due entry is where it was
 	}
 	j.mine = j.mine[:0]
 }

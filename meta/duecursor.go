@@ -3,7 +3,14 @@ package meta
 import (
 	"math"
 	"sync"
+	"time"
 )
+
+// dueFullEvery is how often a tenant's scan starts at the front all the
+// same: a held row let go of without the note it needed (a bug) waits at
+// most this long, not until a restart.
+// (A variable: tests lengthen it.)
+var dueFullEvery = time.Second
 
 // A tenant's due index is read from its earliest entry on every claim
 // pass, and a delivered row's entry is deleted, not moved: under load the
@@ -21,6 +28,12 @@ import (
 // the scan's snapshot was taken is one the scan could not see). Deletions
 // never make an entry appear, so they need no note. The cursors live in
 // memory: after a restart every scan starts at the front once.
+//
+// Held entries (rows their reader has taken for an attempt, skipped by
+// the scan) do not hold the start back either: an attempt's outcome moves
+// or deletes its entry in a batch, and a reader that lets go of a row
+// whose entry may still be where it was calls Store.NoteDue with it,
+// after it let go (a scan that then reads the entry sees it free).
 type dueCursors struct {
 	mu sync.Mutex
 	m  map[uint32]*dueCursor
@@ -37,6 +50,8 @@ type dueCursor struct {
 	// lowered is the least due noted since the running scan began
 	// (math.MaxInt64: none).
 	lowered int64
+	// full is when a scan last began at the front.
+	full time.Time
 }
 
 // begin starts a scan of ord's due index: the due time it may start at
@@ -57,6 +72,10 @@ func (c *dueCursors) begin(ord uint32) (start int64, epoch uint64) {
 	}
 	cur.scans++
 	cur.epoch++
+	if now := time.Now(); now.Sub(cur.full) >= dueFullEvery {
+		cur.full = now
+		return 0, cur.epoch
+	}
 	return cur.start, cur.epoch
 }
 

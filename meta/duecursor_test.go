@@ -1,10 +1,20 @@
 package meta
 
 import (
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
+
+// slowFullScans makes the scans of a test start at the front only when
+// it says so, whatever the machine's pace.
+func slowFullScans(t *testing.T) {
+	old := dueFullEvery
+	dueFullEvery = time.Hour
+	t.Cleanup(func() { dueFullEvery = old })
+}
 
 // startOf is where ord's next scan starts.
 func startOf(s *Store, ord uint32) int64 {
@@ -20,6 +30,7 @@ func startOf(s *Store, ord uint32) int64 {
 // ones before it, and a row put earlier than that start afterwards is
 // still read: the put lowers the start.
 func TestDueCursorSkipsDeletedFront(t *testing.T) {
+	slowFullScans(t)
 	s := openMem(t, vfs.NewMem())
 	defer s.Close()
 	commit(t, s, func(bt *Batch) {
@@ -84,6 +95,7 @@ func TestDueCursorSkipsDeletedFront(t *testing.T) {
 // its first entry, is read by the next scan: the scan does not move the
 // start past what was put meanwhile.
 func TestDueCursorWriteDuringScan(t *testing.T) {
+	slowFullScans(t)
 	s := openMem(t, vfs.NewMem())
 	defer s.Close()
 	commit(t, s, func(bt *Batch) {
@@ -92,7 +104,7 @@ func TestDueCursorWriteDuringScan(t *testing.T) {
 	})
 	_ = dueOf(t, s, 1) // a first scan sets the start
 	var during string
-	err := s.DueRows(1, func(id RowID, due int64) (bool, error) {
+	err := s.DueRows(1, nil, func(id RowID, due int64) (bool, error) {
 		if id.Seq == 1 {
 			commit(t, s, func(bt *Batch) {
 				bt.PutPending(RowID{1, 3, "a"}, &Delivery{Due: 10, Source: "src"})
@@ -112,7 +124,7 @@ func TestDueCursorWriteDuringScan(t *testing.T) {
 	}
 	// Two scans at once: neither moves the start past the other's view.
 	commit(t, s, func(bt *Batch) { bt.DeletePending(RowID{1, 3, "a"}, 10) })
-	err = s.DueRows(1, func(RowID, int64) (bool, error) {
+	err = s.DueRows(1, nil, func(RowID, int64) (bool, error) {
 		if got := dueOf(t, s, 1); got != "1/a@50 2/a@60 " {
 			t.Errorf("inner scan: %s", got)
 		}
@@ -131,6 +143,7 @@ func TestDueCursorWriteDuringScan(t *testing.T) {
 
 // A batch that puts rows of many tenants lowers each one's start.
 func TestDueCursorBatchOfManyTenants(t *testing.T) {
+	slowFullScans(t)
 	s := openMem(t, vfs.NewMem())
 	defer s.Close()
 	for ord := uint32(1); ord <= 3; ord++ {
@@ -147,5 +160,62 @@ func TestDueCursorBatchOfManyTenants(t *testing.T) {
 		if got, want := startOf(s, ord), int64(5*ord); got != want {
 			t.Errorf("tenant %d: start %d, want %d", ord, got, want)
 		}
+	}
+}
+
+// Held entries are skipped and do not hold the start back; a held row let
+// go of without its entry moving is read again once NoteDue names it.
+func TestDueCursorHeldEntries(t *testing.T) {
+	slowFullScans(t)
+	s := openMem(t, vfs.NewMem())
+	defer s.Close()
+	commit(t, s, func(bt *Batch) {
+		for seq := uint64(1); seq <= 5; seq++ {
+			bt.PutPending(RowID{1, seq, "a"}, &Delivery{Due: int64(10 * seq), Source: "src"})
+		}
+	})
+	held := map[uint64]bool{1: true, 2: true, 3: true}
+	isHeld := func(id RowID) bool { return held[id.Seq] }
+	list := func() string {
+		out := ""
+		if err := s.DueRows(1, isHeld, func(id RowID, due int64) (bool, error) {
+			out += fmt.Sprintf("%d@%d ", id.Seq, due)
+			return false, nil
+		}, nil); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	if got := list(); got != "4@40 5@50 " {
+		t.Fatalf("with 1-3 held: %s", got)
+	}
+	if got := startOf(s, 1); got != 40 {
+		t.Fatalf("start %d, want 40 (past the held entries)", got)
+	}
+	// 2's attempt ends without an outcome: let go of, its entry where it was.
+	delete(held, 2)
+	if got := list(); got != "4@40 5@50 " {
+		t.Fatalf("before the note: %s (the scan starts past 2's entry)", got)
+	}
+	s.NoteDue(1, 20)
+	if got := list(); got != "2@20 4@40 5@50 " {
+		t.Fatalf("after NoteDue: %s", got)
+	}
+	// A missed note delays a row by at most dueFullEvery: the next scan
+	// after it starts at the front.
+	if got := list(); got != "2@20 4@40 5@50 " {
+		t.Fatalf("again: %s", got)
+	}
+	held[2] = true
+	_ = list() // past 2 again
+	delete(held, 2)
+	if got := list(); got != "4@40 5@50 " {
+		t.Fatalf("without a note: %s", got)
+	}
+	s.due.mu.Lock()
+	s.due.m[1].full = s.due.m[1].full.Add(-2 * time.Hour)
+	s.due.mu.Unlock()
+	if got := list(); got != "2@20 4@40 5@50 " {
+		t.Fatalf("a second after the last full scan: %s", got)
 	}
 }

@@ -102,17 +102,23 @@ func (s *Store) DueExists(id RowID, due int64) (bool, error) {
 // DueRows calls fn with every entry of tenant ord's due index, earliest
 // first, until fn says stop. fn may write to the store: the entries are
 // those of the store when DueRows began. A key that does not parse is
-// given to malformed (may be nil) and skipped.
+// given to malformed (may be nil) and skipped. An entry whose row held
+// (may be nil) says is held by its reader is skipped too.
 //
-// The scan starts at a due time no entry of the tenant is before
-// (duecursor.go), past the deleted entries earlier scans stepped over.
-func (s *Store) DueRows(ord uint32, fn func(id RowID, due int64) (stop bool, err error), malformed func(key []byte)) error {
+// The scan starts at a due time no entry of the tenant is before, except
+// held ones (duecursor.go): past the deleted entries and the held ones
+// earlier scans stepped over. Whoever lets go of a held row whose entry
+// may still be where it was must call NoteDue with it.
+func (s *Store) DueRows(ord uint32, held func(RowID) bool, fn func(id RowID, due int64) (stop bool, err error), malformed func(key []byte)) error {
 	p := tenantPrefix(prefixDue, ord)
 	start, epoch := s.due.begin(ord)
 	lo := binary.BigEndian.AppendUint64(tenantPrefix(prefixDue, ord), uint64(start))
 	first, read, parsed := int64(math.MaxInt64), false, true
 	err := s.scan("the due index", lo, prefixEnd(p), func(k, _ []byte) (bool, error) {
 		id, due, ok := parseDueKey(k)
+		if ok && held != nil && held(id) {
+			return false, nil
+		}
 		if !read {
 			read, first, parsed = true, due, ok
 		}
@@ -127,6 +133,12 @@ func (s *Store) DueRows(ord uint32, fn func(id RowID, due int64) (stop bool, err
 	s.due.end(ord, epoch, first, err == nil && parsed)
 	return err
 }
+
+// NoteDue says the due entry of a row of tenant ord at due may be in the
+// index though a DueRows scan skipped it as held: its reader let go of it
+// without moving or deleting it. The next scan of the tenant starts no
+// later than due. (A due entry put through a Batch needs no note.)
+func (s *Store) NoteDue(ord uint32, due int64) { s.due.note(ord, due) }
 
 // DeadRows calls fn with every dead letter of tenant ord in (seq, sink)
 // order, after the row after (nil: from the first), until fn says stop.

@@ -12,7 +12,7 @@ import (
 func dueOf(t *testing.T, s *Store, ord uint32) string {
 	t.Helper()
 	out := ""
-	err := s.DueRows(ord, func(id RowID, due int64) (bool, error) {
+	err := s.DueRows(ord, nil, func(id RowID, due int64) (bool, error) {
 		out += fmt.Sprintf("%d/%s@%d ", id.Seq, id.Sink, due)
 		return false, nil
 	}, func(k []byte) { t.Errorf("malformed due key %x", k) })
