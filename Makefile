@@ -126,6 +126,7 @@ bench-build: build
 	$(GO) build -o $(BIN)/loadgen ./tools/loadgen
 	$(GO) build -o $(BIN)/ceiling ./bench/ceiling
 	$(GO) build -o $(BIN)/gcref ./bench/gcref
+	$(GO) build -o $(BIN)/relay ./bench/relay
 	$(GO) build -o $(BIN)/bench-harness ./bench/harness
 
 # The micro-benchmarks, then 3 rounds at 64 and 256 connections (10 s each)
