@@ -29,14 +29,16 @@ type latencyResult struct {
 	Load    result.Summary `json:"loadgen"`
 	Ledger  accounting     `json:"ledger"`
 	DrainS  float64        `json:"drain_s"` // from the last 201 until the ledger closed
+	// LoadIssues are loadgen's answers but 201 and failed requests: a
+	// failure of a latency run, a rate not held for the relay's check.
+	LoadIssues []string `json:"load_issues,omitempty"`
 	outcome
 }
 
 // latencyRun runs server (relayKind or ankusaKind) in front of a receiver
 // that stamps arrivals, loadgen open loop at rate with -sent, waits up to
 // -latency-drain after the last answer for every 201 to arrive, and draws
-// up the ledger. A void ledger and a loadgen problem are problems of the
-// result.
+// up the ledger. A void ledger is a problem of the result.
 func latencyRun(ctx context.Context, o *options, server string, frac, rate float64) (*latencyResult, error) {
 	recv, err := startReceiver(newStamps())
 	if err != nil {
@@ -78,7 +80,7 @@ func latencyRun(ctx context.Context, o *options, server string, frac, rate float
 	res.problem(stop()...)
 	res.Ledger = account(lr.Status["201"], lines, recv.stamps.arrived)
 	what := fmt.Sprintf("%s at %.0f/s", server, rate)
-	res.problem(benchkit.Prefixed(what, benchkit.LoadProblems(&lr))...)
+	res.LoadIssues = benchkit.Prefixed(what, benchkit.LoadProblems(&lr))
 	if res.Ledger.Void {
 		res.problem(what + ": void: " + res.Ledger.Why)
 	}
@@ -102,13 +104,7 @@ func startBehind(ctx context.Context, o *options, server string, recv *receiver)
 	if err != nil {
 		return "", nil, err
 	}
-	return n.Listen, func() []string {
-		out := errs(n.stop())
-		for msg, c := range n.loggedErrors() {
-			out = append(out, fmt.Sprintf("the node logged %d× error %q", c, msg))
-		}
-		return out
-	}, nil
+	return n.Listen, func() []string { return errs(n.stop()) }, nil
 }
 
 func errs(err error) []string {
@@ -163,6 +159,7 @@ func (rep *report) measureLatency(ctx context.Context, o *options) error {
 		}
 		rep.Latency = append(rep.Latency, res)
 		rep.fail(res.Problems...)
+		rep.fail(res.LoadIssues...)
 	}
 	return nil
 }

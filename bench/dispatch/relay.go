@@ -55,7 +55,9 @@ func (rep *report) measureRelay(ctx context.Context, o *options) error {
 		return err
 	}
 	c := rep.Relay.Check
-	rep.Relay.Held = c.Load.ThroughputRPS >= ingestShare*c.Rate && len(benchkit.LoadProblems(&c.Load)) == 0 && !c.Ledger.Void
+	// Not holding its own maximum open loop is a figure, not a failure;
+	// a void ledger is.
+	rep.Relay.Held = c.Load.ThroughputRPS >= ingestShare*c.Rate && len(c.LoadIssues) == 0 && !c.Ledger.Void
 	rep.fail(c.Problems...)
 	return nil
 }

@@ -258,7 +258,7 @@ func (rep *report) relaySection(b *strings.Builder) {
 		if !r.Held {
 			verdict = "did not hold"
 		}
-		fmt.Fprintf(b, " Open loop at that rate for %s: %s req/s made, every answer 201: %v, ledger whole: %v — it %s that rate.", rep.OpenDuration, thousands(c.Load.ThroughputRPS), len(benchkit.LoadProblems(&c.Load)) == 0, !c.Ledger.Void, verdict)
+		fmt.Fprintf(b, " Open loop at that rate for %s: %s req/s made (%s), ledger whole: %v — it %s that rate.", rep.OpenDuration, thousands(c.Load.ThroughputRPS), orAll201(c.LoadIssues), !c.Ledger.Void, verdict)
 	}
 	b.WriteString("\n\n")
 	if s := rep.sustained(); s != nil && r.Max > 0 {
@@ -302,4 +302,11 @@ func (rep *report) relaySection(b *strings.Builder) {
 		fmt.Fprintf(b, "Target 2 (sustained ≥ %.1f × the relay, delivery p99 at half that rate ≤ %s): %.2f × and p99 %s: **%s**.\n\n",
 			targetVsRelay, targetDeliveryP, rep.VsRelay, ms(half.Ledger.DeliveryUS.P99), map[bool]string{true: "met", false: "not met"}[met])
 	}
+}
+
+func orAll201(issues []string) string {
+	if len(issues) == 0 {
+		return "every answer 201"
+	}
+	return strings.Join(issues, "; ")
 }
