@@ -262,7 +262,11 @@ func (rep *report) relaySection(b *strings.Builder) {
 	}
 	b.WriteString("\n\n")
 	if s := rep.sustained(); s != nil && r.Max > 0 {
-		fmt.Fprintf(b, "**Sustained end-to-end = %.2f × the relay**: the appliance's %s hooks/s (the open-loop search above) against the relay's %s.\n\n", rep.VsRelay, thousands(s.Rate), thousands(r.Max))
+		floor := ""
+		if len(rep.Open) == 1 {
+			floor = " (one open-loop rate was tried: a floor of the sustained figure, not its maximum)"
+		}
+		fmt.Fprintf(b, "**Sustained end-to-end = %.2f × the relay**: the appliance's %s hooks/s (the open-loop search above) against the relay's %s%s.\n\n", rep.VsRelay, thousands(s.Rate), thousands(r.Max), floor)
 	}
 	if len(rep.Latency) == 0 && r.Check == nil {
 		return
