@@ -139,6 +139,7 @@ bench-build: build
 	$(GO) build -o $(BIN)/loadgen ./tools/loadgen
 	$(GO) build -o $(BIN)/ceiling ./bench/ceiling
 	$(GO) build -o $(BIN)/gcref ./bench/gcref
+	$(GO) build -o $(BIN)/relay ./bench/relay
 	$(GO) build -o $(BIN)/bench-harness ./bench/harness
 
 # The micro-benchmarks, then 3 rounds at 64 and 256 connections (10 s each)
@@ -178,7 +179,11 @@ bench-segment:
 # and the drain after it (most hooks read back from the store), then
 # open-loop runs with every stage running to find the highest rate, as a
 # fraction of gcref's maximum, at which the delivery backlog stays
-# bounded. One table, as markdown in $(BIN)/bench-dispatch.md and raw in
+# bounded, then the relay reference (bench/relay: forward to the same
+# receiver, 201 after its 2xx) and the sustained figure as a ratio to it,
+# and publish and delivery latency of both at half the sustained rate
+# (void, exit 1, unless every 201 is accounted for).
+# One table, as markdown in $(BIN)/bench-dispatch.md and raw in
 # $(BIN)/bench-dispatch.json; about 2 minutes. DISPATCH_FLAGS adds flags
 # (-quick: about 30 s). BENCH_FILTER (a CEL sinks[].filter that matches
 # every hook, e.g. BENCH_FILTER='body.type.contains(".")') makes each live

@@ -28,6 +28,22 @@
 //     it did not, halves the interval below it -open-steps times: the
 //     highest fraction whose backlog stayed bounded is the node's
 //     sustained end-to-end figure.
+//   - relay: bench/relay (store-and-forward without the store: each
+//     request forwarded to the same in-process receiver, 201 after its
+//     2xx) closed loop under the same request for -relay-rounds rounds;
+//     its median is its end-to-end rate (it answers only once the
+//     receiver has the hook), checked by an open-loop run at that rate.
+//     The sustained figure is reported as a ratio to it;
+//   - latency, with open and relay: the relay and then the node open loop
+//     at half the node's sustained rate, measured the way Hookdeck
+//     Outpost's load test does: t0 a request's scheduled send time, t2
+//     its 201, t3 the receiver's first reading of the delivery, joined by
+//     the body's sha256 (loadgen -sent, and the receiver hashing what it
+//     gets); publish latency t2 − t0 and delivery latency t3 − t0, and a
+//     ledger of every 201: delivered by the last 201, cut off (arrived
+//     within -latency-drain after it) or missing. A run is void, and the
+//     command exits 1, unless published = delivered + cut off + missing
+//     and nothing is missing.
 //
 // The client, the node, the receiver (this process) and RabbitMQ share
 // the machine's cores, and the report says so. Before each run it waits
@@ -36,9 +52,9 @@
 // which one of those started.
 //
 // It prints one markdown report (also to -out) and writes every figure as
-// JSON to -json. Exit 1 when a run could not be made or lost hooks, 2 on a
-// usage error. The binaries (ankusa, loadgen, gcref) are expected in
-// -bin; `make bench-dispatch` builds them. It drives the node as a
+// JSON to -json. Exit 1 when a run could not be made, lost hooks or was
+// void, 2 on a usage error. The binaries (ankusa, loadgen, gcref, relay)
+// are expected in -bin; `make bench-dispatch` builds them. It drives the node as a
 // process and imports of the product only envelope (to read event ids);
 // no product package may import it.
 package main
@@ -58,7 +74,9 @@ type options struct {
 	filter                                       string
 	quick, skipAMQP, skipKafka, skipNATS         bool
 	conns, tenants, gcrefRounds, openSteps, redo int
+	relayRounds                                  int
 	duration, warmup, openD, settle, drainLimit  time.Duration
+	latencyDrain                                 time.Duration
 	openFrac, maxFrac                            float64
 	only                                         map[string]bool
 }
@@ -68,11 +86,11 @@ func main() { benchkit.Main("bench-dispatch", parseFlags, measureAll) }
 func parseFlags(args []string) (*options, error) {
 	fs := flag.NewFlagSet("bench-dispatch", flag.ContinueOnError)
 	o := &options{}
-	fs.StringVar(&o.bin, "bin", "bin", "directory holding the ankusa, loadgen and gcref binaries")
+	fs.StringVar(&o.bin, "bin", "bin", "directory holding the ankusa, loadgen, gcref and relay binaries")
 	fs.StringVar(&o.tmp, "tmp", "", "parent of the data directories (default: the system temp dir; it must be on the disk under test)")
 	fs.StringVar(&o.out, "out", "", "also write the report as markdown to this file")
 	fs.StringVar(&o.jsonOut, "json", "", "write every figure as JSON to this file")
-	fs.BoolVar(&o.quick, "quick", false, "the smoke run, about 40 s: -d 1s, -gcref-rounds 1, one open-loop run of 5 s at -open-frac 0.1 (the sustained figure recorded in bench/RESULTS.md) (flags given explicitly win)")
+	fs.BoolVar(&o.quick, "quick", false, "the smoke run, about a minute: -d 1s, -gcref-rounds 1, -relay-rounds 1, one open-loop run of 5 s at -open-frac 0.1 (the sustained figure recorded in bench/RESULTS.md) (flags given explicitly win)")
 	fs.IntVar(&o.conns, "c", 256, "loadgen connections, closed and open loop")
 	fs.IntVar(&o.tenants, "tenants", 16, "tenants the hooks are spread over (loadgen -tenants; URL /webhooks/{tenant}/demo)")
 	fs.DurationVar(&o.duration, "d", 5*time.Second, "measured duration of the gcref and live runs")
@@ -87,7 +105,9 @@ func parseFlags(args []string) (*options, error) {
 	fs.BoolVar(&o.skipKafka, "no-kafka", false, "skip the Kafka runs (an in-process kfake cluster)")
 	fs.StringVar(&o.natsURL, "nats", "nats://127.0.0.1:4222", "NATS server with JetStream; the runs create a stream of their own and delete it")
 	fs.BoolVar(&o.skipNATS, "no-nats", false, "skip the NATS JetStream runs")
-	only := fs.String("only", "live,open", "the kinds of run to make, comma-separated (gcref runs with open)")
+	fs.IntVar(&o.relayRounds, "relay-rounds", 2, "rounds of the relay's closed-loop run; its maximum is their median")
+	fs.DurationVar(&o.latencyDrain, "latency-drain", 10*time.Second, "latency runs: after the last 201, wait this long for every published hook to reach the receiver (what arrives after the window is cut off, what never does is missing)")
+	only := fs.String("only", "live,open,relay", "the kinds of run to make, comma-separated (gcref runs with open; the latency runs at half the appliance's sustained rate need open and relay)")
 	fs.DurationVar(&o.settle, "settle", 15*time.Minute, "before each run, wait up to this long for a quiet machine")
 	fs.IntVar(&o.redo, "redo", 2, "run again, up to this many times, a run during which a test or another benchmark started")
 	fs.StringVar(&o.filter, "filter", "", "also make each live run with this sinks[].filter (CEL) on the sink, right after the same run without it, and compare the two; it must match every hook (each run checks that every hook is delivered)")
@@ -98,16 +118,17 @@ func parseFlags(args []string) (*options, error) {
 	o.only = map[string]bool{}
 	for _, k := range strings.Split(*only, ",") {
 		switch k = strings.TrimSpace(k); k {
-		case "live", "open":
+		case "live", "open", "relay":
 			o.only[k] = true
 		default:
-			return nil, fmt.Errorf("-only %q: want live and open, comma-separated", *only)
+			return nil, fmt.Errorf("-only %q: want live, open and relay, comma-separated", *only)
 		}
 	}
 	if o.quick {
 		benchkit.Unset(fs, map[string]func(){
 			"d":            func() { o.duration = time.Second },
 			"gcref-rounds": func() { o.gcrefRounds = 1 },
+			"relay-rounds": func() { o.relayRounds = 1 },
 			"open-d":       func() { o.openD = 5 * time.Second },
 			"max-frac":     func() { o.maxFrac = 0 },
 			"open-steps":   func() { o.openSteps = 0 },
@@ -119,8 +140,10 @@ func parseFlags(args []string) (*options, error) {
 		return nil, fmt.Errorf("-c %d -tenants %d: want at least 1 of each", o.conns, o.tenants)
 	case o.duration <= 0 || o.openD <= 0 || o.warmup < 0:
 		return nil, fmt.Errorf("-d %v -open-d %v -warmup %v: want positive durations and a non-negative warm-up", o.duration, o.openD, o.warmup)
-	case o.gcrefRounds < 1:
-		return nil, fmt.Errorf("-gcref-rounds %d: want at least 1", o.gcrefRounds)
+	case o.gcrefRounds < 1 || o.relayRounds < 1:
+		return nil, fmt.Errorf("-gcref-rounds %d -relay-rounds %d: want at least 1 of each", o.gcrefRounds, o.relayRounds)
+	case o.latencyDrain <= 0:
+		return nil, fmt.Errorf("-latency-drain %v: want a positive duration", o.latencyDrain)
 	case o.openFrac <= 0 || o.openFrac > 1 || o.maxFrac < 0 || o.maxFrac > 1:
 		return nil, fmt.Errorf("-open-frac %v -max-frac %v: want (0, 1] and [0, 1]", o.openFrac, o.maxFrac)
 	case o.openSteps < 0:

@@ -19,10 +19,11 @@ const (
 	targetNATS  = "nats"
 )
 
-// measureAll runs gcref, the live runs, then the open-loop search.
+// measureAll runs gcref, the live runs, the open-loop search, then the
+// relay and the latency runs at half the sustained rate.
 func measureAll(ctx context.Context, o *options) (*report, error) {
 	rep := newReport(o)
-	fmt.Fprintf(os.Stderr, "bench-dispatch: gcref (%d round(s)), live runs, then the open loop\n", o.gcrefRounds)
+	fmt.Fprintf(os.Stderr, "bench-dispatch: gcref (%d round(s)), live runs, the open loop, then the relay and the latency runs\n", o.gcrefRounds)
 	if o.only["open"] {
 		if err := rep.measureGcref(ctx, o); err != nil {
 			return nil, err
@@ -62,6 +63,19 @@ func measureAll(ctx context.Context, o *options) (*report, error) {
 	if o.only["open"] {
 		if err := rep.openSearch(ctx, o); err != nil {
 			return nil, err
+		}
+	}
+	if o.only["relay"] {
+		if err := rep.measureRelay(ctx, o); err != nil {
+			return nil, err
+		}
+		if s := rep.sustained(); s != nil {
+			rep.VsRelay = s.Rate / rep.Relay.Max
+		}
+		if o.only["open"] {
+			if err := rep.measureLatency(ctx, o); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return rep, nil

@@ -9,7 +9,7 @@ import (
 )
 
 // shared is said in every report.
-const shared = "loadgen, the node, this process (the HTTP receiver and the RabbitMQ consumer) and RabbitMQ share the machine's %d cores, unpinned"
+const shared = "loadgen, the node or the relay, this process (the HTTP receiver and the RabbitMQ consumer) and RabbitMQ share the machine's %d cores, unpinned"
 
 // report is everything one run measured; -json writes it whole.
 type report struct {
@@ -24,6 +24,9 @@ type report struct {
 	Live          []*liveResult    `json:"live"`
 	Open          []*openResult    `json:"open_loop"`
 	SustainedFrac float64          `json:"sustained_fraction_of_gcref"` // 0: no rate stayed bounded
+	Relay         *relayResult     `json:"relay,omitempty"`
+	VsRelay       float64          `json:"sustained_vs_relay"` // the sustained rate over the relay's maximum; 0: either is missing
+	Latency       []*latencyResult `json:"latency_at_half,omitempty"`
 	Notes         []string         `json:"notes,omitempty"`
 	Failures      []string         `json:"failures"`
 	WallSeconds   float64          `json:"wall_seconds"`
@@ -83,6 +86,9 @@ func (rep *report) markdown() string {
 	}
 	if len(rep.Open) > 0 {
 		rep.openTable(&b)
+	}
+	if rep.Relay != nil {
+		rep.relaySection(&b)
 	}
 	rep.anomalies(&b)
 	for _, n := range rep.Notes {
@@ -232,4 +238,79 @@ func ratio(with, without float64) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.3f", with/without)
+}
+
+// Target 2 of issue 23: sustained end-to-end over HTTP at least this share
+// of the relay, with delivery p99 at half that rate at most this.
+const (
+	targetVsRelay   = 0.7
+	targetDeliveryP = 50 * time.Millisecond
+)
+
+// relaySection is the relay reference, the sustained figure against it,
+// and the latency runs' ledgers and latencies.
+func (rep *report) relaySection(b *strings.Builder) {
+	r := rep.Relay
+	fmt.Fprintf(b, "Relay reference (bench/relay: a bare fasthttp server that forwards each request to the same in-process receiver with a fasthttp HostClient and answers 201 after the receiver's 2xx, store-and-forward without the store; its closed-loop rate is its end-to-end rate): `%s`, %d round(s): %s req/s (median; rounds %s).",
+		r.Command, len(r.Rounds), thousands(r.Max), joinRates(r.Rounds))
+	if c := r.Check; c != nil {
+		verdict := "held"
+		if !r.Held {
+			verdict = "did not hold"
+		}
+		fmt.Fprintf(b, " Open loop at that rate for %s: %s req/s made (%s), ledger whole: %v — it %s that rate.", rep.OpenDuration, thousands(c.Load.ThroughputRPS), orAll201(c.LoadIssues), !c.Ledger.Void, verdict)
+	}
+	b.WriteString("\n\n")
+	if s := rep.sustained(); s != nil && r.Max > 0 {
+		floor := ""
+		if len(rep.Open) == 1 {
+			floor = " (one open-loop rate was tried: a floor of the sustained figure, not its maximum)"
+		}
+		fmt.Fprintf(b, "**Sustained end-to-end = %.2f × the relay**: the appliance's %s hooks/s (the open-loop search above) against the relay's %s%s.\n\n", rep.VsRelay, thousands(s.Rate), thousands(r.Max), floor)
+	}
+	if len(rep.Latency) == 0 && r.Check == nil {
+		return
+	}
+	fmt.Fprintf(b, "Latency, Outpost's method: loadgen open loop (`... -rate R -d %s -warmup %s -sent FILE`); t0 = a request's scheduled send time, t2 = its 201, t3 = the receiver's first reading of the delivery (the handler's first clock reading; requests and deliveries are joined by the body's sha256: loadgen's -sent lines, the receiver's hash of each body). Publish latency t2 − t0, delivery latency t3 − t0. Ledger: every 201 (published) is delivered (t3 by the last 201), cut off (arrived within %s after it) or missing; a run is void unless published = delivered + cut off + missing and nothing is missing:\n\n",
+		rep.OpenDuration, rep.Warmup, rep.o.latencyDrain)
+	t := benchkit.Table{Header: []string{"server", "rate", "made req/s", "published", "delivered", "cut off", "missing", "publish p50", "p99", "p999", "delivery p50", "p99", "p999", "ledger"}, Left: map[int]bool{0: true}}
+	all := rep.Latency
+	if r.Check != nil {
+		all = append([]*latencyResult{r.Check}, all...)
+	}
+	for _, l := range all {
+		g, ledger := l.Ledger, "whole"
+		if g.Void {
+			ledger = "VOID"
+		}
+		what := "relay at its maximum"
+		if l != r.Check {
+			what = fmt.Sprintf("%s at half the sustained rate", l.Server)
+		}
+		t.Add(what, thousands(l.Rate), thousands(l.Load.ThroughputRPS), thousands(float64(g.Published)), thousands(float64(g.Delivered)), thousands(float64(g.CutOff)), thousands(float64(g.Missing)),
+			ms(g.PublishUS.P50), ms(g.PublishUS.P99), ms(g.PublishUS.P999), ms(g.DeliveryUS.P50), ms(g.DeliveryUS.P99), ms(g.DeliveryUS.P999), ledger)
+	}
+	b.WriteString(t.String() + "\n")
+	if void := rep.voidRuns(); len(void) > 0 {
+		b.WriteString("Void:\n\n- " + strings.Join(void, "\n- ") + "\n\n")
+	}
+	var half *latencyResult
+	for _, l := range rep.Latency {
+		if l.Server == ankusaKind {
+			half = l
+		}
+	}
+	if half != nil && rep.VsRelay > 0 {
+		p99 := time.Duration(half.Ledger.DeliveryUS.P99) * time.Microsecond
+		met := rep.VsRelay >= targetVsRelay && p99 <= targetDeliveryP && !half.Ledger.Void
+		fmt.Fprintf(b, "Target 2 (sustained ≥ %.1f × the relay, delivery p99 at half that rate ≤ %s): %.2f × and p99 %s: **%s**.\n\n",
+			targetVsRelay, targetDeliveryP, rep.VsRelay, ms(half.Ledger.DeliveryUS.P99), map[bool]string{true: "met", false: "not met"}[met])
+	}
+}
+
+func orAll201(issues []string) string {
+	if len(issues) == 0 {
+		return "every answer 201"
+	}
+	return strings.Join(issues, "; ")
 }

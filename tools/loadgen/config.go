@@ -34,6 +34,7 @@ type Config struct {
 	Timeout      time.Duration   // -timeout, per request
 	JSON         bool            // -json
 	AckedPath    string          // -acked
+	SentPath     string          // -sent
 	MaxErrors    int64           // -max-errors; 0 = never stop on errors
 	CPUProfile   string          // -cpuprofile
 	Spin         time.Duration   // -spin
@@ -91,6 +92,7 @@ func parseFlags(args []string, stderr io.Writer) (*Config, error) {
 	fs.DurationVar(&c.Timeout, "timeout", 10*time.Second, "per-request timeout")
 	fs.BoolVar(&c.JSON, "json", false, "print the summary as one JSON object")
 	fs.StringVar(&c.AckedPath, "acked", "", "append \"<id> <sha256 of body>\" for every measured 201 to `FILE`")
+	fs.StringVar(&c.SentPath, "sent", "", "open loop: write \"<sha256 of body> <due ns> <answered ns> <status>\" for every measured request to `FILE` (truncated)")
 	fs.DurationVar(&c.Spin, "spin", 0, "after each send, poll for the answer this long before parking (removes the runtime's wake-up latency at low rates; costs a spinning core)")
 	fs.StringVar(&c.Engine, "engine", "go", "client engine: go (a goroutine per connection) or epoll (Linux, open loop: one epoll loop over non-blocking sockets, as wrk; needs -rate, plain http)")
 	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "write loadgen's own CPU profile (pprof) to `FILE`")
@@ -155,6 +157,8 @@ func (c *Config) validateEngine() error {
 	switch {
 	case !slices.Contains(engines, c.Engine):
 		return fmt.Errorf("-engine %q: must be go or epoll", c.Engine)
+	case c.SentPath != "" && !c.Open():
+		return errors.New("-sent records each request's scheduled send time: give -rate (open loop)")
 	case c.Engine == "go":
 		return nil
 	case !epollSupported:
@@ -163,6 +167,8 @@ func (c *Config) validateEngine() error {
 		return errors.New("-engine epoll is an open-loop engine: give -rate")
 	case c.Spin > 0:
 		return errors.New("-spin is the go engine's: the epoll engine never parks a reader")
+	case c.SentPath != "":
+		return errors.New("-sent is the go engine's: give -engine go")
 	}
 	return nil
 }

@@ -112,6 +112,22 @@
 // are flushed and fsynced at exit, so a harness that kills the server
 // mid-run reads what was acknowledged so far.
 //
+// # Sent log
+//
+// -sent FILE (open loop, the go engine) writes, for every measured
+// request, answered or not, one line:
+//
+//	<sha256 of the body sent, 64 lowercase hex> SP <due time> SP <end time> SP <status> LF
+//
+// the due time being the request's scheduled send time and the end time
+// when its answer was read (or its transport error met), both in unix
+// nanoseconds of the wall clock, and status the answer's code, 0 when
+// there was none. The file is created or truncated before the first
+// request and written whole at exit. A receiver behind the server that
+// hashes the bodies it gets can join them to these lines: the scheduled
+// send time of every hook it received, and which 201s it never received
+// (bench/dispatch measures delivery latency this way).
+//
 // # Output and exit codes
 //
 // A human table on stdout, or with -json one JSON object (result.Summary):
@@ -132,7 +148,7 @@
 // significant digits; max is exact); errors counts transport errors (no
 // HTTP answer), by kind in error_kinds. Exit code 0 when the run completed
 // whatever the statuses, 2 for bad flags, 1 for a fatal problem (nothing
-// accepts connections at start, -acked cannot be written, -max-errors
+// accepts connections at start, -acked or -sent cannot be written, -max-errors
 // reached: it counts warm-up errors too), 130/143 when interrupted by
 // SIGINT/SIGTERM (the summary is still printed and -acked flushed).
 //

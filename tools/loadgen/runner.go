@@ -26,6 +26,7 @@ type runner struct {
 	tmpl    *urlTemplate
 	shards  []*recorder
 	acked   *ackedLog // nil without -acked
+	sent    *sentLog  // nil without -sent
 	seed    uint64
 	nonce   [4]byte
 
@@ -55,6 +56,14 @@ func Run(ctx context.Context, cfg *Config, logw io.Writer) (*Summary, error) {
 			return nil, err
 		}
 	}
+	if cfg.SentPath != "" {
+		if rn.sent, err = openSent(cfg.SentPath); err != nil {
+			if rn.acked != nil {
+				_ = rn.acked.Close()
+			}
+			return nil, err
+		}
+	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	rn.cancel = cancel
@@ -75,6 +84,11 @@ func Run(ctx context.Context, cfg *Config, logw io.Writer) (*Summary, error) {
 	cause := context.Cause(ctx) // nil unless a signal or -max-errors stopped the run
 	if rn.acked != nil {
 		if err := rn.acked.Close(); err != nil && cause == nil {
+			cause = err
+		}
+	}
+	if rn.sent != nil {
+		if err := rn.sent.Close(); err != nil && cause == nil {
 			cause = err
 		}
 	}

@@ -76,6 +76,7 @@ func (w *worker) send(pb *payload.Body, measured bool, due, now time.Time) (done
 		w.run.countError(err)
 		if measured {
 			w.rec.failure(kind, done)
+			w.logSent(due, done, 0)
 		}
 		return done, kind, false
 	}
@@ -87,6 +88,7 @@ func (w *worker) send(pb *payload.Body, measured bool, due, now time.Time) (done
 	if status == fasthttp.StatusCreated && w.run.acked != nil {
 		w.ack()
 	}
+	w.logSent(due, done, status)
 	return done, 0, true
 }
 
@@ -120,4 +122,14 @@ func (w *worker) ack() {
 	}
 	sum := sha256.Sum256(w.body)
 	w.run.acked.add(id, &sum)
+}
+
+// logSent writes the -sent line of a measured request (status 0: no
+// answer).
+func (w *worker) logSent(due, done time.Time, status int) {
+	if w.run.sent == nil {
+		return
+	}
+	sum := sha256.Sum256(w.body)
+	w.run.sent.add(&sum, due, done, status)
 }

@@ -192,10 +192,11 @@ func (s *Server) Shut(grace time.Duration) error {
 // readyClient asks a starting server whether it is ready.
 var readyClient = &http.Client{Timeout: 5 * time.Second}
 
-// StartRef starts the reference server in bin called name, bench/ceiling
-// or bench/gcref (which logs to its data directory), on a loopback port,
-// and waits up to 15 s for its GET /stats.
-func StartRef(ctx context.Context, bin, tmp, name string) (*Server, error) {
+// StartRef starts the reference server in bin called name, bench/ceiling,
+// bench/gcref (which logs to its data directory) or bench/relay, on a
+// loopback port, with extra added to its flags, and waits up to 15 s for
+// its GET /stats.
+func StartRef(ctx context.Context, bin, tmp, name string, extra ...string) (*Server, error) {
 	s, err := NewServer(name, tmp, 1)
 	if err != nil {
 		return nil, err
@@ -204,6 +205,7 @@ func StartRef(ctx context.Context, bin, tmp, name string) (*Server, error) {
 	if name == "gcref" {
 		args = append(args, "-dir", s.Dir)
 	}
+	args = append(args, extra...)
 	_, err = s.Start(ctx, exec.Command(filepath.Join(bin, name), args...), 15*time.Second, func() error {
 		return GetOK(readyClient, "http://"+s.Addrs[0]+"/stats")
 	})

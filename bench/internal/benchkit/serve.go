@@ -61,13 +61,18 @@ func Handler(commit func(body []byte) uint64, stats func() string) fasthttp.Requ
 			ctx.SetBody(notAllowed)
 			return
 		}
-		seq := commit(ctx.PostBody())
-		var out [64]byte
-		b := append(out[:0], `{"id":"`...)
-		b = envelope.MakeID(startMs, 0, seq).AppendText(b)
-		b = append(b, `"}`...)
-		ctx.SetStatusCode(fasthttp.StatusCreated)
-		ctx.Response.Header.SetContentTypeBytes(contentJSON)
-		ctx.Response.SetBody(b)
+		Created(ctx, startMs, commit(ctx.PostBody()))
 	}
+}
+
+// Created answers 201 {"id":"evt_..."} as the appliance answers, the id
+// made of startMs (the server's start, unix ms) and seq.
+func Created(ctx *fasthttp.RequestCtx, startMs, seq uint64) {
+	var out [64]byte
+	b := append(out[:0], `{"id":"`...)
+	b = envelope.MakeID(startMs, 0, seq).AppendText(b)
+	b = append(b, `"}`...)
+	ctx.SetStatusCode(fasthttp.StatusCreated)
+	ctx.Response.Header.SetContentTypeBytes(contentJSON)
+	ctx.Response.SetBody(b)
 }

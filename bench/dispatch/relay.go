@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/ankusa/ankusa/bench/internal/benchkit"
+	"github.com/ankusa/ankusa/tools/loadgen/result"
+)
+
+// relayResult is bench/relay's figures: store-and-forward without the
+// store, to the same in-process receiver under the same request. It
+// answers 201 only after the receiver's 2xx, so its closed-loop rate is
+// its end-to-end rate; the open-loop check runs it at that rate.
+type relayResult struct {
+	Command string         `json:"command"`
+	Rounds  []float64      `json:"rounds_rps"`
+	P99     []float64      `json:"rounds_p99_us"`
+	Max     float64        `json:"max_rps"` // the median of the rounds
+	Check   *latencyResult `json:"open_loop_check,omitempty"`
+	Held    bool           `json:"held"` // the check made the rate, every answer 201, its ledger whole
+}
+
+// relayTarget is where the relay forwards: the receiver's path for it.
+func relayTarget(r *receiver) string { return "http://" + r.addr + "/in/relay" }
+
+// measureRelay runs the relay closed loop -relay-rounds times, then open
+// loop at the median.
+func (rep *report) measureRelay(ctx context.Context, o *options) error {
+	rep.Relay = &relayResult{}
+	for round := 1; round <= o.relayRounds; round++ {
+		var res result.Summary
+		err := rep.undisturbed(ctx, o, fmt.Sprintf("relay round %d", round), func() (err error) {
+			res, err = rep.relayRound(ctx, o)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		rep.Relay.Rounds = append(rep.Relay.Rounds, res.ThroughputRPS)
+		rep.Relay.P99 = append(rep.Relay.P99, float64(res.LatencyUs.P99))
+		fmt.Fprintf(os.Stderr, "bench-dispatch: relay %.0f req/s, p99 %.2f ms\n", res.ThroughputRPS, float64(res.LatencyUs.P99)/1000)
+	}
+	rep.Relay.Max = benchkit.Median(rep.Relay.Rounds)
+	if rep.Relay.Max < 100 {
+		return fmt.Errorf("the relay made %.0f req/s: no rate to run the open loop at", rep.Relay.Max)
+	}
+	err := rep.undisturbed(ctx, o, "relay open loop at its maximum", func() (err error) {
+		rep.Relay.Check, err = latencyRun(ctx, o, relayKind, 1, rep.Relay.Max)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	c := rep.Relay.Check
+	// Not holding its own maximum open loop is a figure, not a failure;
+	// a void ledger is.
+	rep.Relay.Held = c.Load.ThroughputRPS >= ingestShare*c.Rate && len(c.LoadIssues) == 0 && !c.Ledger.Void
+	rep.fail(c.Problems...)
+	return nil
+}
+
+// relayRound is one closed-loop run of the relay to a fresh receiver. A
+// 201 means the receiver had the hook, so fewer deliveries than 201s is a
+// failure of the run.
+func (rep *report) relayRound(ctx context.Context, o *options) (result.Summary, error) {
+	recv, err := startReceiver(nil)
+	if err != nil {
+		return result.Summary{}, err
+	}
+	defer recv.close()
+	s, err := benchkit.StartRef(ctx, o.bin, o.tmp, "relay", "-to", relayTarget(recv))
+	if err != nil {
+		return result.Summary{}, err
+	}
+	args := closedArgs(o, s.Addrs[0], o.duration, o.warmup)
+	rep.Relay.Command = commandLine(args, s.Addrs[0])
+	l, err := benchkit.StartLoadgen(ctx, o.bin, args, o.duration+o.warmup)
+	if err != nil {
+		s.Shut(10 * time.Second)
+		return result.Summary{}, err
+	}
+	r, _, exited, err := l.Wait()
+	if serr := s.Shut(10 * time.Second); serr != nil {
+		exited = append(exited, serr.Error())
+	}
+	if err != nil {
+		return r, err
+	}
+	problems := append(exited, benchkit.LoadProblems(&r)...)
+	if _, total, _ := recv.tally.counts(); total < r.Status["201"] {
+		problems = append(problems, fmt.Sprintf("%d deliveries for %d 201 answers", total, r.Status["201"]))
+	}
+	rep.fail(benchkit.Prefixed("relay", problems)...)
+	return r, nil
+}
