@@ -70,15 +70,15 @@ import (
 
 // options are the command's flags.
 type options struct {
-	bin, tmp, out, jsonOut, amqpURL, natsURL     string
-	filter                                       string
-	quick, skipAMQP, skipKafka, skipNATS         bool
-	conns, tenants, gcrefRounds, openSteps, redo int
-	relayRounds                                  int
-	duration, warmup, openD, settle, drainLimit  time.Duration
-	latencyDrain                                 time.Duration
-	openFrac, maxFrac                            float64
-	only                                         map[string]bool
+	bin, tmp, out, jsonOut, amqpURL, natsURL      string
+	filter                                        string
+	quick, skipAMQP, skipKafka, skipNATS, amqpAck bool
+	conns, tenants, gcrefRounds, openSteps, redo  int
+	relayRounds                                   int
+	duration, warmup, openD, settle, drainLimit   time.Duration
+	latencyDrain                                  time.Duration
+	openFrac, maxFrac                             float64
+	only                                          map[string]bool
 }
 
 func main() { benchkit.Main("bench-dispatch", parseFlags, measureAll) }
@@ -102,6 +102,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.openSteps, "open-steps", 4, "when -open-frac is not bounded: runs halving the interval between 0 and the lowest unbounded fraction")
 	fs.StringVar(&o.amqpURL, "amqp", "amqp://guest:guest@127.0.0.1:5672/", "RabbitMQ URL; the runs declare their own exchange and queue and delete them")
 	fs.BoolVar(&o.skipAMQP, "no-amqp", false, "skip the RabbitMQ runs")
+	fs.BoolVar(&o.amqpAck, "amqp-ack", false, "consume the RabbitMQ queue with acks (prefetch 4096, acked in groups) instead of no-ack: the broker then spends about twice the CPU per message, taken from the cores the node shares")
 	fs.BoolVar(&o.skipKafka, "no-kafka", false, "skip the Kafka runs (an in-process kfake cluster)")
 	fs.StringVar(&o.natsURL, "nats", "nats://127.0.0.1:4222", "NATS server with JetStream; the runs create a stream of their own and delete it")
 	fs.BoolVar(&o.skipNATS, "no-nats", false, "skip the NATS JetStream runs")

@@ -20,6 +20,7 @@ type report struct {
 	Duration      string           `json:"duration"`
 	Warmup        string           `json:"warmup"`
 	OpenDuration  string           `json:"open_duration"`
+	AMQPConsumer  string           `json:"amqp_consumer"` // "no-ack" or "ack"
 	Gcref         gcrefResult      `json:"gcref"`
 	Live          []*liveResult    `json:"live"`
 	Open          []*openResult    `json:"open_loop"`
@@ -44,9 +45,24 @@ func newReport(o *options) *report {
 		Duration:     o.duration.String(),
 		Warmup:       o.warmup.String(),
 		OpenDuration: o.openD.String(),
+		AMQPConsumer: amqpConsumer(o.amqpAck),
 		Failures:     []string{},
 		o:            o,
 	}
+}
+
+// consumerNote says how the RabbitMQ queue is consumed.
+var consumerNote = map[string]string{
+	"no-ack": "no-ack: the broker forgets a message as it hands it over; -amqp-ack acks instead",
+	"ack":    "acked in groups of 256, prefetch 4096: -amqp-ack",
+}
+
+// amqpConsumer names the RabbitMQ consumer's mode for the report.
+func amqpConsumer(ack bool) string {
+	if ack {
+		return "ack"
+	}
+	return "no-ack"
 }
 
 func (rep *report) Publish(wall time.Duration) benchkit.Published {
@@ -107,7 +123,7 @@ func (rep *report) header(b *strings.Builder) {
 	b.WriteString(m.Header(name))
 	fmt.Fprintf(b, "- %s: every figure below is the whole machine's, not the node's alone\n", m.Note)
 	fmt.Fprintf(b, "- request (every run, gcref's too): `loadgen -url http://127.0.0.1:PORT%s -tenants %d -c %d -size 1KiB -kind stripe`\n", loadPath, rep.Tenants, rep.Conns)
-	b.WriteString("- node: `ankusa serve`, wal.type disk, sealing at its defaults, the tenantpath resolver, one source with one sink at its defaults (concurrency 32, tenant_concurrency 8, 64 MiB of hooks held in memory for first attempts). HTTP sink: raw body, Standard Webhooks signature, to a fasthttp receiver in this process answering 204. RabbitMQ sink: persistent messages with publisher confirms to a topic exchange of its own, a durable queue bound to it, consumed here (prefetch 4096). Kafka sink: acks=all, idempotent producer, zstd, key {tenant_id}, to a 16-partition topic of a three-broker kfake cluster in this process (in memory; its CPU counts as the receiver's), consumed here. NATS sink: publish with PubAck to a file-storage stream of its own on the NATS server, consumed here by an ordered consumer\n")
+	fmt.Fprintf(b, "- node: `ankusa serve`, wal.type disk, sealing at its defaults, the tenantpath resolver, one source with one sink at its defaults (concurrency 32, tenant_concurrency 8, 64 MiB of hooks held in memory for first attempts). HTTP sink: raw body, Standard Webhooks signature, to a fasthttp receiver in this process answering 204. RabbitMQ sink: persistent messages with publisher confirms to a topic exchange of its own, a durable queue bound to it, consumed here (%s). Kafka sink: acks=all, idempotent producer, zstd, key {tenant_id}, to a 16-partition topic of a three-broker kfake cluster in this process (in memory; its CPU counts as the receiver's), consumed here. NATS sink: publish with PubAck to a file-storage stream of its own on the NATS server, consumed here by an ordered consumer\n", consumerNote[rep.AMQPConsumer])
 	b.WriteString("- delivered: a hook counts once, at its first 2xx (HTTP) or consumed message (brokers), by event id; latency: from the hook's commit (the event id's millisecond timestamp) to that moment\n")
 	if len(rep.Gcref.Rounds) > 0 {
 		fmt.Fprintf(b, "- gcref (bench/gcref, group commit only) closed loop, %d round(s) of %s after %s: %s req/s (median; rounds %s)\n",

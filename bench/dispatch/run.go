@@ -135,7 +135,7 @@ func startRun(ctx context.Context, o *options, kind, filter string) (*nodeRun, e
 	var err error
 	switch kind {
 	case targetAMQP:
-		t, err = openBroker(o.amqpURL)
+		t, err = openBroker(o.amqpURL, o.amqpAck)
 	case targetKafka:
 		t, err = openKafka()
 	case targetNATS:

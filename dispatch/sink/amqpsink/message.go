@@ -32,62 +32,78 @@ const AppID = "ankusa"
 // header name, message id).
 const maxShortstr = 255
 
-// message is one publish being built: its buffer comes from bufPool and
-// goes back once the frames are written (the client library copies the
-// body into its writer before Publish returns).
+// message is one publish being built. It comes from msgPool with its
+// buffer and header table and goes back, by release, once the frames are
+// written (the client library encodes the body and the table into its
+// writer before Publish returns and keeps neither). After release nothing
+// of it may be read: copy what is needed first.
 type message struct {
-	buf        *[]byte
+	buf        []byte
+	hdr        amqp.Table // m.pub.Headers, cleared on release
 	pub        amqp.Publishing
 	exchange   string
 	messageID  string
 	routingKey string
 }
 
-var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+var msgPool = sync.Pool{New: func() any { return &message{buf: make([]byte, 0, 4096), hdr: make(amqp.Table, 8)} }}
+
+// getMessage and (*message).release are the pool's Get/Put pair.
+func getMessage() *message { return msgPool.Get().(*message) }
+
+// release gives m back to the pool; m is gone after it. A message is
+// released once.
+func (m *message) release() {
+	clear(m.hdr)
+	buf := m.buf[:0]
+	if cap(buf) > 1<<20 { // do not pin a huge body's buffer
+		buf = make([]byte, 0, 4096)
+	}
+	*m = message{buf: buf, hdr: m.hdr}
+	msgPool.Put(m)
+}
 
 // build makes the message of d. Its error is permanent: the same hook
 // fails the same way on every attempt.
 func (s *Sink) build(d *dispatch.Delivery) (*message, error) {
 	e := d.Envelope
-	bp := bufPool.Get().(*[]byte)
-	buf := (*bp)[:0]
-	buf = tmpl.AppendTo(buf, s.key, e)
+	m := getMessage()
+	buf := tmpl.AppendTo(m.buf, s.key, e)
+	m.buf = buf
 	keyLen := len(buf)
 	if keyLen > maxShortstr {
-		*bp = buf[:0]
-		bufPool.Put(bp)
+		m.release()
 		return nil, fmt.Errorf("routing key is %d bytes, AMQP allows %d: shorten routing_key %q or the route parameters it uses",
 			keyLen, maxShortstr, s.key.String())
 	}
 	buf = e.ID.AppendText(buf)
+	m.buf = buf
 	idEnd := len(buf)
 	var ct string
 	var body []byte
 	if s.raw {
 		ct = headerValue(e.Headers, "Content-Type")
 		if len(ct) > maxShortstr {
-			*bp = buf[:0]
-			bufPool.Put(bp)
+			m.release()
 			return nil, fmt.Errorf("the hook's Content-Type is %d bytes, AMQP allows %d: use format: envelope", len(ct), maxShortstr)
 		}
 		body = e.Body
 	} else {
 		ct = "application/json"
 		buf = e.AppendJSON(buf)
+		m.buf = buf
 		body = buf[idEnd:]
 	}
-	*bp = buf
-	m := &message{buf: bp, exchange: s.o.Spec.Exchange}
+	m.exchange = s.o.Spec.Exchange
 	// The key and id are kept as strings: the confirm goroutine matches
-	// returns against them after buf has gone back to the pool.
+	// returns against them after the buffer has gone back to the pool.
 	m.routingKey = string(buf[:keyLen])
 	m.messageID = string(buf[keyLen:idEnd])
-	h := amqp.Table{
-		HeaderEventID: m.messageID,
-		HeaderTenant:  e.TenantID,
-		HeaderSource:  e.SourceID,
-		HeaderAttempt: int64(d.Attempt),
-	}
+	h := m.hdr
+	h[HeaderEventID] = m.messageID
+	h[HeaderTenant] = e.TenantID
+	h[HeaderSource] = e.SourceID
+	h[HeaderAttempt] = int64(d.Attempt)
 	if e.Verification.Flagged {
 		h[HeaderFlagged] = true
 	}
@@ -115,19 +131,6 @@ func (s *Sink) build(d *dispatch.Delivery) (*message, error) {
 		Body:         body,
 	}
 	return m, nil
-}
-
-// release gives the buffer back; the message's body is gone after it.
-func (m *message) release() {
-	if m.buf == nil {
-		return
-	}
-	if cap(*m.buf) <= 1<<20 { // do not pin a huge body's buffer
-		*m.buf = (*m.buf)[:0]
-		bufPool.Put(m.buf)
-	}
-	m.buf = nil
-	m.pub.Body = nil
 }
 
 // headerValue is the first value of the header name (case-insensitive),

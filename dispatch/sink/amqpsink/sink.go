@@ -103,27 +103,21 @@ func (s *Sink) Deliver(ctx context.Context, d *dispatch.Delivery) error {
 	if err != nil {
 		return permanent(err)
 	}
-	defer m.release()
-	ss, err := s.session(ctx)
+	pc, err := s.channel(ctx)
 	if err != nil {
-		return retryable(err)
-	}
-	if r := ss.blocked.Load(); r != nil {
-		return retryable(fmt.Errorf("%w: the broker blocks publishers (%s): clear its resource alarm (rabbitmqctl status)", ErrNotConnected, *r))
-	}
-	pc, err := ss.pick()
-	if err != nil {
+		m.release()
 		return retryable(err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	w, err := pc.publish(ctx, m)
+	exchange, key := m.exchange, m.routingKey
 	m.release()
 	if err != nil {
 		if errors.Is(err, amqp.ErrClosed) { // nothing was written
 			err = fmt.Errorf("%w: %w", ErrNotConnected, err)
 		}
-		return retryable(fmt.Errorf("cannot publish to %s, routing key %q: %w", exchangeName(m.exchange), m.routingKey, err))
+		return retryable(fmt.Errorf("cannot publish to %s, routing key %q: %w", exchangeName(exchange), key, err))
 	}
 	if err := pc.wait(ctx, w); err != nil {
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
@@ -133,6 +127,18 @@ func (s *Sink) Deliver(ctx context.Context, d *dispatch.Delivery) error {
 		return retryable(err)
 	}
 	return nil
+}
+
+// channel returns an open channel of the live session (see session).
+func (s *Sink) channel(ctx context.Context) (*pubChan, error) {
+	ss, err := s.session(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if r := ss.blocked.Load(); r != nil {
+		return nil, fmt.Errorf("%w: the broker blocks publishers (%s): clear its resource alarm (rabbitmqctl status)", ErrNotConnected, *r)
+	}
+	return ss.pick()
 }
 
 // session returns the live session, starting the supervisor on first use

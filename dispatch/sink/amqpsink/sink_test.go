@@ -405,3 +405,57 @@ func TestReturnsMultiplexed(t *testing.T) {
 	}
 	b.Drain(q, int(okRoutable.Load()))
 }
+
+// Many publishes in flight on one channel get their confirms in batches
+// (the broker acks and nacks with multiple set): a queue that takes only
+// its first max messages nacks the rest, and exactly the deliveries whose
+// message is in the queue answer nil; every other one is a retryable
+// ErrNacked.
+func TestNackInBatchFailsOnlyItsOwn(t *testing.T) {
+	t.Parallel()
+	b := rabbittest.New(t)
+	const max, workers, total = 100, 64, 400
+	q := b.Queue(amqp.Table{"x-max-length": int32(max), "x-overflow": "reject-publish"}, "")
+	s := newSink(t, b, config.Sink{RoutingKey: q, Channels: 1})
+
+	envs := make([]*envelope.Envelope, total)
+	for i := range envs {
+		envs[i] = testEnvelope()
+	}
+	results := make([]error, total)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				i := next.Add(1) - 1
+				if i >= total {
+					return
+				}
+				results[i] = deliver(s, envs[i], 1)
+			}
+		})
+	}
+	wg.Wait()
+	ok := map[string]bool{}
+	for i, err := range results {
+		switch {
+		case err == nil:
+			ok[envs[i].ID.String()] = true
+		case !errors.Is(err, ErrNacked) || dispatch.AsError(err).Permanent || !dispatch.AsError(err).Answered:
+			t.Fatalf("delivery %d: %v, want nil or a retryable, answered ErrNacked", i, err)
+		}
+	}
+	if len(ok) != max {
+		t.Fatalf("%d deliveries confirmed, want %d (the queue's max-length)", len(ok), max)
+	}
+	for _, m := range b.Drain(q, max) {
+		if !ok[m.MessageId] {
+			t.Fatalf("%s is in the queue but its delivery failed", m.MessageId)
+		}
+		delete(ok, m.MessageId)
+	}
+	if len(ok) != 0 {
+		t.Fatalf("%d deliveries confirmed but not in the queue", len(ok))
+	}
+}
