@@ -22,6 +22,13 @@
 // stored state stays pending), or dead. A delivered row is deleted; its
 // attempt log stays for AttemptLogTTL.
 //
+// A claim pass reads each active tenant's due index through
+// meta.Store.DueRows, which starts past the entries earlier passes
+// stepped over (deleted ones, and rows held for an attempt): whoever lets
+// go of a held row without moving or deleting its due entry (release, not
+// unhold) tells the store with meta.Store.NoteDue, and once a second a
+// pass starts at the front all the same.
+//
 // Crash safety: rows are written without fsync; the checkpoint only moves
 // after a synced write that follows them, and at boot every hook past it
 // is scanned again from the WAL and segments, creating only rows that are
