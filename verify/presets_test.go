@@ -320,6 +320,33 @@ func signatureIn(t *testing.T, p *verify.Preset, body []byte) string {
 	return s
 }
 
+// minPresets is the catalogue's floor (issue 21's acceptance: at least 80
+// providers, each with its vectors).
+const minPresets = 80
+
+// TestCatalogueHoldsEightyPresets: presets.yaml lists at least minPresets
+// presets under distinct names, each with its vector file (which
+// TestPresetVectors runs): dropping presets below the floor fails here.
+func TestCatalogueHoldsEightyPresets(t *testing.T) {
+	presets, err := verify.Presets()
+	if err != nil {
+		t.Fatalf("presets.yaml: %v", err)
+	}
+	names := map[string]bool{}
+	for _, p := range presets {
+		if names[p.Name] {
+			t.Errorf("preset %q is listed twice", p.Name)
+		}
+		names[p.Name] = true
+		if _, err := os.Stat(filepath.Join(vectorDir, p.Name+".yaml")); err != nil {
+			t.Errorf("preset %q has no vector file", p.Name)
+		}
+	}
+	if len(names) < minPresets {
+		t.Fatalf("presets.yaml lists %d distinct presets, want at least %d", len(names), minPresets)
+	}
+}
+
 // TestVectorsHavePresets: every vector file belongs to a preset (a preset
 // renamed or dropped leaves no stale vector behind).
 func TestVectorsHavePresets(t *testing.T) {
