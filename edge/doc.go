@@ -32,8 +32,12 @@
 //     body; any other GET, an unknown URL's among them, is the same 405.
 //     A POST handshake (Slack, Zoom, Twitch, Discord, Microsoft Graph,
 //     Xero, Asana) is recognised at step 12 with the verdict of its own
-//     signature. Either spends the tenant's token when it proved itself,
-//     else the source's quarantine bucket, as a hook would, and counts in
+//     signature. The unsigned ones (Dropbox's challenge, Graph's
+//     validationToken, Asana's X-Hook-Secret) are answered only in the
+//     shape their provider sends; anything else is no handshake (a GET's
+//     405, a POST verified as a hook). An answered handshake spends the
+//     tenant's token when it proved itself, else the source's quarantine
+//     bucket, as a hook would, and counts in
 //     ankusa_edge_handshakes_total{kind,outcome}.
 //   - The hook's event type (verify.EventTyper), read once verification
 //     has decided the hook's fate (a flagged or quarantined hook keeps

@@ -1,6 +1,8 @@
 package edge
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"sync"
 	"time"
 
@@ -69,21 +71,31 @@ func (r *Router) answerHandshake(ctx *fasthttp.RequestCtx, a *admitted, ans veri
 	}
 	countHandshake(ans.Kind, hsAnswered)
 	if ans.Kind == "asana" && !ans.Verified && r.hookSecretThrottle.allow() {
-		// Asana makes the webhook's secret in its handshake and sends it
-		// nowhere else (developers.asana.com/docs/webhooks-guide): the
-		// operator can learn it only here, so the line carries it. The
-		// handshake is unauthenticated, though: anyone may send one, so
-		// the line says whose it is and asks the operator to configure
-		// the value only if the webhook is theirs. The node does not adopt
-		// it; the subscription's events fail verification until then.
+		// The handshake is unauthenticated: anyone may send one, so the
+		// line says whose it is and asks the operator to configure the
+		// secret only if the webhook is theirs. It names the secret by
+		// a fingerprint, never the secret: Asana also returns it in its
+		// answer to the POST /webhooks that created the webhook
+		// (developers.asana.com/reference/createwebhook), which is where
+		// the operator copies it from; the fingerprint tells them it is
+		// the same one. The node does not adopt it; the subscription's
+		// events fail verification until it is configured.
 		addr := remoteAddr(ctx)
 		// The handshake comes from Asana's servers while its API creates
 		// the webhook, so addr is the sender to check, not the creator.
 		r.o.Logger.Warn("asana handshake answered, unauthenticated (anyone can send one): its X-Hook-Secret is not one of this source's secrets. "+
-			"If and only if you created an Asana webhook for this source just now and its handshake came from "+addr+", configure x_hook_secret as verify.secret (or add it to verify.secrets); "+
-			"until then that webhook's events fail verification",
-			zap.String("source", a.src.Name), zap.String("tenant", a.tenant), zap.String("remote_addr", addr), zap.String("x_hook_secret", ans.Header[1]))
+			"If and only if you created an Asana webhook for this source just now and its handshake came from "+addr+", configure the X-Hook-Secret that Asana's answer to your POST /webhooks returned "+
+			"(its SHA-256 begins with x_hook_secret_sha256) as verify.secret (or add it to verify.secrets); until then that webhook's events fail verification",
+			zap.String("source", a.src.Name), zap.String("tenant", a.tenant), zap.String("remote_addr", addr), zap.String("x_hook_secret_sha256", fingerprint(ans.Header[1])))
 	}
+}
+
+// fingerprint names a secret in a log line without giving it away: the
+// first 16 hex digits of its SHA-256 (`printf %s SECRET | sha256sum`
+// shows the same).
+func fingerprint(secret string) string {
+	sum := sha256.Sum256([]byte(secret))
+	return hex.EncodeToString(sum[:8])
 }
 
 // spendHandshake takes the token an answered handshake costs: the

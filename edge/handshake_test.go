@@ -475,8 +475,9 @@ func TestHandshakeRateLimited(t *testing.T) {
 // TestAsanaUnknownSecret: Asana's handshake with a secret the source does
 // not have is echoed (Asana makes the secret there) but not trusted, and
 // the operator is told, once per throttle period, that it is
-// unauthenticated, where it came from, and to configure the value only if
-// the webhook is theirs; a known secret logs nothing.
+// unauthenticated, where it came from, and to configure the value Asana's
+// API returned only if the webhook is theirs, with the secret's
+// fingerprint and never the secret; a known secret logs nothing.
 func TestAsanaUnknownSecret(t *testing.T) {
 	core, logs := observer.New(zap.WarnLevel)
 	addr, dir := hsNodeLog(t, zap.New(core))
@@ -499,13 +500,22 @@ func TestAsanaUnknownSecret(t *testing.T) {
 	if !strings.HasPrefix(remote, "127.0.0.1:") {
 		t.Fatalf("remote_addr %q, want the sender's address", remote)
 	}
-	for _, want := range []string{"unauthenticated", "If and only if you created an Asana webhook for this source just now and its handshake came from " + remote + ",", "verify.secret"} {
+	for _, want := range []string{"unauthenticated", "If and only if you created an Asana webhook for this source just now and its handshake came from " + remote + ",",
+		"the X-Hook-Secret that Asana's answer to your POST /webhooks returned", "verify.secret"} {
 		if !strings.Contains(l.Message, want) {
 			t.Errorf("log line %q lacks %q", l.Message, want)
 		}
 	}
-	if fields["x_hook_secret"] != asanaSecret || fields["source"] != "asana-new" {
-		t.Errorf("log fields %v: want the secret to configure and the source", fields)
+	// The secret itself is never logged (docs/security.md): its
+	// fingerprint is, the first 16 hex digits of its SHA-256.
+	sum := sha256.Sum256([]byte(asanaSecret))
+	if fields["x_hook_secret_sha256"] != hex.EncodeToString(sum[:8]) || fields["source"] != "asana-new" {
+		t.Errorf("log fields %v: want the secret's fingerprint and the source", fields)
+	}
+	for k, v := range fields {
+		if s, _ := v.(string); strings.Contains(s, asanaSecret[:16]) && k != "x_hook_secret_sha256" || strings.Contains(l.Message, asanaSecret[:16]) {
+			t.Errorf("log line carries the secret: %s=%v / %q", k, v, l.Message)
+		}
 	}
 }
 
@@ -539,5 +549,67 @@ func TestHandshakeMetrics(t *testing.T) {
 	}
 	if d := read("meta", "refused") - refused; d != 1 {
 		t.Errorf("meta refused +%d, want +1", d)
+	}
+}
+
+// TestUnsignedHandshakesForged: Dropbox's challenge, Graph's
+// validationToken and Asana's X-Hook-Secret are signed by no one, so a
+// forgery of the well-formed request cannot be told from the provider's
+// (it is answered unverified and spends the quarantine bucket:
+// TestHandshakeRateLimited). What the edge refuses is each handshake sent
+// where it does not belong, malformed, oversized or missing its parts: a
+// GET is the 405 of any GET, a POST is verified as the hook it then is and
+// refused 401; never an echo, never committed.
+func TestUnsignedHandshakesForged(t *testing.T) {
+	addr, dir := hsNode(t)
+	base := "http://" + addr + "/webhooks/"
+	long := strings.Repeat("a", verify.MaxTokenBytes+1)
+	for _, c := range []struct {
+		name, method, path string
+		hdr                []string
+		status             int
+		never              string // what the answer must not carry
+	}{
+		// Dropbox: GET ?challenge=
+		{"dropbox challenge to a github source", "GET", "plain?challenge=abc123", nil, 405, "abc123"},
+		{"dropbox challenge to a slack source", "GET", "slack?challenge=abc123", nil, 405, "abc123"},
+		{"dropbox challenge with markup", "GET", "dropbox?challenge=%3Cscript%3Ealert(1)%3C%2Fscript%3E", nil, 405, "script"},
+		{"dropbox challenge with a header break", "GET", "dropbox?challenge=abc%0D%0ASet-Cookie:%20x=1", nil, 405, "Set-Cookie"},
+		{"dropbox challenge oversized", "GET", "dropbox?challenge=" + long, nil, 405, long},
+		{"dropbox challenge twice", "GET", "dropbox?challenge=abc123&challenge=def456", nil, 405, "abc123"},
+		{"dropbox challenge empty", "GET", "dropbox?challenge=", nil, 405, ""},
+		{"dropbox challenge posted", "POST", "dropbox?challenge=abc123", nil, 401, "abc123"},
+		// Microsoft Graph: POST ?validationToken=
+		{"graph token to a slack source", "POST", "slack?validationToken=Validation%3a+x", nil, 401, "Validation"},
+		{"graph token to a github source", "POST", "plain?validationToken=Validation%3a+x", nil, 401, "Validation"},
+		{"graph token with markup", "POST", "graph?validationToken=%3Cimg+src%3Dx%3E", nil, 401, "img"},
+		{"graph token with a control character", "POST", "graph?validationToken=a%0Ab", nil, 401, ""},
+		{"graph token oversized", "POST", "graph?validationToken=" + strings.Repeat("v", verify.MaxChallengeBytes+1), nil, 401, "vvvv"},
+		{"graph token twice", "POST", "graph?validationToken=first&validationToken=second", nil, 401, "first"},
+		{"graph token empty", "POST", "graph?validationToken=", nil, 401, ""},
+		// Asana: POST with X-Hook-Secret
+		{"asana secret to a github source", "POST", "plain", []string{"X-Hook-Secret", asanaSecret}, 401, asanaSecret},
+		{"asana secret with markup", "POST", "asana-new", []string{"X-Hook-Secret", "<b>x</b>"}, 401, "<b>"},
+		{"asana secret with a space", "POST", "asana-new", []string{"X-Hook-Secret", "b537207f 20cbfa02"}, 401, "b537207f"},
+		{"asana secret oversized", "POST", "asana-new", []string{"X-Hook-Secret", long}, 401, long},
+		{"asana secret empty", "POST", "asana-new", []string{"X-Hook-Secret", ""}, 401, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := hsDo(t, c.method, base+c.path, "", c.hdr...)
+			if got.status != c.status || c.never != "" && (strings.Contains(got.body, c.never) || strings.Contains(got.header[1], c.never)) ||
+				got.header[0] == "X-Hook-Secret" || got.header[0] == "X-Content-Type-Options" && got.status == 200 {
+				t.Fatalf("answered %d %q %q, want %d and no echo", got.status, got.body, got.header, c.status)
+			}
+		})
+	}
+	if hooks := committed(t, dir); len(hooks) != 0 {
+		t.Fatalf("%d refused handshakes were committed", len(hooks))
+	}
+	// The well-formed ones are still answered, as text with nosniff.
+	if got := hsDo(t, "GET", base+"dropbox?challenge=abc123", ""); got.status != 200 || got.body != "abc123" || got.ctype != "text/plain" || got.header != [2]string{"X-Content-Type-Options", "nosniff"} {
+		t.Fatalf("dropbox challenge: %+v", got)
+	}
+	if got := hsDo(t, "POST", base+"graph?validationToken=Validation%3a+ok", ""); got.status != 200 || got.body != "Validation: ok" || got.ctype != "text/plain" || got.header != [2]string{"X-Content-Type-Options", "nosniff"} {
+		t.Fatalf("graph validation: %+v", got)
 	}
 }

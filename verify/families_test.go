@@ -7,10 +7,12 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
-	"github.com/valyala/fasthttp"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/valyala/fasthttp"
 
 	"github.com/ankusa/ankusa/config"
 	"github.com/ankusa/ankusa/verify"
@@ -205,4 +207,37 @@ func TestTwilioURLWithRequestQuery(t *testing.T) {
 		{name: "signed", h: h, body: body},
 		{name: "body changed", h: h, body: body + " ", want: verify.ErrMismatch},
 	})
+}
+
+// TestTwilioFormOrder: the form is signed sorted by name, then value,
+// whatever order it is posted in; the parser reads an ordered form in one
+// pass and sorts only a form it finds out of order, so each case below
+// leaves that order at another place (first pair, last pair, equal names
+// with values out of order, an escaped name that sorts differently
+// decoded), and each is accepted signed by the reference and refused
+// with its last byte changed.
+func TestTwilioFormOrder(t *testing.T) {
+	const u = "https://hooks.example.com/in/twilio"
+	v := mustNew(t, config.Verify{Type: "twilio", Secret: secret("tok"), URL: u})
+	for _, body := range []string{
+		"AccountSid=AC1&CallSid=CA1&From=%2B15550001&To=%2B15550002",
+		"To=%2B15550002&AccountSid=AC1&CallSid=CA1&From=%2B15550001",
+		"AccountSid=AC1&CallSid=CA1&To=%2B15550002&From=%2B15550001",
+		"a=2&a=1&b=0",
+		"a=1&a=2&a=10",
+		"%41b=1&Ab=2&B=3", // "Ab" twice, then "B" ('B' < 'b'): out of order only once decoded
+		"b=1&&a=2&",       // empty pairs are skipped, as ParseQuery skips them
+		"x=a%3Db&x=a=c",   // a value may hold '='
+	} {
+		form, err := url.ParseQuery(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := header("X-Twilio-Signature", twilioRef("tok", u, form), "Content-Type", "application/x-www-form-urlencoded")
+		changed := body[:len(body)-1] + "Z" // the last value, or a pair added
+		run(t, v, []vcase{
+			{name: body, h: h, body: body},
+			{name: body + " changed", h: h, body: changed, want: verify.ErrMismatch},
+		})
+	}
 }

@@ -57,7 +57,9 @@ var formType = []byte("application/x-www-form-urlencoded")
 
 // twilioState is one request's parsed form, pooled: names and values
 // are slices of the body, or of buf when they had escapes; tail is the
-// signed parameters, sorted and concatenated; parts is what the MAC reads.
+// signed parameters, sorted and concatenated, one contiguous write for
+// the MAC rather than two small ones per parameter; parts is what the
+// MAC reads.
 type twilioState struct {
 	buf, tail []byte
 	pairs     []formPair
@@ -122,12 +124,6 @@ func (f *twilioFamily) Verify(h Headers, body []byte, _ time.Time) error {
 		if err := st.parseForm(body); err != nil {
 			return err
 		}
-		// One contiguous signed tail: a MAC of a few large writes, not
-		// of two small ones per parameter.
-		st.tail = st.tail[:0]
-		for _, p := range st.pairs {
-			st.tail = append(append(st.tail, p.k...), p.v...)
-		}
 		st.parts = append(st.parts, st.tail)
 	}
 	if anyMatch(f.keys, sig, st.parts...) {
@@ -160,66 +156,108 @@ func checkBodySHA256(query, body []byte) error {
 	return nil
 }
 
-// parseForm reads a urlencoded body into pairs sorted by name, then
-// value, as Twilio sorts them, refusing what url.ParseQuery refuses (a
-// bad escape, a semicolon) and more than maxFormParams pairs. Names and
-// values without escapes stay slices of the body; the next '%', '+' and
-// ';' are found once each, ahead, so that the body is scanned a few times
-// in all rather than a few times per pair.
+// parseForm reads a urlencoded body into tail, the signed parameters
+// sorted by name, then value, as Twilio sorts them, each name then its
+// value, refusing what url.ParseQuery refuses (a bad escape, a semicolon)
+// and more than maxFormParams pairs. Twilio posts its parameters in name
+// order, so the first pass compares each pair with the one before it and
+// appends it to tail at once, keeping nothing else; only a body found out
+// of order is read again into pairs, sorted, and its tail written anew.
 func (st *twilioState) parseForm(body []byte) error {
+	if bytes.IndexByte(body, ';') >= 0 {
+		return ErrMalformed
+	}
 	if cap(st.buf) < len(body) {
 		// Unescaping never grows a value: with this room, the slices
 		// of buf taken below stay valid.
 		st.buf = make([]byte, 0, len(body))
 	}
-	st.buf, st.pairs = st.buf[:0], st.pairs[:0]
-	next := func(c byte, from int) int {
-		if i := bytes.IndexByte(body[from:], c); i >= 0 {
-			return from + i
-		}
-		return len(body)
+	if cap(st.tail) < len(body) {
+		st.tail = make([]byte, 0, len(body)) // never longer than the body
 	}
-	pct, plus, semi := next('%', 0), next('+', 0), next(';', 0)
-	if semi < len(body) {
-		return ErrMalformed
+	sorted, err := st.scan(body, false)
+	if err != nil || sorted {
+		return err
 	}
-	for start := 0; start < len(body); {
-		end := next('&', start)
-		kv := body[start:end]
-		if len(kv) > 0 {
-			if len(st.pairs) == maxFormParams {
-				return ErrMalformed
-			}
-			eq := bytes.IndexByte(kv, '=')
-			k, v := kv, kv[len(kv):]
-			if eq >= 0 {
-				k, v = kv[:eq], kv[eq+1:]
-			}
-			if pct < end || plus < end {
-				var ok bool
-				if k, ok = st.unescape(k); !ok {
-					return ErrMalformed
-				}
-				if v, ok = st.unescape(v); !ok {
-					return ErrMalformed
-				}
-				if pct < end {
-					pct = next('%', end)
-				}
-				if plus < end {
-					plus = next('+', end)
-				}
-			}
-			st.pairs = append(st.pairs, formPair{k, v})
-		}
-		start = end + 1
+	if _, err := st.scan(body, true); err != nil {
+		return err
 	}
-	// Twilio posts its parameters in name order already: one pass that
-	// finds them sorted costs a tenth of a sort.
-	if !slices.IsSortedFunc(st.pairs, comparePairs) {
-		slices.SortFunc(st.pairs, comparePairs)
+	slices.SortFunc(st.pairs, comparePairs)
+	st.tail = st.tail[:0]
+	for _, p := range st.pairs {
+		st.tail = append(append(st.tail, p.k...), p.v...)
 	}
 	return nil
+}
+
+// scan is one pass over the body's pairs. Without collect it appends each
+// pair to tail while they come in order and stops, sorted false, at the
+// first that does not; with collect it keeps every pair in pairs. Names
+// and values without escapes stay slices of the body; the next '%' and
+// '+' are found once each, ahead, so that escapes cost nothing to a pair
+// without them.
+func (st *twilioState) scan(body []byte, collect bool) (sorted bool, err error) {
+	st.buf, st.tail, st.pairs = st.buf[:0], st.tail[:0], st.pairs[:0]
+	pct, plus := indexFrom(body, '%', 0), indexFrom(body, '+', 0)
+	var pk, pv []byte // the pair before, while the pairs come in order
+	n := 0
+	for start := 0; start < len(body); {
+		end := indexFrom(body, '&', start)
+		kv := body[start:end]
+		start = end + 1
+		if len(kv) == 0 {
+			continue
+		}
+		if n == maxFormParams {
+			return false, ErrMalformed
+		}
+		n++
+		// Names are short: a plain loop finds the '=' sooner than a
+		// call to IndexByte, which pays off only over longer runs.
+		eq := 0
+		for eq < len(kv) && kv[eq] != '=' {
+			eq++
+		}
+		k, v := kv[:eq], kv[eq:]
+		if eq < len(kv) {
+			v = kv[eq+1:]
+		}
+		if pct < end || plus < end {
+			var ok bool
+			if k, ok = st.unescape(k); !ok {
+				return false, ErrMalformed
+			}
+			if v, ok = st.unescape(v); !ok {
+				return false, ErrMalformed
+			}
+			if pct < end {
+				pct = indexFrom(body, '%', end)
+			}
+			if plus < end {
+				plus = indexFrom(body, '+', end)
+			}
+		}
+		if collect {
+			st.pairs = append(st.pairs, formPair{k, v})
+			continue
+		}
+		if n > 1 {
+			if c := bytes.Compare(pk, k); c > 0 || c == 0 && bytes.Compare(pv, v) > 0 {
+				return false, nil
+			}
+		}
+		pk, pv = k, v
+		st.tail = append(append(st.tail, k...), v...)
+	}
+	return true, nil
+}
+
+// indexFrom is the index of the first c in b at or after from, or len(b).
+func indexFrom(b []byte, c byte, from int) int {
+	if i := bytes.IndexByte(b[from:], c); i >= 0 {
+		return from + i
+	}
+	return len(b)
 }
 
 // comparePairs orders form pairs as Twilio does: by name, then value.

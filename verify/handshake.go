@@ -117,9 +117,12 @@ func (h *handshake) HandshakeGET(r Request, now time.Time) (Answer, bool) {
 		// (verification request): GET ?challenge=X, echoed as text with
 		// X-Content-Type-Options: nosniff (the echo must not be read as
 		// HTML). Unsigned: it proves nothing, so it is not Verified.
+		// It is unsigned: what the node can refuse is a challenge that
+		// is not the random token Dropbox sends (tokenOK), or that comes
+		// twice; such a GET is any GET, a 405.
 		q, ok := query(r.RequestURI())
-		ch := q.Get("challenge")
-		if !ok || !challengeOK([]byte(ch)) {
+		ch, one := only(q, "challenge")
+		if !ok || !one || !tokenOK([]byte(ch)) {
 			return Answer{}, false
 		}
 		return Answer{Kind: h.kind, Status: 200, ContentType: ctText, Body: []byte(ch), Header: nosniff}, true
@@ -232,9 +235,12 @@ func (h *handshake) Handshake(r Request, body []byte, verr error) (Answer, bool)
 		if !bytes.Contains(r.RequestURI(), []byte("validationToken=")) {
 			return Answer{}, false
 		}
+		// Unsigned too: a token that is not the printable text Graph
+		// sends (graphTokenOK), or that comes twice, is not a
+		// validation, and the request is verified as a notification.
 		q, ok := query(r.RequestURI())
-		tok := q.Get("validationToken")
-		if !ok || !challengeOK([]byte(tok)) {
+		tok, one := only(q, "validationToken")
+		if !ok || !one || !graphTokenOK([]byte(tok)) {
 			return Answer{}, false
 		}
 		return Answer{Kind: h.kind, Status: 200, ContentType: ctText, Body: []byte(tok), Header: nosniff}, true
@@ -272,8 +278,10 @@ func (h *handshake) Handshake(r Request, body []byte, verr error) (Answer, bool)
 		// proves only that the URL answers) but not Verified, spends the
 		// quarantine bucket, and the edge tells the operator to configure
 		// it; until then the subscription's events fail verification.
+		// A secret that is not a token (tokenOK) is not a handshake:
+		// the request is verified as an event, and refused as one.
 		sec := r.Peek("X-Hook-Secret")
-		if !challengeOK(sec) {
+		if !tokenOK(sec) {
 			return Answer{}, false
 		}
 		known := false
@@ -326,8 +334,65 @@ func (h *handshake) zoomKey(r Request, body []byte) []byte {
 	return h.secrets[0]
 }
 
-// challengeOK reports whether c may be echoed: present and bounded.
-func challengeOK(c []byte) bool { return len(c) > 0 && len(c) <= MaxChallengeBytes }
+// challengeOK reports whether c may be echoed: present, bounded, and
+// printable ASCII. Every provider's challenge is a token or a line of
+// text; an echo reflects the sender's bytes, so control characters and
+// anything past ASCII are never sent back.
+func challengeOK(c []byte) bool {
+	if len(c) == 0 || len(c) > MaxChallengeBytes {
+		return false
+	}
+	for _, b := range c {
+		if b < 0x20 || b > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// MaxTokenBytes bounds the unsigned tokens echoed as they come, Dropbox's
+// challenge and Asana's X-Hook-Secret: Dropbox sends a random string of a
+// few dozen characters, Asana 64 hex digits.
+const MaxTokenBytes = 256
+
+// tokenOK reports whether c is a token the node echoes unsigned: 1 to
+// MaxTokenBytes of letters, digits and the base64, base64url and URL
+// unreserved punctuation (+ / = - _ . ~). No space, quote, angle bracket
+// or ampersand: such an echo could only be an attempt at markup.
+func tokenOK(c []byte) bool {
+	if len(c) == 0 || len(c) > MaxTokenBytes {
+		return false
+	}
+	for _, b := range c {
+		switch {
+		case 'a' <= b && b <= 'z', 'A' <= b && b <= 'Z', '0' <= b && b <= '9':
+		case b == '+', b == '/', b == '=', b == '-', b == '_', b == '.', b == '~':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// graphTokenOK reports whether c may be Microsoft Graph's validationToken,
+// URL-decoded: printable ASCII (challengeOK) without the characters of
+// markup (< > " ' & ` \). Graph's token is a line of text ("Validation:
+// Testing client application reachability for subscription Request-Id:
+// <guid>"), so it has spaces and colons, and none of those.
+func graphTokenOK(c []byte) bool {
+	return challengeOK(c) && bytes.IndexAny(c, "<>\"'&`\\") < 0
+}
+
+// only is the query's single value for name; one false when it is absent
+// or given more than once (a provider sends it once: two are not its
+// request, and which one to echo would be a guess).
+func only(q url.Values, name string) (v string, one bool) {
+	vs := q[name]
+	if len(vs) != 1 {
+		return "", false
+	}
+	return vs[0], true
+}
 
 // query parses the request's query string; ok false when it has none or
 // it does not parse.

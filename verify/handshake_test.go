@@ -182,3 +182,81 @@ func TestFieldIs(t *testing.T) {
 		}
 	}
 }
+
+// TestUnsignedHandshakesRefuseMalformed: Dropbox's challenge, Graph's
+// validationToken and Asana's X-Hook-Secret are signed by no one, so what
+// the node refuses is what its provider would not send: a value missing,
+// empty, given twice, past its bound, or with characters outside its
+// shape. None of these is answered as the handshake (ok false: a GET is
+// the 405 of any GET, a POST is verified as a hook), and a well-formed one
+// next to them is.
+func TestUnsignedHandshakesRefuseMalformed(t *testing.T) {
+	long := strings.Repeat("a", MaxTokenBytes+1)
+	for _, c := range []struct{ kind, uri, secret string }{
+		{"dropbox", "/in/d", ""},
+		{"dropbox", "/in/d?challenge=", ""},
+		{"dropbox", "/in/d?Challenge=abc123", ""},
+		{"dropbox", "/in/d?challenge=abc123&challenge=def456", ""},
+		{"dropbox", "/in/d?challenge=" + long, ""},
+		{"dropbox", "/in/d?challenge=%3Cscript%3Ealert(1)%3C%2Fscript%3E", ""},
+		{"dropbox", "/in/d?challenge=abc+123", ""}, // a space
+		{"dropbox", "/in/d?challenge=abc%0D%0ASet-Cookie:x", ""},
+		{"dropbox", "/in/d?challenge=%C3%A9t%C3%A9", ""},
+		{"dropbox", "/in/d?challenge=a%zz", ""}, // no query that parses
+		{"graph", "/in/g?validationToken=", ""},
+		{"graph", "/in/g?validationtoken=Validation%3a+x", ""},
+		{"graph", "/in/g?validationToken=a&validationToken=b", ""},
+		{"graph", "/in/g?validationToken=" + strings.Repeat("a", MaxChallengeBytes+1), ""},
+		{"graph", "/in/g?validationToken=%3Chtml%3E", ""},
+		{"graph", "/in/g?validationToken=a%22b", ""},
+		{"graph", "/in/g?validationToken=a%00b", ""},
+		{"graph", "/in/g?validationToken=line%0Aline", ""},
+		{"asana", "/in/a", ""},
+		{"asana", "/in/a", long},
+		{"asana", "/in/a", "b537207f 20cbfa02"},
+		{"asana", "/in/a", "<b537207f>"},
+		{"asana", "/in/a", "b537207f\x7f"},
+	} {
+		hs := handshaker(t, c.kind, "s")
+		var ok bool
+		var a Answer
+		if c.kind == "dropbox" {
+			a, ok = hs.HandshakeGET(reqHeaders("GET", c.uri), time.Now())
+		} else {
+			kv := []string{}
+			if c.secret != "" {
+				kv = append(kv, "X-Hook-Secret", c.secret)
+			}
+			a, ok = hs.Handshake(reqHeaders("POST", c.uri, kv...), nil, ErrMissing)
+		}
+		if ok {
+			t.Errorf("%s %s %q: answered as the handshake: %+v", c.kind, c.uri, c.secret, a)
+		}
+	}
+	for _, c := range []struct{ kind, uri, secret, echo string }{
+		{"dropbox", "/in/d?challenge=Cn1xNFYLgPVjNRoOSuWW0MvwhHJ3TQHZ7iuGKxF8", "", "Cn1xNFYLgPVjNRoOSuWW0MvwhHJ3TQHZ7iuGKxF8"},
+		{"dropbox", "/in/d?challenge=" + strings.Repeat("a", MaxTokenBytes), "", strings.Repeat("a", MaxTokenBytes)},
+		{"graph", "/in/g?validationToken=Validation%3a+Testing+client+application+reachability+for+subscription+Request-Id%3a+522a8e7e-096a-494c-aaf1-ac0dcfca45b7", "",
+			"Validation: Testing client application reachability for subscription Request-Id: 522a8e7e-096a-494c-aaf1-ac0dcfca45b7"},
+		{"asana", "/in/a", "b537207f20cbfa02357cf448134da559e8bd39d61597dcd5631b8012eae53e81", ""},
+	} {
+		hs := handshaker(t, c.kind, "s")
+		var a Answer
+		var ok bool
+		if c.kind == "dropbox" {
+			a, ok = hs.HandshakeGET(reqHeaders("GET", c.uri), time.Now())
+		} else {
+			kv := []string{}
+			if c.secret != "" {
+				kv = append(kv, "X-Hook-Secret", c.secret)
+			}
+			a, ok = hs.Handshake(reqHeaders("POST", c.uri, kv...), nil, ErrMissing)
+		}
+		if !ok || a.Status != 200 || string(a.Body) != c.echo || a.Verified {
+			t.Errorf("%s %s: %+v, %v; want 200 echoing %q, unverified", c.kind, c.uri, a, ok, c.echo)
+		}
+		if c.echo != "" && (a.ContentType != "text/plain" || a.Header != [2]string{"X-Content-Type-Options", "nosniff"}) {
+			t.Errorf("%s: echo answered as %q with %q, want text/plain and nosniff", c.kind, a.ContentType, a.Header)
+		}
+	}
+}

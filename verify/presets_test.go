@@ -205,11 +205,14 @@ func checkVector(t *testing.T, p *verify.Preset, vec *vector) {
 	if err := v.Verify(h, body, at); err != nil {
 		t.Fatalf("the vector is refused: %v", err)
 	}
+	// A vector that names its event type holds the preset to reading it:
+	// a preset without event_type is no EventTyper, and fails here.
 	if vec.EventType != "" {
-		if et, ok := v.(verify.EventTyper); ok {
-			if got := string(et.AppendEventType(nil, h, body)); got != vec.EventType {
-				t.Errorf("event type %q, want %q", got, vec.EventType)
-			}
+		et, ok := v.(verify.EventTyper)
+		if !ok {
+			t.Errorf("the vector's event type is %q, but the preset reads none (event_type in presets.yaml)", vec.EventType)
+		} else if got := string(et.AppendEventType(nil, h, body)); got != vec.EventType {
+			t.Errorf("event type %q, want %q", got, vec.EventType)
 		}
 	}
 
@@ -318,6 +321,33 @@ func signatureIn(t *testing.T, p *verify.Preset, body []byte) string {
 		t.Fatalf("the vector's body has no signature at %s", p.Signature)
 	}
 	return s
+}
+
+// minPresets is the catalogue's floor (issue 21's acceptance: at least 80
+// providers, each with its vectors).
+const minPresets = 80
+
+// TestCatalogueHoldsEightyPresets: presets.yaml lists at least minPresets
+// presets under distinct names, each with its vector file (which
+// TestPresetVectors runs): dropping presets below the floor fails here.
+func TestCatalogueHoldsEightyPresets(t *testing.T) {
+	presets, err := verify.Presets()
+	if err != nil {
+		t.Fatalf("presets.yaml: %v", err)
+	}
+	names := map[string]bool{}
+	for _, p := range presets {
+		if names[p.Name] {
+			t.Errorf("preset %q is listed twice", p.Name)
+		}
+		names[p.Name] = true
+		if _, err := os.Stat(filepath.Join(vectorDir, p.Name+".yaml")); err != nil {
+			t.Errorf("preset %q has no vector file", p.Name)
+		}
+	}
+	if len(names) < minPresets {
+		t.Fatalf("presets.yaml lists %d distinct presets, want at least %d", len(names), minPresets)
+	}
 }
 
 // TestVectorsHavePresets: every vector file belongs to a preset (a preset
