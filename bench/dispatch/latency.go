@@ -40,7 +40,7 @@ type latencyResult struct {
 // -latency-drain after the last answer for every 201 to arrive, and draws
 // up the ledger. A void ledger is a problem of the result.
 func latencyRun(ctx context.Context, o *options, server string, frac, rate float64) (*latencyResult, error) {
-	recv, err := startReceiver(newStamps())
+	recv, err := startReceiver(newStamps(), o.httpConc)
 	if err != nil {
 		return nil, err
 	}

@@ -74,7 +74,7 @@ type options struct {
 	filter                                        string
 	quick, skipAMQP, skipKafka, skipNATS, amqpAck bool
 	conns, tenants, gcrefRounds, openSteps, redo  int
-	relayRounds                                   int
+	relayRounds, httpConc                         int
 	duration, warmup, openD, settle, drainLimit   time.Duration
 	latencyDrain                                  time.Duration
 	openFrac, maxFrac                             float64
@@ -91,6 +91,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.out, "out", "", "also write the report as markdown to this file")
 	fs.StringVar(&o.jsonOut, "json", "", "write every figure as JSON to this file")
 	fs.BoolVar(&o.quick, "quick", false, "the smoke run, about a minute: -d 1s, -gcref-rounds 1, -relay-rounds 1, one open-loop run of 5 s at -open-frac 0.1 (the sustained figure recorded in bench/RESULTS.md) (flags given explicitly win)")
+	fs.IntVar(&o.httpConc, "http-concurrency", 256, "the HTTP sink's concurrency (tenant_concurrency a quarter of it): as many deliveries in flight as the relay forwards at once with -c 256; 0 leaves the sink's defaults (32 and 8)")
 	fs.IntVar(&o.conns, "c", 256, "loadgen connections, closed and open loop")
 	fs.IntVar(&o.tenants, "tenants", 16, "tenants the hooks are spread over (loadgen -tenants; URL /webhooks/{tenant}/demo)")
 	fs.DurationVar(&o.duration, "d", 5*time.Second, "measured duration of the gcref and live runs")

@@ -66,7 +66,7 @@ func (rep *report) measureRelay(ctx context.Context, o *options) error {
 // 201 means the receiver had the hook, so fewer deliveries than 201s is a
 // failure of the run.
 func (rep *report) relayRound(ctx context.Context, o *options) (result.Summary, error) {
-	recv, err := startReceiver(nil)
+	recv, err := startReceiver(nil, 0)
 	if err != nil {
 		return result.Summary{}, err
 	}

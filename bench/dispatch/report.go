@@ -20,7 +20,8 @@ type report struct {
 	Duration      string           `json:"duration"`
 	Warmup        string           `json:"warmup"`
 	OpenDuration  string           `json:"open_duration"`
-	AMQPConsumer  string           `json:"amqp_consumer"` // "no-ack" or "ack"
+	AMQPConsumer  string           `json:"amqp_consumer"`    // "no-ack" or "ack"
+	HTTPConc      int              `json:"http_concurrency"` // the HTTP sink's concurrency; 0: its default
 	Gcref         gcrefResult      `json:"gcref"`
 	Live          []*liveResult    `json:"live"`
 	Open          []*openResult    `json:"open_loop"`
@@ -46,6 +47,7 @@ func newReport(o *options) *report {
 		Warmup:       o.warmup.String(),
 		OpenDuration: o.openD.String(),
 		AMQPConsumer: amqpConsumer(o.amqpAck),
+		HTTPConc:     o.httpConc,
 		Failures:     []string{},
 		o:            o,
 	}
@@ -123,7 +125,7 @@ func (rep *report) header(b *strings.Builder) {
 	b.WriteString(m.Header(name))
 	fmt.Fprintf(b, "- %s: every figure below is the whole machine's, not the node's alone\n", m.Note)
 	fmt.Fprintf(b, "- request (every run, gcref's too): `loadgen -url http://127.0.0.1:PORT%s -tenants %d -c %d -size 1KiB -kind stripe`\n", loadPath, rep.Tenants, rep.Conns)
-	fmt.Fprintf(b, "- node: `ankusa serve`, wal.type disk, sealing at its defaults, the tenantpath resolver, one source with one sink at its defaults (concurrency 32, tenant_concurrency 8, 64 MiB of hooks held in memory for first attempts). HTTP sink: raw body, Standard Webhooks signature, to a fasthttp receiver in this process answering 204. RabbitMQ sink: persistent messages with publisher confirms to a topic exchange of its own, a durable queue bound to it, consumed here (%s). Kafka sink: acks=all, idempotent producer, zstd, key {tenant_id}, to a 16-partition topic of a three-broker kfake cluster in this process (in memory; its CPU counts as the receiver's), consumed here. NATS sink: publish with PubAck to a file-storage stream of its own on the NATS server, consumed here by an ordered consumer\n", consumerNote[rep.AMQPConsumer])
+	fmt.Fprintf(b, "- node: `ankusa serve`, wal.type disk, sealing at its defaults, the tenantpath resolver, one source with one sink at its defaults (concurrency 32, tenant_concurrency 8, 64 MiB of hooks held in memory for first attempts) except as said. HTTP sink: %s, raw body, Standard Webhooks signature, to a fasthttp receiver in this process answering 204. RabbitMQ sink: persistent messages with publisher confirms to a topic exchange of its own, a durable queue bound to it, consumed here (%s). Kafka sink: acks=all, idempotent producer, zstd, key {tenant_id}, to a 16-partition topic of a three-broker kfake cluster in this process (in memory; its CPU counts as the receiver's), consumed here. NATS sink: publish with PubAck to a file-storage stream of its own on the NATS server, consumed here by an ordered consumer\n", httpConcNote(rep.HTTPConc), consumerNote[rep.AMQPConsumer])
 	b.WriteString("- delivered: a hook counts once, at its first 2xx (HTTP) or consumed message (brokers), by event id; latency: from the hook's commit (the event id's millisecond timestamp) to that moment\n")
 	if len(rep.Gcref.Rounds) > 0 {
 		fmt.Fprintf(b, "- gcref (bench/gcref, group commit only) closed loop, %d round(s) of %s after %s: %s req/s (median; rounds %s)\n",
@@ -329,4 +331,12 @@ func orAll201(issues []string) string {
 		return "every answer 201"
 	}
 	return strings.Join(issues, "; ")
+}
+
+// httpConcNote says how many deliveries the HTTP sink has in flight.
+func httpConcNote(n int) string {
+	if n <= 0 {
+		return "concurrency at its default"
+	}
+	return fmt.Sprintf("concurrency %d, tenant_concurrency %d (-http-concurrency: as many deliveries in flight as the relay forwards at once)", n, max(n/4, 1))
 }

@@ -141,7 +141,7 @@ func startRun(ctx context.Context, o *options, kind, filter string) (*nodeRun, e
 	case targetNATS:
 		t, err = openNATS(o.natsURL)
 	default:
-		t, err = startReceiver(nil)
+		t, err = startReceiver(nil, o.httpConc)
 	}
 	if err != nil {
 		return nil, err

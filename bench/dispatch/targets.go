@@ -109,16 +109,19 @@ type receiver struct {
 	srv    *fasthttp.Server
 	tally  *tally
 	stamps *stamps // nil: not noted
+	// conc is the HTTP sink's concurrency (tenant_concurrency a quarter
+	// of it); 0 leaves the sink's defaults.
+	conc int
 }
 
 // startReceiver starts a receiver on a loopback port; st, unless nil,
 // notes when each body first arrived.
-func startReceiver(st *stamps) (*receiver, error) {
+func startReceiver(st *stamps, conc int) (*receiver, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	r := &receiver{addr: ln.Addr().String(), tally: newTally(), stamps: st}
+	r := &receiver{addr: ln.Addr().String(), tally: newTally(), stamps: st, conc: conc}
 	r.srv = &fasthttp.Server{Handler: r.handle, Name: "bench-receiver", ReadTimeout: time.Minute, IdleTimeout: time.Minute}
 	go func() { _ = r.srv.Serve(ln) }()
 	return r, nil
@@ -136,7 +139,11 @@ func (r *receiver) handle(ctx *fasthttp.RequestCtx) {
 }
 
 func (r *receiver) sink() string {
-	return fmt.Sprintf(`{id: recv, type: http, url: "http://%s/in/{tenant_id}", secret: "%s", allow_private: true}`, r.addr, sinkSecret)
+	conc := ""
+	if r.conc > 0 {
+		conc = fmt.Sprintf(", concurrency: %d, tenant_concurrency: %d", r.conc, max(r.conc/4, 1))
+	}
+	return fmt.Sprintf(`{id: recv, type: http, url: "http://%s/in/{tenant_id}", secret: "%s", allow_private: true%s}`, r.addr, sinkSecret, conc)
 }
 
 func (r *receiver) tallied() *tally { return r.tally }
