@@ -380,7 +380,7 @@ func tokenOK(c []byte) bool {
 // Testing client application reachability for subscription Request-Id:
 // <guid>"), so it has spaces and colons, and none of those.
 func graphTokenOK(c []byte) bool {
-	return challengeOK(c) && bytes.IndexAny(c, "<>\"'&`\\") < 0
+	return challengeOK(c) && !bytes.ContainsAny(c, "<>\"'&`\\")
 }
 
 // only is the query's single value for name; one false when it is absent
