@@ -217,18 +217,7 @@ func TestUnsignedHandshakesRefuseMalformed(t *testing.T) {
 		{"asana", "/in/a", "<b537207f>"},
 		{"asana", "/in/a", "b537207f\x7f"},
 	} {
-		hs := handshaker(t, c.kind, "s")
-		var ok bool
-		var a Answer
-		if c.kind == "dropbox" {
-			a, ok = hs.HandshakeGET(reqHeaders("GET", c.uri), time.Now())
-		} else {
-			kv := []string{}
-			if c.secret != "" {
-				kv = append(kv, "X-Hook-Secret", c.secret)
-			}
-			a, ok = hs.Handshake(reqHeaders("POST", c.uri, kv...), nil, ErrMissing)
-		}
+		a, ok := askUnsigned(t, c.kind, c.uri, c.secret)
 		if ok {
 			t.Errorf("%s %s %q: answered as the handshake: %+v", c.kind, c.uri, c.secret, a)
 		}
@@ -240,18 +229,7 @@ func TestUnsignedHandshakesRefuseMalformed(t *testing.T) {
 			"Validation: Testing client application reachability for subscription Request-Id: 522a8e7e-096a-494c-aaf1-ac0dcfca45b7"},
 		{"asana", "/in/a", "b537207f20cbfa02357cf448134da559e8bd39d61597dcd5631b8012eae53e81", ""},
 	} {
-		hs := handshaker(t, c.kind, "s")
-		var a Answer
-		var ok bool
-		if c.kind == "dropbox" {
-			a, ok = hs.HandshakeGET(reqHeaders("GET", c.uri), time.Now())
-		} else {
-			kv := []string{}
-			if c.secret != "" {
-				kv = append(kv, "X-Hook-Secret", c.secret)
-			}
-			a, ok = hs.Handshake(reqHeaders("POST", c.uri, kv...), nil, ErrMissing)
-		}
+		a, ok := askUnsigned(t, c.kind, c.uri, c.secret)
 		if !ok || a.Status != 200 || string(a.Body) != c.echo || a.Verified {
 			t.Errorf("%s %s: %+v, %v; want 200 echoing %q, unverified", c.kind, c.uri, a, ok, c.echo)
 		}
@@ -259,4 +237,19 @@ func TestUnsignedHandshakesRefuseMalformed(t *testing.T) {
 			t.Errorf("%s: echo answered as %q with %q, want text/plain and nosniff", c.kind, a.ContentType, a.Header)
 		}
 	}
+}
+
+// askUnsigned plays an unsigned handshake to a source of preset kind:
+// Dropbox's GET, or a POST carrying Asana's X-Hook-Secret when secret is
+// set (Graph's token is in the URI).
+func askUnsigned(t *testing.T, kind, uri, secret string) (Answer, bool) {
+	hs := handshaker(t, kind, "s")
+	if kind == "dropbox" {
+		return hs.HandshakeGET(reqHeaders("GET", uri), time.Now())
+	}
+	var kv []string
+	if secret != "" {
+		kv = append(kv, "X-Hook-Secret", secret)
+	}
+	return hs.Handshake(reqHeaders("POST", uri, kv...), nil, ErrMissing)
 }

@@ -127,39 +127,55 @@ type gcrefResult struct {
 	Max     float64   `json:"max_rps"` // the median of the rounds
 }
 
-func (rep *report) measureGcref(ctx context.Context, o *options) error {
-	for round := 1; round <= o.gcrefRounds; round++ {
+func (rep *report) measureGcref(ctx context.Context, o *options) (err error) {
+	g := &rep.Gcref
+	g.Rounds, g.P99, g.Max, err = rep.closedRounds(ctx, o, "gcref", o.gcrefRounds, func() (result.Summary, error) {
+		return rep.gcrefRound(ctx, o)
+	})
+	return err
+}
+
+// gcrefRound is one closed-loop run of gcref.
+func (rep *report) gcrefRound(ctx context.Context, o *options) (result.Summary, error) {
+	g, err := benchkit.StartRef(ctx, o.bin, o.tmp, "gcref")
+	if err != nil {
+		return result.Summary{}, err
+	}
+	defer g.Shut(10 * time.Second)
+	args := closedArgs(o, g.Addrs[0], o.duration, o.warmup)
+	rep.Gcref.Command = commandLine(args, g.Addrs[0])
+	l, err := benchkit.StartLoadgen(ctx, o.bin, args, o.duration+o.warmup)
+	if err != nil {
+		return result.Summary{}, err
+	}
+	r, _, exited, err := l.Wait()
+	if err != nil {
+		return result.Summary{}, err
+	}
+	rep.fail(benchkit.Prefixed("gcref", append(exited, benchkit.LoadProblems(&r)...))...)
+	return r, nil
+}
+
+// closedRounds runs n closed-loop rounds of a reference named name, each
+// made by run on an undisturbed machine, and returns their rates, their
+// p99s (µs) and the median rate, which the open loop runs at.
+func (rep *report) closedRounds(ctx context.Context, o *options, name string, n int, run func() (result.Summary, error)) (rounds, p99 []float64, median float64, err error) {
+	for round := 1; round <= n; round++ {
 		var res result.Summary
-		err := rep.undisturbed(ctx, o, fmt.Sprintf("gcref round %d", round), func() error {
-			g, err := benchkit.StartRef(ctx, o.bin, o.tmp, "gcref")
-			if err != nil {
-				return err
-			}
-			defer g.Shut(10 * time.Second)
-			args := closedArgs(o, g.Addrs[0], o.duration, o.warmup)
-			rep.Gcref.Command = commandLine(args, g.Addrs[0])
-			l, err := benchkit.StartLoadgen(ctx, o.bin, args, o.duration+o.warmup)
-			if err != nil {
-				return err
-			}
-			r, _, exited, err := l.Wait()
-			if err != nil {
-				return err
-			}
-			rep.fail(benchkit.Prefixed("gcref", append(exited, benchkit.LoadProblems(&r)...))...)
-			res = r
-			return nil
+		err := rep.undisturbed(ctx, o, fmt.Sprintf("%s round %d", name, round), func() (err error) {
+			res, err = run()
+			return err
 		})
 		if err != nil {
-			return err
+			return nil, nil, 0, err
 		}
-		rep.Gcref.Rounds = append(rep.Gcref.Rounds, res.ThroughputRPS)
-		rep.Gcref.P99 = append(rep.Gcref.P99, float64(res.LatencyUs.P99))
-		fmt.Fprintf(os.Stderr, "bench-dispatch: gcref %.0f req/s, p99 %.2f ms\n", res.ThroughputRPS, float64(res.LatencyUs.P99)/1000)
+		rounds = append(rounds, res.ThroughputRPS)
+		p99 = append(p99, float64(res.LatencyUs.P99))
+		fmt.Fprintf(os.Stderr, "bench-dispatch: %s %.0f req/s, p99 %.2f ms\n", name, res.ThroughputRPS, float64(res.LatencyUs.P99)/1000)
 	}
-	rep.Gcref.Max = benchkit.Median(rep.Gcref.Rounds)
-	if rep.Gcref.Max < 100 {
-		return fmt.Errorf("gcref made %.0f req/s: no rate to run the open loop at", rep.Gcref.Max)
+	median = benchkit.Median(rounds)
+	if median < 100 {
+		return rounds, p99, median, fmt.Errorf("%s made %.0f req/s: no rate to run the open loop at", name, median)
 	}
-	return nil
+	return rounds, p99, median, nil
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/ankusa/ankusa/bench/internal/benchkit"
@@ -30,24 +29,14 @@ func relayTarget(r *receiver) string { return "http://" + r.addr + "/in/relay" }
 // loop at the median.
 func (rep *report) measureRelay(ctx context.Context, o *options) error {
 	rep.Relay = &relayResult{}
-	for round := 1; round <= o.relayRounds; round++ {
-		var res result.Summary
-		err := rep.undisturbed(ctx, o, fmt.Sprintf("relay round %d", round), func() (err error) {
-			res, err = rep.relayRound(ctx, o)
-			return err
-		})
-		if err != nil {
-			return err
-		}
-		rep.Relay.Rounds = append(rep.Relay.Rounds, res.ThroughputRPS)
-		rep.Relay.P99 = append(rep.Relay.P99, float64(res.LatencyUs.P99))
-		fmt.Fprintf(os.Stderr, "bench-dispatch: relay %.0f req/s, p99 %.2f ms\n", res.ThroughputRPS, float64(res.LatencyUs.P99)/1000)
+	var err error
+	rep.Relay.Rounds, rep.Relay.P99, rep.Relay.Max, err = rep.closedRounds(ctx, o, "relay", o.relayRounds, func() (result.Summary, error) {
+		return rep.relayRound(ctx, o)
+	})
+	if err != nil {
+		return err
 	}
-	rep.Relay.Max = benchkit.Median(rep.Relay.Rounds)
-	if rep.Relay.Max < 100 {
-		return fmt.Errorf("the relay made %.0f req/s: no rate to run the open loop at", rep.Relay.Max)
-	}
-	err := rep.undisturbed(ctx, o, "relay open loop at its maximum", func() (err error) {
+	err = rep.undisturbed(ctx, o, "relay open loop at its maximum", func() (err error) {
 		rep.Relay.Check, err = latencyRun(ctx, o, relayKind, 1, rep.Relay.Max)
 		return err
 	})
