@@ -636,6 +636,12 @@ func TestFleetEpochChange(t *testing.T) {
 		st, _, _ := a.m.Mirror()
 		return st.Epoch == "another-epoch"
 	})
+	// The mirror's state names the epoch before the snapshot that holds
+	// it is published (a CI run under -race read the snapshot in
+	// between): wait for the snapshot too, then hold it to everything.
+	waitFor(t, 2*time.Second, "A's snapshot did not take the new epoch", func() bool {
+		return a.Snapshot().Lookup([]byte("new1")) != nil
+	})
 	s := a.Snapshot()
 	for _, name := range []string{"new1", "old1", "old2"} {
 		if s.Lookup([]byte(name)) == nil {

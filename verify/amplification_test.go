@@ -53,7 +53,14 @@ func checkCostFlat(t *testing.T, v verify.Verifier, one, many verify.Headers) {
 		return min
 	}
 	d1, dn := best(one), best(many)
-	if dn > 10*d1+time.Millisecond {
+	bound := 10*d1 + time.Millisecond
+	if raceEnabled {
+		// The race detector slows the entries' parse, not the MAC: a
+		// fresh-clone CI run measured 2.9 ms against one entry's 144 µs
+		// under it, beside other packages. The flaw would cost ~1000×.
+		bound = 50*d1 + 5*time.Millisecond
+	}
+	if dn > bound {
 		t.Fatalf("1000 signature entries cost %v, one costs %v: each entry is a MAC over the body", dn, d1)
 	}
 }
