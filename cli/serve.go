@@ -61,6 +61,12 @@ func serve(args []string) int {
 	for _, w := range config.Warnings(cfg) {
 		log.Warn("config: " + w)
 	}
+	// The signals are caught before the start: a stop asked for during
+	// it (a long WAL recovery, or a manager that stops the node as soon
+	// as its admin listener answers) waits for the start to end and
+	// drains, instead of Go's default exit.
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
 	notify := newNotifierFromEnv(log)
 	notify.status("starting: opening the stores, recovering the WAL")
 	n, err := start(cfg, *recovery, log)
@@ -69,10 +75,16 @@ func serve(args []string) int {
 		notify.status("cannot start: " + err.Error())
 		return 1
 	}
-	// The signals are caught before READY=1: a manager that stops the
-	// node as soon as it is ready gets a drain, not Go's default exit.
-	sig := make(chan os.Signal, 2)
-	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	drain := func(s os.Signal) int {
+		log.Info("draining", zap.String("signal", s.String()))
+		notify.stopping("draining after " + s.String())
+		return n.stop()
+	}
+	select {
+	case s := <-sig:
+		return drain(s) // asked for during the start: never ready
+	default:
+	}
 	// start returns once recovery is done and both listeners are bound
 	// (net.Listen) with their Serve loops started: a connection made from
 	// here on is accepted and answered, so the node is ready.
@@ -82,9 +94,7 @@ func serve(args []string) int {
 	}
 	select {
 	case s := <-sig:
-		log.Info("draining", zap.String("signal", s.String()))
-		notify.stopping("draining after " + s.String())
-		return n.stop()
+		return drain(s)
 	case err := <-n.serveErr:
 		log.Error("public listener failed; draining", zap.Error(err))
 		notify.stopping("draining: the public listener failed: " + err.Error())
