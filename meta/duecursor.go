@@ -94,19 +94,22 @@ func (c *dueCursors) end(ord uint32, epoch uint64, first int64, ok bool) {
 	cur.start = min(first, cur.lowered)
 }
 
-// note lowers ord's start to due, after a batch that put a due entry
-// there committed (or failed to: lowering is always safe).
-func (c *dueCursors) note(ord uint32, due int64) {
-	due = max(due, 0) // DueKey files a due time before 1970 at 0
+// note lowers the start of each note's ordinal to its due, after a batch
+// that put those due entries committed (or failed to: lowering is always
+// safe). One lock for the whole batch.
+func (c *dueCursors) note(notes []dueNote) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	cur := c.m[ord]
-	if cur == nil {
-		return // never scanned: its scans start at the front
-	}
-	cur.start = min(cur.start, due)
-	if cur.scans > 0 {
-		cur.lowered = min(cur.lowered, due)
+	for _, n := range notes {
+		cur := c.m[n.ord]
+		if cur == nil {
+			continue // never scanned: its scans start at the front
+		}
+		due := max(n.due, 0) // DueKey files a due time before 1970 at 0
+		cur.start = min(cur.start, due)
+		if cur.scans > 0 {
+			cur.lowered = min(cur.lowered, due)
+		}
 	}
 }
 
@@ -116,22 +119,18 @@ type dueNote struct {
 	due int64
 }
 
-// noteDue keeps the least due the batch puts for ord. A batch touches
-// few ordinals, so the list is searched from its end.
+// noteDue notes that the batch puts a due entry of ord at due. Notes are
+// not merged per ordinal: a batch of the row writer can hold rows of
+// thousands of tenants, and a search per put would be quadratic; the
+// cursors take the whole list under one lock at the commit.
 func (b *Batch) noteDue(ord uint32, due int64) {
-	for i := len(b.dues) - 1; i >= 0; i-- {
-		if b.dues[i].ord == ord {
-			b.dues[i].due = min(b.dues[i].due, due)
-			return
-		}
-	}
 	b.dues = append(b.dues, dueNote{ord: ord, due: due})
 }
 
 // tellDues hands the batch's notes to the store's cursors.
 func (b *Batch) tellDues() {
-	for _, n := range b.dues {
-		b.s.due.note(n.ord, n.due)
+	if len(b.dues) > 0 {
+		b.s.due.note(b.dues)
+		b.dues = b.dues[:0]
 	}
-	b.dues = b.dues[:0]
 }

@@ -138,7 +138,7 @@ func (s *Store) DueRows(ord uint32, held func(RowID) bool, fn func(id RowID, due
 // index though a DueRows scan skipped it as held: its reader let go of it
 // without moving or deleting it. The next scan of the tenant starts no
 // later than due. (A due entry put through a Batch needs no note.)
-func (s *Store) NoteDue(ord uint32, due int64) { s.due.note(ord, due) }
+func (s *Store) NoteDue(ord uint32, due int64) { s.due.note([]dueNote{{ord: ord, due: due}}) }
 
 // DeadRows calls fn with every dead letter of tenant ord in (seq, sink)
 // order, after the row after (nil: from the first), until fn says stop.
