@@ -108,13 +108,13 @@ func decodeAsymSig(dst *[80]byte, enc string, s []byte) ([]byte, bool) {
 		for len(s) > 0 && s[len(s)-1] == '=' {
 			s = s[:len(s)-1]
 		}
-		if e.DecodedLen(len(s)) > len(dst) {
+		if e.DecodedLen(len(s)) > len(dst) || hasLineBreak(s) {
 			return nil, false
 		}
 		n, err := e.Decode(dst[:], s)
 		return dst[:n], err == nil
 	default:
-		if base64.StdEncoding.DecodedLen(len(s)) > len(dst) {
+		if base64.StdEncoding.DecodedLen(len(s)) > len(dst) || hasLineBreak(s) {
 			return nil, false
 		}
 		n, err := base64.StdEncoding.Decode(dst[:], s)

@@ -328,7 +328,7 @@ func decodeSigEnc(dst *[64]byte, enc string, s []byte) ([]byte, bool) {
 	}
 	e := base64.RawURLEncoding
 	s = bytes.TrimRight(s, "=")
-	if e.DecodedLen(len(s)) > 64 {
+	if e.DecodedLen(len(s)) > 64 || hasLineBreak(s) {
 		return nil, false
 	}
 	n, err := e.Decode(dst[:], s)

@@ -105,3 +105,45 @@ func TestHMACFamilyRefuses(t *testing.T) {
 		})
 	}
 }
+
+// TestSignatureLineBreaksRefused: encoding/base64 skips CR and LF while
+// decoding, so without a check a signature with a line break in it
+// would read as the signature without one. Every decoder a family reads
+// a request's signature with refuses it.
+func TestSignatureLineBreaksRefused(t *testing.T) {
+	raw := sum256([]byte("k"), "body")
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		s := enc.EncodeToString(raw)
+		for _, bad := range []string{s + "\r", s[:8] + "\n" + s[8:], "\r\n" + s} {
+			var d64 [64]byte
+			var d80 [80]byte
+			var drsa [maxRSABytes]byte
+			b := []byte(bad)
+			checks := map[string]bool{}
+			switch enc {
+			case base64.StdEncoding:
+				_, checks["decodeSig"] = decodeSig(&d64, "base64", b)
+				_, checks["decodeAsymSig"] = decodeAsymSig(&d80, "base64", b)
+				_, checks["decodeRSASig"] = decodeRSASig(&drsa, "base64", b)
+			default:
+				_, checks["decodeSigEnc"] = decodeSigEnc(&d64, "base64url", b)
+				_, checks["decodeAsymSig"] = decodeAsymSig(&d80, "base64url", b)
+				_, checks["b64urlInto"] = b64urlInto(base64.RawURLEncoding, d64[:], []byte(strings.TrimRight(bad, "=")))
+			}
+			for name, ok := range checks {
+				if ok {
+					t.Errorf("%s accepted %q", name, bad)
+				}
+			}
+		}
+		// The same signature without the break still decodes.
+		var d64 [64]byte
+		if enc == base64.StdEncoding {
+			if got, ok := decodeSig(&d64, "base64", []byte(s)); !ok || !hmac.Equal(got, raw) {
+				t.Fatalf("decodeSig refused a clean signature")
+			}
+		} else if got, ok := decodeSigEnc(&d64, "base64url", []byte(s)); !ok || !hmac.Equal(got, raw) {
+			t.Fatalf("decodeSigEnc refused a clean signature %q", s)
+		}
+	}
+}

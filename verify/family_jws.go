@@ -214,7 +214,7 @@ func (f *jwsFamily) Verify(h Headers, body []byte, now time.Time) error {
 // b64urlInto decodes unpadded base64url into dst; ok false when it does
 // not fit or is not base64url.
 func b64urlInto(e *base64.Encoding, dst, s []byte) ([]byte, bool) {
-	if len(s) == 0 || e.DecodedLen(len(s)) > len(dst) {
+	if len(s) == 0 || e.DecodedLen(len(s)) > len(dst) || hasLineBreak(s) {
 		return nil, false
 	}
 	n, err := e.Decode(dst, s)

@@ -210,7 +210,7 @@ func decodeRSASig(dst *[maxRSABytes]byte, enc string, s []byte) ([]byte, bool) {
 			s = s[:len(s)-1]
 		}
 	}
-	if len(s) == 0 || e.DecodedLen(len(s)) > len(dst)+2 {
+	if len(s) == 0 || e.DecodedLen(len(s)) > len(dst)+2 || hasLineBreak(s) {
 		return nil, false
 	}
 	var tmp [maxRSABytes + 2]byte

@@ -77,7 +77,7 @@ func decodeSig(dst *[64]byte, enc string, s []byte) ([]byte, bool) {
 		n, err := hex.Decode(dst[:], s)
 		return dst[:n], err == nil
 	default:
-		if base64.StdEncoding.DecodedLen(len(s)) > 66 {
+		if base64.StdEncoding.DecodedLen(len(s)) > 66 || hasLineBreak(s) {
 			return nil, false
 		}
 		var tmp [66]byte
@@ -88,6 +88,18 @@ func decodeSig(dst *[64]byte, enc string, s []byte) ([]byte, bool) {
 		copy(dst[:], tmp[:n])
 		return dst[:n], true
 	}
+}
+
+// hasLineBreak reports whether s holds a CR or LF, which encoding/base64
+// skips while decoding: a signature is its exact characters, so one with
+// a line break in it is refused, not read as if the break were absent.
+func hasLineBreak(s []byte) bool {
+	for _, c := range s {
+		if c == '\r' || c == '\n' {
+			return true
+		}
+	}
+	return false
 }
 
 // anyMatch reports whether sig equals the MAC of parts under any key. It
