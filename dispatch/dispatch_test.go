@@ -34,6 +34,14 @@ func TestDeliversEveryHookToEverySink(t *testing.T) {
 		}
 	}
 	d := n.disp.Load()
+	// Attempts run on workers that take the next one themselves: far
+	// fewer goroutines start than attempts run (one each before).
+	conc := 2 * config.DefaultSinkConcurrency // twoSinks leaves it at its default
+	if w := dispatch.WorkersStarted(d); w > int64(4*conc) {
+		t.Errorf("%d attempt workers started for %d attempts at a concurrency of %d; want at most %d", w, 2*count, conc, 4*conc)
+	} else {
+		t.Logf("%d attempt workers for %d attempts", w, 2*count)
+	}
 	waitFor(t, 5*time.Second, "the checkpoint", func() bool { return d.Checkpoint() == n.wal.LastSeq() })
 	live, err := n.meta.HoldsLive(1, n.wal.LastSeq())
 	if err != nil || live {

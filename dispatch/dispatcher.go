@@ -84,6 +84,8 @@ type Dispatcher struct {
 	o    Options
 	meta *meta.Store // o.Meta
 
+	workers atomic.Int64 // attempt workers started (runner.worker)
+
 	in      *Intake
 	written uint64        // last seq with rows written (writer goroutine)
 	flushed atomic.Uint64 // last seq whose rows are readable (not yet durable)

@@ -37,3 +37,6 @@ func SweepAttempts(d *Dispatcher) (int, error) { return d.sweepAttempts() }
 // BacklogGauges are the dispatcher's counts of pending rows and dead
 // letters behind the backlog gauges.
 func BacklogGauges(d *Dispatcher) (pending, dead int64) { return d.pending.Load(), d.dead.Load() }
+
+// WorkersStarted counts the attempt workers the runners have started.
+func WorkersStarted(d *Dispatcher) int64 { return d.workers.Load() }

@@ -3,6 +3,7 @@ package dispatch
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/VictoriaMetrics/metrics"
 
@@ -60,9 +61,24 @@ type runner struct {
 	idle      *sync.Cond
 
 	kick chan struct{}
+	// work hands a started attempt to an idle worker (worker): an
+	// attempt runs on a goroutine whose stack has already grown to what
+	// a delivery needs, instead of a new one that grows it again.
+	work chan runItem
 
 	delivered, retried, deadened, circuit *metrics.Counter
 }
+
+// runItem is an attempt handed to a worker.
+type runItem struct {
+	t *task
+	q *tenantQueue
+}
+
+// workerIdle is how long a worker waits for its next attempt before it
+// exits: long enough to outlast the gaps of a steady load, short enough
+// that a burst's workers do not linger.
+const workerIdle = 10 * time.Second
 
 type tenantQueue struct {
 	ord      uint32
@@ -82,6 +98,7 @@ func newRunner(d *Dispatcher, src *source.Source, spec config.Sink, sk Sink) *ru
 		// be generous.
 		queueCap: max(4096, 64*spec.Concurrency),
 		kick:     make(chan struct{}, 1),
+		work:     make(chan runItem),
 	}
 	r.tenantCap = max(16, r.queueCap/4)
 	r.idle = sync.NewCond(&r.mu)
@@ -129,30 +146,27 @@ func (r *runner) offer(t *task) bool {
 	return true
 }
 
-// loop starts attempts while there are slots and tasks.
+// loop starts attempts while there are slots and tasks: each on an idle
+// worker, or on a new one when none is idle.
 func (r *runner) loop() {
 	defer r.d.wg.Done()
 	var closed []*task
 	for {
 		r.mu.Lock()
-		for r.inflight < r.spec.Concurrency {
-			t, q := r.pickLocked()
+		for {
+			t, q := r.startLocked(&closed)
 			if t == nil {
 				break
 			}
-			if !r.d.startAttempt(t.id.Ord) {
-				closed = append(closed, t) // its tenant is being erased
-				continue
+			select {
+			case r.work <- runItem{t, q}:
+			default:
+				r.d.workers.Add(1)
+				go r.worker(t, q)
 			}
-			r.inflight++
-			q.inflight++
-			go r.run(t, q)
 		}
 		r.mu.Unlock()
-		for i, t := range closed {
-			r.d.finish(t)
-			closed[i] = nil
-		}
+		r.finishClosed(closed)
 		closed = closed[:0]
 		select {
 		case <-r.kick:
@@ -160,6 +174,70 @@ func (r *runner) loop() {
 			return // retired: its queued tasks were handed over
 		case <-r.d.stop:
 			r.dropQueued()
+			return
+		}
+	}
+}
+
+// startLocked takes the next task that may start now and counts it in
+// flight; a task whose tenant is being erased goes to closed instead.
+func (r *runner) startLocked(closed *[]*task) (*task, *tenantQueue) {
+	for r.inflight < r.spec.Concurrency {
+		t, q := r.pickLocked()
+		if t == nil {
+			return nil, nil
+		}
+		if !r.d.startAttempt(t.id.Ord) {
+			*closed = append(*closed, t) // its tenant is being erased
+			continue
+		}
+		r.inflight++
+		q.inflight++
+		return t, q
+	}
+	return nil, nil
+}
+
+func (r *runner) finishClosed(closed []*task) {
+	for i, t := range closed {
+		r.d.finish(t)
+		closed[i] = nil
+	}
+}
+
+// worker runs t, then takes the next attempt itself while the runner
+// has one to start (so a steady load keeps its workers busy without a
+// hand-off), then waits for the loop to hand it one, until none comes
+// for workerIdle or the runner leaves service. The loop starts a worker
+// only when no idle one takes the attempt, so there are at most as many
+// busy workers as attempts in flight; an attempt runs on a stack already
+// grown to what a delivery needs.
+func (r *runner) worker(t *task, q *tenantQueue) {
+	idle := time.NewTimer(workerIdle)
+	defer idle.Stop()
+	var closed []*task
+	for {
+		r.run(t, q)
+		r.mu.Lock()
+		t, q = nil, nil
+		if !r.retired.Load() && !r.d.stopping() {
+			t, q = r.startLocked(&closed)
+		}
+		r.mu.Unlock()
+		r.finishClosed(closed)
+		closed = closed[:0]
+		if t != nil {
+			continue
+		}
+		idle.Reset(workerIdle)
+		select {
+		case it := <-r.work:
+			t, q = it.t, it.q
+		case <-idle.C:
+			return
+		case <-r.done:
+			return
+		case <-r.d.stop:
 			return
 		}
 	}
@@ -210,10 +288,7 @@ func (r *runner) run(t *task, q *tenantQueue) {
 	if closeNow {
 		r.d.closeRetired(r)
 	}
-	select {
-	case r.kick <- struct{}{}:
-	default:
-	}
+	// No kick: the worker that ran t takes the next attempt itself.
 	r.d.wakeScheduler()
 }
 
