@@ -167,6 +167,9 @@ func (n *node) close() {
 	if err := n.meta.Close(); err != nil {
 		n.t.Fatal(err)
 	}
+	if m := meta.APIMisuses(); m != 0 {
+		n.t.Fatalf("pebble reported %d misuses of the meta store (a due entry written twice before its single delete?)", m)
+	}
 	select {
 	case err := <-n.fatal:
 		n.t.Fatalf("a stage failed: %v", err)

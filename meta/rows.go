@@ -30,7 +30,7 @@ func (b *Batch) PutPending(id RowID, row *Delivery) {
 // MovePending writes the pending row id, due at oldDue until now, with its
 // due entry moved to row.Due (a retry, or a pause while a circuit is open).
 func (b *Batch) MovePending(id RowID, oldDue int64, row *Delivery) {
-	b.DeleteDue(id, oldDue)
+	b.settleDue(id, oldDue)
 	b.PutPending(id, row)
 }
 
@@ -39,12 +39,12 @@ func (b *Batch) MovePending(id RowID, oldDue int64, row *Delivery) {
 func (b *Batch) DeletePending(id RowID, due int64) {
 	b.key = RowKey(b.key[:0], id)
 	b.del(b.key)
-	b.DeleteDue(id, due)
+	b.settleDue(id, due)
 }
 
 // PutDead makes the pending row id, due at oldDue, a dead letter.
 func (b *Batch) PutDead(id RowID, oldDue int64, row *Delivery) {
-	b.DeleteDue(id, oldDue)
+	b.settleDue(id, oldDue)
 	row.State = RowDead
 	b.putRow(id, row)
 	b.key = DeadKey(b.key[:0], id)
@@ -72,6 +72,16 @@ func (b *Batch) DeleteDead(id RowID) {
 func (b *Batch) DeleteDue(id RowID, due int64) {
 	b.key = DueKey(b.key[:0], id, due)
 	b.del(b.key)
+}
+
+// settleDue deletes the due entry of a pending row that was read as
+// pending (its row says it is due at due): PutPending wrote that key once,
+// and nothing writes it again before this deletion, so a single delete
+// cancels the write in the flush. DeleteDue, for entries of unknown
+// history (damaged or orphaned ones), writes a plain tombstone.
+func (b *Batch) settleDue(id RowID, due int64) {
+	b.key = DueKey(b.key[:0], id, due)
+	b.singleDel(b.key)
 }
 
 func (b *Batch) putRow(id RowID, row *Delivery) {
