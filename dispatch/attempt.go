@@ -107,6 +107,12 @@ func (d *Dispatcher) record(r *runner, t *task, env *envelope.Envelope, now time
 	defer b.Close()
 	oldDue := row.Due
 	switch {
+	case e == nil && t.first && n == 1:
+		// The row writer wrote this row once and held it for this
+		// attempt since: nothing else wrote it (source_rows.go marks a
+		// held row instead).
+		row.LastError = ""
+		b.DeleteFreshPending(t.id, oldDue)
 	case e == nil:
 		row.LastError = ""
 		b.DeletePending(t.id, oldDue)

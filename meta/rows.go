@@ -42,6 +42,17 @@ func (b *Batch) DeletePending(id RowID, due int64) {
 	b.settleDue(id, due)
 }
 
+// DeleteFreshPending deletes the pending row id, due at due, that
+// PutPending wrote once and nothing has written since (its first attempt
+// delivered it): the row and its due entry go with single deletes, so a
+// row written and delivered between two flushes leaves nothing in an
+// sstable.
+func (b *Batch) DeleteFreshPending(id RowID, due int64) {
+	b.key = RowKey(b.key[:0], id)
+	b.singleDel(b.key)
+	b.settleDue(id, due)
+}
+
 // PutDead makes the pending row id, due at oldDue, a dead letter.
 func (b *Batch) PutDead(id RowID, oldDue int64, row *Delivery) {
 	b.settleDue(id, oldDue)

@@ -11,9 +11,13 @@ import (
 
 // dueKeysStored counts the due index's keys in the store, tombstones
 // included, as a flush or compaction left them.
-func dueKeysStored(t *testing.T, s *Store) (sets, dels int) {
+func dueKeysStored(t *testing.T, s *Store) (sets, dels int) { return keysStored(t, s, prefixDue) }
+
+// keysStored counts the keys under prefix (two bytes, "x/") in the
+// store, tombstones included.
+func keysStored(t *testing.T, s *Store, prefix string) (sets, dels int) {
 	t.Helper()
-	err := s.db.ScanInternal(context.Background(), block.CategoryUnknown, []byte(prefixDue), []byte("d0"),
+	err := s.db.ScanInternal(context.Background(), block.CategoryUnknown, []byte(prefix), []byte{prefix[0], '/' + 1},
 		func(k *pebble.InternalKey, _ pebble.LazyValue, _ pebble.IteratorLevel) error {
 			switch k.Kind() {
 			case pebble.InternalKeyKindSet:
@@ -35,7 +39,10 @@ func dueKeysStored(t *testing.T, s *Store) (sets, dels int) {
 // retry's new entry stays. Pebble reports no misuse of the single deletes
 // through any number of flushes and compactions.
 func TestSettledDueEntriesLeaveNoTombstones(t *testing.T) {
-	s := openMem(t, vfs.NewMem())
+	s, err := Open(Options{Dir: "meta", FS: vfs.NewMem(), noCompactions: true})
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer s.Close()
 	misuse := apiMisuse.Get()
 	const n = 900
@@ -110,5 +117,60 @@ func TestSingleDeleteMisuseReported(t *testing.T) {
 	}
 	if d := apiMisuse.Get() - before; d != 1 {
 		t.Fatalf("ankusa_meta_api_misuse_total moved by %d; want 1", d)
+	}
+}
+
+// A row its first attempt delivered (written once by PutPending, deleted
+// by DeleteFreshPending) leaves neither the row nor its due entry in an
+// sstable; a row delivered after a retry leaves the row's tombstone.
+func TestFreshRowLeavesNothing(t *testing.T) {
+	s, err := Open(Options{Dir: "meta", FS: vfs.NewMem(), noCompactions: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	misuse := apiMisuse.Get()
+	// A row below, in an sstable whose range covers the rows written next:
+	// a flush may drop a tombstone with nothing under it, so without it
+	// even plain deletes would leave nothing.
+	commit(t, s, func(b *Batch) {
+		b.PutPending(RowID{Ord: 5, Seq: 1 << 40, Sink: "a"}, &Delivery{Due: 1 << 40, Source: "src"})
+		b.PutPending(RowID{Ord: 5, Seq: 0, Sink: "0"}, &Delivery{Due: 0, Source: "src"})
+	})
+	if err := s.db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	const n = 500
+	commit(t, s, func(b *Batch) {
+		for i := 0; i < n; i++ {
+			b.PutPending(RowID{Ord: 5, Seq: uint64(i), Sink: "a"}, &Delivery{Due: 10, Source: "src"})
+		}
+	})
+	commit(t, s, func(b *Batch) {
+		for i := 0; i < n; i++ {
+			if i%2 == 0 {
+				b.DeleteFreshPending(RowID{Ord: 5, Seq: uint64(i), Sink: "a"}, 10)
+				continue
+			}
+			row := Delivery{Due: 20, Source: "src", Attempts: 1}
+			b.MovePending(RowID{Ord: 5, Seq: uint64(i), Sink: "a"}, 10, &row)
+		}
+	})
+	commit(t, s, func(b *Batch) {
+		for i := 1; i < n; i += 2 {
+			b.DeletePending(RowID{Ord: 5, Seq: uint64(i), Sink: "a"}, 20)
+		}
+	})
+	if err := s.db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if sets, dels := keysStored(t, s, prefixRow); sets != 2 || dels != n/2 {
+		t.Fatalf("rows in the store after the flush: %d, tombstones %d; want the 2 below and %d tombstones (the retried rows')", sets, dels, n/2)
+	}
+	if sets, dels := dueKeysStored(t, s); sets != 2 || dels != 0 {
+		t.Fatalf("due entries after the flush: %d, tombstones %d; want the 2 below and no tombstone", sets, dels)
+	}
+	if d := apiMisuse.Get() - misuse; d != 0 {
+		t.Fatalf("pebble reported %d misuses of the single deletes", d)
 	}
 }

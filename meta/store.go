@@ -16,6 +16,9 @@ import (
 type Options struct {
 	Dir string
 	FS  vfs.FS
+	// noCompactions turns pebble's automatic compactions off: a test that
+	// counts what a flush wrote reads it before a compaction moves it.
+	noCompactions bool
 	// CacheBytes is pebble's block cache (default 64 MiB).
 	CacheBytes int64
 	// Logf receives pebble's informational messages, Errorf its errors
@@ -87,6 +90,7 @@ func Open(o Options) (*Store, error) {
 	defer cache.Unref()
 	l := newLogger(&o)
 	po := &pebble.Options{FS: o.FS, Logger: l, Cache: cache, EventListener: l.events(), Cleaner: removeCleaner{}}
+	po.DisableAutomaticCompactions = o.noCompactions
 	db, err := pebble.Open(o.Dir, po)
 	if err != nil {
 		return nil, fmt.Errorf("cannot open meta store %q: %w", o.Dir, err)
