@@ -262,3 +262,41 @@ func TestAnsweredFailuresDoNotOpenTheBreaker(t *testing.T) {
 	// never opened.
 	waitFor(t, 900*time.Millisecond, "every attempt", func() bool { return fk.calls.Load() == 80 })
 }
+
+// A first attempt whose runner cannot take it (the tenant's queue is
+// full) is let go of unsettled: the scheduler claims its row once the
+// sink makes room. The row writer marks for the scheduler only the
+// tenants of rows no first attempt holds, so this holds only because
+// letting go of a held row marks its tenant.
+func TestFirstAttemptRefusedIsClaimed(t *testing.T) {
+	open := make(chan struct{})
+	fk := newFakeSinks(func(_ string, _ *dispatch.Delivery) error {
+		<-open
+		return nil
+	})
+	n := openNode(t, vfs.NewMem(), fk, nodeOptions{sinks: twoSinks(nil)})
+	defer n.close()
+	defer func() {
+		select {
+		case <-open:
+		default:
+			close(open) // a failure: let the attempts end so the node closes
+		}
+	}()
+	// One tenant: 8 attempts in flight per sink and 1,024 queued (the
+	// tenant's share of the runner's queue), the rest refused.
+	const count = 1500
+	hooks := n.commitMany(count, 8, func(int) string { return "acme" })
+	d := n.disp.Load()
+	waitFor(t, 10*time.Second, "every row written", func() bool { return dispatch.RowsFlushed(d) == uint64(count) })
+	time.Sleep(1500 * time.Millisecond) // passes run and find nothing to claim
+	close(open)
+	waitFor(t, 30*time.Second, "every delivery", func() bool { return fk.ok.Load() == 2*count })
+	for _, e := range hooks {
+		for _, s := range []string{"a", "b"} {
+			if got := fk.delivered(s, e.ID); got != 1 {
+				t.Fatalf("hook %d reached sink %s %d times, want once", e.Seq, s, got)
+			}
+		}
+	}
+}

@@ -40,3 +40,7 @@ func BacklogGauges(d *Dispatcher) (pending, dead int64) { return d.pending.Load(
 
 // WorkersStarted counts the attempt workers the runners have started.
 func WorkersStarted(d *Dispatcher) int64 { return d.workers.Load() }
+
+// RowsFlushed is the seq up to which the row writer has committed rows
+// and offered first attempts.
+func RowsFlushed(d *Dispatcher) uint64 { return d.flushed.Load() }

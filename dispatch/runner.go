@@ -333,7 +333,10 @@ func (d *Dispatcher) finish(t *task) {
 	if t.settled {
 		d.unhold(t.id)
 	} else {
+		// Still pending, due as it was: the scheduler claims it (a first
+		// attempt's tenant was not marked when its row was written).
 		d.release(t.id, t.row.Due)
+		d.markActive(t.id.Ord)
 	}
 	if t.sh != nil {
 		d.doneWith(t.sh)

@@ -189,6 +189,7 @@ func (j *deadLetterJob) add(id meta.RowID) error {
 	row, found, err := j.d.meta.Row(id)
 	if err != nil {
 		j.d.release(id, 0) // its due entry is where it was, wherever that is
+		j.d.markActive(id.Ord)
 		return err
 	}
 	if !found || row.State != meta.RowPending {
@@ -233,6 +234,8 @@ func (j *deadLetterJob) flush() error {
 func (j *deadLetterJob) letGo() {
 	for _, id := range j.mine {
 		j.d.release(id, 0) // the batch did not commit: its due entry is where it was
+		// A pass that met it held may have found its tenant empty.
+		j.d.markActive(id.Ord)
 	}
 	j.mine = j.mine[:0]
 }

@@ -33,8 +33,12 @@ type rowWriter struct {
 	b       *meta.Batch
 	tasks   []*task
 	hooks   int
-	rebuild bool                // only create absent rows
-	ords    map[uint32]struct{} // tenants with rows in the batch
+	rebuild bool // only create absent rows
+	// ords are the tenants with rows in the batch that no first attempt
+	// holds: the scheduler must look at them. A held row is the
+	// scheduler's again only if its attempt lets go of it unsettled
+	// (finish marks its tenant then) or retries it (record).
+	ords    map[uint32]struct{}
 	created int
 }
 
@@ -197,8 +201,9 @@ func (w *rowWriter) addHook(e *envelope.Envelope, sh *shared) error {
 		w.b.PutPending(id, &row)
 		w.created++
 		d.pending.Add(1)
-		w.ords[e.TenantOrdinal] = struct{}{}
 		if sh == nil || !d.hold(id) {
+			// No first attempt from memory: the scheduler claims it.
+			w.ords[e.TenantOrdinal] = struct{}{}
 			continue
 		}
 		sh.refs.Add(1)
@@ -287,7 +292,7 @@ func (d *Dispatcher) offerFirst(t *task) {
 			break
 		}
 	}
-	d.finish(t)
+	d.finish(t) // marks the tenant active: the scheduler claims the row
 	d.wakeScheduler()
 }
 
