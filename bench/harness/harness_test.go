@@ -19,7 +19,7 @@ func TestParseFlags(t *testing.T) {
 		t.Errorf("defaults: %+v, %v", o, err)
 	}
 	o, err = parseFlags([]string{"-quick"})
-	if err != nil || o.rounds != 3 || !reflect.DeepEqual(o.conns, []int{256}) || o.duration != 3*time.Second || o.warmup != time.Second || o.minRatio != 0.5 {
+	if err != nil || o.rounds != 3 || !reflect.DeepEqual(o.conns, []int{256}) || o.duration != 3*time.Second || o.warmup != time.Second || o.minRatio != 0.6 {
 		t.Errorf("-quick: %+v, %v", o, err)
 	}
 	o, err = parseFlags([]string{"-quick", "-d", "5s", "-min-ratio", "0.8"})
