@@ -9,6 +9,17 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
+// openNoCompactions opens a store in memory whose sstables only flushes
+// and the test's own compactions write.
+func openNoCompactions(t *testing.T) *Store {
+	t.Helper()
+	s, err := Open(Options{Dir: "meta", FS: vfs.NewMem(), noCompactions: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // dueKeysStored counts the due index's keys in the store, tombstones
 // included, as a flush or compaction left them.
 func dueKeysStored(t *testing.T, s *Store) (sets, dels int) { return keysStored(t, s, prefixDue) }
@@ -39,10 +50,7 @@ func keysStored(t *testing.T, s *Store, prefix string) (sets, dels int) {
 // retry's new entry stays. Pebble reports no misuse of the single deletes
 // through any number of flushes and compactions.
 func TestSettledDueEntriesLeaveNoTombstones(t *testing.T) {
-	s, err := Open(Options{Dir: "meta", FS: vfs.NewMem(), noCompactions: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openNoCompactions(t)
 	defer s.Close()
 	misuse := apiMisuse.Get()
 	const n = 900
@@ -124,10 +132,7 @@ func TestSingleDeleteMisuseReported(t *testing.T) {
 // by DeleteFreshPending) leaves neither the row nor its due entry in an
 // sstable; a row delivered after a retry leaves the row's tombstone.
 func TestFreshRowLeavesNothing(t *testing.T) {
-	s, err := Open(Options{Dir: "meta", FS: vfs.NewMem(), noCompactions: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openNoCompactions(t)
 	defer s.Close()
 	misuse := apiMisuse.Get()
 	// A row below, in an sstable whose range covers the rows written next:
