@@ -20,7 +20,16 @@
 // A row is pending (with a due time), in flight (an attempt holds it: a
 // lease kept in memory, which a crash ends for every row at once, so the
 // stored state stays pending), or dead. A delivered row is deleted; its
-// attempt log stays for AttemptLogTTL.
+// attempt log stays for AttemptLogTTL. A due entry, written once, and a
+// row its first attempt delivered go with single deletes, which cancel
+// their write in the flush (meta.Batch.DeleteFreshPending).
+//
+// A tenant is active (the scheduler looks at it) when it may have a row
+// no one holds: the row writer marks the tenants of rows it does not hand
+// to a first attempt, an attempt that retries a row or lets go of it
+// unsettled marks its tenant, and so does every operator call that makes
+// a row pending. Attempts run on a runner's workers, which take the next
+// attempt themselves while the runner has one to start.
 //
 // A claim pass reads each active tenant's due index through
 // meta.Store.DueRows, which starts past the entries earlier passes
