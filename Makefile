@@ -183,7 +183,8 @@ bench-segment:
 # open-loop runs with every stage running to find the highest rate, as a
 # fraction of gcref's maximum, at which the delivery backlog stays
 # bounded, then the relay reference (bench/relay: forward to the same
-# receiver, 201 after its 2xx) and the sustained figure as a ratio to it,
+# receiver, 201 after its 2xx) and the sustained figure as a ratio to the
+# rate the relay holds open loop,
 # and publish and delivery latency of both at half the sustained rate
 # (void, exit 1, unless every 201 is accounted for).
 # One table, as markdown in $(BIN)/bench-dispatch.md and raw in

@@ -85,3 +85,37 @@ func TestStamps(t *testing.T) {
 		t.Fatal("a body never recorded has arrived")
 	}
 }
+
+// TestRelaySustained: the appliance is compared with the rate the relay
+// holds open loop: its closed-loop maximum when the check held it, what
+// the check made when it did not, the maximum when the check is missing
+// or its ledger void.
+func TestRelaySustained(t *testing.T) {
+	check := func(rate, made float64, issues []string, void bool) *latencyResult {
+		c := &latencyResult{Rate: rate, LoadIssues: issues}
+		c.Load.ThroughputRPS = made
+		c.Ledger.Void = void
+		return c
+	}
+	for _, c := range []struct {
+		name      string
+		check     *latencyResult
+		held      bool
+		sustained float64
+	}{
+		{"held", check(20000, 19990, nil, false), true, 20000},
+		{"not held", check(27000, 19500, []string{"unsent"}, false), false, 19500},
+		{"void ledger", check(27000, 19500, nil, true), false, 27000},
+		{"no check", nil, false, 27000},
+	} {
+		closed := 27000.0 // the relay's closed-loop maximum, the check's rate
+		if c.check != nil {
+			closed = c.check.Rate
+		}
+		r := &relayResult{Max: closed, Check: c.check}
+		r.settle()
+		if r.Held != c.held || r.Sustained != c.sustained {
+			t.Errorf("%s: held %v sustained %v; want %v and %v", c.name, r.Held, r.Sustained, c.held, c.sustained)
+		}
+	}
+}

@@ -70,7 +70,7 @@ func measureAll(ctx context.Context, o *options) (*report, error) {
 			return nil, err
 		}
 		if s := rep.sustained(); s != nil {
-			rep.VsRelay = s.Rate / rep.Relay.Max
+			rep.VsRelay = s.Rate / rep.Relay.Sustained
 		}
 		if o.only["open"] {
 			if err := rep.measureLatency(ctx, o); err != nil {

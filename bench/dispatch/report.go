@@ -27,7 +27,7 @@ type report struct {
 	Open          []*openResult    `json:"open_loop"`
 	SustainedFrac float64          `json:"sustained_fraction_of_gcref"` // 0: no rate stayed bounded
 	Relay         *relayResult     `json:"relay,omitempty"`
-	VsRelay       float64          `json:"sustained_vs_relay"` // the sustained rate over the relay's maximum; 0: either is missing
+	VsRelay       float64          `json:"sustained_vs_relay"` // the sustained rate over the relay's (relayResult.Sustained); 0: either is missing
 	Latency       []*latencyResult `json:"latency_at_half,omitempty"`
 	Notes         []string         `json:"notes,omitempty"`
 	Failures      []string         `json:"failures"`
@@ -279,12 +279,16 @@ func (rep *report) relaySection(b *strings.Builder) {
 		fmt.Fprintf(b, " Open loop at that rate for %s: %s req/s made (%s), ledger whole: %v — it %s that rate.", rep.OpenDuration, thousands(c.Load.ThroughputRPS), orAll201(c.LoadIssues), !c.Ledger.Void, verdict)
 	}
 	b.WriteString("\n\n")
-	if s := rep.sustained(); s != nil && r.Max > 0 {
+	if s := rep.sustained(); s != nil && r.Sustained > 0 {
 		floor := ""
 		if len(rep.Open) == 1 {
 			floor = " (one open-loop rate was tried: a floor of the sustained figure, not its maximum)"
 		}
-		fmt.Fprintf(b, "**Sustained end-to-end = %.2f × the relay**: the appliance's %s hooks/s (the open-loop search above) against the relay's %s%s.\n\n", rep.VsRelay, thousands(s.Rate), thousands(r.Max), floor)
+		which := "its closed-loop maximum, which it held open loop"
+		if r.Sustained < r.Max {
+			which = fmt.Sprintf("what it made open loop at its closed-loop maximum of %s, which it did not hold", thousands(r.Max))
+		}
+		fmt.Fprintf(b, "**Sustained end-to-end = %.2f × the relay**: the appliance's %s hooks/s (the open-loop search above) against the relay's %s (%s)%s.\n\n", rep.VsRelay, thousands(s.Rate), thousands(r.Sustained), which, floor)
 	}
 	if len(rep.Latency) == 0 && r.Check == nil {
 		return
