@@ -20,8 +20,8 @@ const errorEvery = 10 * time.Second
 // retried by pebble), logged or not.
 var backgroundErrors = metrics.NewCounter("ankusa_meta_background_errors_total")
 
-// apiMisuse counts the misuses of the store pebble reports (a single
-// delete that met two writes of its key, or none).
+// apiMisuse counts the single deletes pebble saw meet two writes of
+// their key.
 var apiMisuse = metrics.NewCounter("ankusa_meta_api_misuse_total")
 
 // APIMisuses is how many misuses of the store pebble has reported in this
@@ -70,10 +70,16 @@ func (l logger) events() *pebble.EventListener {
 			backgroundErrors.Inc()
 			l.Errorf("background error: %s", err)
 		},
-		// A single delete that met two writes of its key (or none): a
-		// store bug that could bring back a deleted due entry, whose row
-		// the claim pass then finds gone or moved (and skips or deletes).
+		// A single delete that met two writes of its key: a store bug
+		// that could bring back a deleted due entry or row. Pebble's other
+		// kinds (a single delete that found no write, which a delete-only
+		// compaction under an erase's range delete can also cause) are
+		// logged, not counted.
 		PossibleAPIMisuse: func(info pebble.PossibleAPIMisuseInfo) {
+			if info.Kind != pebble.NondeterministicSingleDelete {
+				l.Infof("%s", info)
+				return
+			}
 			apiMisuse.Inc()
 			l.Errorf("%s", info)
 		},
