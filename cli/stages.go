@@ -296,6 +296,9 @@ func (n *node) openDispatch(in *dispatch.Intake) error {
 		NewSink: n.newSink(),
 		Ordinal: n.wal.Ordinal,
 		LastSeq: n.wal.LastSeq(),
+		// A loss the operator accepted at recovery: the seqs past the
+		// log's end are numbered again.
+		SeqsReused: n.wal.LossAccepted(),
 		// The attempt log costs disk per delivery; its TTL is the knob.
 		AttemptLogTTL: time.Duration(n.cfg.Dispatch.AttemptLogTTL),
 		MaxPenBytes:   int64(n.cfg.Limits.MaxQuarantineBytes),

@@ -107,10 +107,11 @@ func (d *Dispatcher) record(r *runner, t *task, env *envelope.Envelope, now time
 	defer b.Close()
 	oldDue := row.Due
 	switch {
-	case e == nil && t.first && n == 1:
+	case e == nil && t.first && n == 1 && !d.o.SeqsReused:
 		// The row writer wrote this row once and held it for this
 		// attempt since: nothing else wrote it (source_rows.go marks a
-		// held row instead).
+		// held row instead), and its key names no lost hook's row
+		// (SeqsReused).
 		row.LastError = ""
 		b.DeleteFreshPending(t.id, oldDue)
 	case e == nil:

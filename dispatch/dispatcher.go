@@ -55,6 +55,12 @@ type Options struct {
 	// and the rebuild past the checkpoint creates nothing for their hooks
 	// (DESIGN.md §6 item 4).
 	Erased []uint32
+	// SeqsReused says seqs above the log's end at Open may be given again
+	// to new hooks while rows of the lost hooks they named are still
+	// stored (wal.WAL.LossAccepted): a new row may then be a second write
+	// of its key, so no row goes with a single delete (meta.Batch.
+	// DeleteFreshPending), which would bring the older one back.
+	SeqsReused bool
 }
 
 // EnsureDefaults fills unset options.

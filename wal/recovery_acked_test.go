@@ -63,6 +63,9 @@ func TestDamageBelowAckedBoundsRefused(t *testing.T) {
 				if err != nil {
 					t.Fatalf("Open: %v, want the tail cut", err)
 				}
+				if w.LossAccepted() {
+					t.Error("LossAccepted after cutting a torn tail, which nothing acknowledged")
+				}
 				closeWAL(t, w)
 				return
 			}
@@ -83,6 +86,9 @@ func TestDamageBelowAckedBoundsRefused(t *testing.T) {
 			w, err = wal.Open(wal.Options{FS: mem, Dir: dir, Node: testNode, Meta: &meta, Recovery: wal.RecoverTruncate, Logf: func(string, ...any) {}})
 			if err != nil {
 				t.Fatalf("Open with truncate: %v", err)
+			}
+			if !w.LossAccepted() {
+				t.Error("LossAccepted false after -wal-recovery=truncate cut acknowledged hooks")
 			}
 			a, err := commit(w, hook{tenant: "t0", tag: "after"})
 			if err != nil || a.Seq <= n {

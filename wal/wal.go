@@ -124,6 +124,9 @@ type WAL struct {
 	retry     *time.Timer   // a preparation that met ENOSPC runs again when it fires
 	prepFails int           // preparations in a row that met ENOSPC
 	dirDirty  bool          // a file was renamed into the log and the directory not synced since
+	// lossAccepted: recovery cut acknowledged hooks (-wal-recovery=truncate),
+	// so seqs above the log's end may be given again to new hooks.
+	lossAccepted bool
 }
 
 // Request is one record on its way through the commit loop. Acquire it,
@@ -219,6 +222,7 @@ func Open(opts Options) (*WAL, error) {
 			return nil, err
 		}
 	}
+	w.lossAccepted = st.lossAccepted
 	w.num = NewNumbers(opts.Node, floor, opts.MaxTenants)
 	w.fileNum = st.lastFile + 1
 	if err := w.createFile(); err != nil {
@@ -315,6 +319,13 @@ func (w *WAL) LastID() envelope.ID { return w.num.LastID() }
 
 // QueuedBytes is what waits for the loop.
 func (w *WAL) QueuedBytes() int64 { return w.queued.Load() }
+
+// LossAccepted reports whether this Open's recovery cut acknowledged
+// hooks (-wal-recovery=truncate accepted a loss). Their seqs are given
+// again to new hooks, and delivery rows written for the lost ones (unsynced,
+// past the dispatch checkpoint) may still be in the meta store under the
+// same keys.
+func (w *WAL) LossAccepted() bool { return w.lossAccepted }
 
 // Failed reports whether a write or sync has failed.
 func (w *WAL) Failed() bool { return w.failed.Load() }
