@@ -141,7 +141,7 @@ func (d *Dispatcher) record(r *runner, t *task, env *envelope.Envelope, now time
 		deliverySeconds.Update(now.Sub(time.Unix(0, env.ReceivedAt)).Seconds())
 	case outRetry:
 		r.retried.Inc()
-		d.markActive(t.id.Ord)
+		t.requeued = row.Due // finish marks the tenant active once it lets go
 	case outDead:
 		r.deadened.Inc()
 		deadTotal.Inc()
@@ -194,8 +194,7 @@ func (d *Dispatcher) reschedule(t *task, due time.Time, why string) {
 		d.fatal(fmt.Errorf("cannot reschedule a delivery: %w", err))
 		return
 	}
-	t.settled = true
-	d.markActive(t.id.Ord)
+	t.settled, t.requeued = true, row.Due // finish marks the tenant active once it lets go
 }
 
 // backoff is the wait before attempt n+1: full jitter over an exponential

@@ -21,8 +21,11 @@ type task struct {
 	sh    *shared            // the hook in memory (first attempts)
 	first bool
 	// settled: the attempt's outcome moved or deleted the row's due
-	// entry, so letting go of the row needs no meta.NoteDue.
-	settled bool
+	// entry, so letting go of the row needs no meta.NoteDue, unless
+	// requeued (not 0) says it moved it to that due time (a retry, or a
+	// pause while a circuit is open).
+	settled  bool
+	requeued int64
 }
 
 // runner runs the attempts of one sink: a FIFO per tenant, served
@@ -330,13 +333,21 @@ func (d *Dispatcher) tenantInFlight(ord uint32, delta int) {
 // finish ends a task's hold: the row is free for the scheduler again and
 // the hook's memory is returned.
 func (d *Dispatcher) finish(t *task) {
-	if t.settled {
-		d.unhold(t.id)
-	} else {
+	switch {
+	case !t.settled:
 		// Still pending, due as it was: the scheduler claims it (a first
 		// attempt's tenant was not marked when its row was written).
 		d.release(t.id, t.row.Due)
 		d.markActive(t.id.Ord)
+	case t.requeued != 0:
+		// Pending again at a new due time. Marked after the hold ends: a
+		// pass between the outcome and now met the row held, so it may
+		// have found the tenant empty and taken it off the active set,
+		// and its scan may have stepped past the new entry.
+		d.release(t.id, t.requeued)
+		d.markActive(t.id.Ord)
+	default:
+		d.unhold(t.id)
 	}
 	if t.sh != nil {
 		d.doneWith(t.sh)
