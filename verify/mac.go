@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/sha1"
 	"crypto/sha256"
@@ -93,14 +94,7 @@ func decodeSig(dst *[64]byte, enc string, s []byte) ([]byte, bool) {
 // hasLineBreak reports whether s holds a CR or LF, which encoding/base64
 // skips while decoding: a signature is its exact characters, so one with
 // a line break in it is refused, not read as if the break were absent.
-func hasLineBreak(s []byte) bool {
-	for _, c := range s {
-		if c == '\r' || c == '\n' {
-			return true
-		}
-	}
-	return false
-}
+func hasLineBreak(s []byte) bool { return bytes.ContainsAny(s, "\r\n") }
 
 // anyMatch reports whether sig equals the MAC of parts under any key. It
 // tries every key so that timing does not depend on which one matched.
