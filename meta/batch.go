@@ -80,7 +80,8 @@ func (b *Batch) del(key []byte) { _ = b.b.Delete(key, nil) }
 // ever): the write and its deletion then cancel out when they meet in a
 // flush, and neither reaches an sstable, where a Delete's tombstone would
 // be written and compacted down. Used only for keys whose every write is
-// followed by its own deletion (due entries: the key holds the due time,
-// so a row moved to another due time writes another key); pebble reports
-// a key that breaks this (PossibleAPIMisuse, logger.go).
+// followed by its own deletion: due entries (the key holds the due time,
+// so a row moved to another due time writes another key) and a row its
+// first attempt delivered (DeleteFreshPending). Pebble reports a key that
+// breaks this (PossibleAPIMisuse, logger.go).
 func (b *Batch) singleDel(key []byte) { _ = b.b.SingleDelete(key, nil) }

@@ -30,10 +30,12 @@ var dueFullEvery = time.Second
 // memory: after a restart every scan starts at the front once.
 //
 // Held entries (rows their reader has taken for an attempt, skipped by
-// the scan) do not hold the start back either: an attempt's outcome moves
-// or deletes its entry in a batch, and a reader that lets go of a row
-// whose entry may still be where it was calls Store.NoteDue with it,
-// after it let go (a scan that then reads the entry sees it free).
+// the scan) do not hold the start back either: a reader that lets go of
+// a row that is still pending calls Store.NoteDue with its due entry,
+// after it let go (a scan that then reads the entry sees it free). That
+// holds for an entry an outcome moved while the row was held too: the
+// batch's own note can be overtaken by a scan that met the new entry
+// held and stepped past it.
 type dueCursors struct {
 	mu sync.Mutex
 	m  map[uint32]*dueCursor

@@ -128,8 +128,9 @@ func (s *Store) DueExists(id RowID, due int64) (bool, error) {
 //
 // The scan starts at a due time no entry of the tenant is before, except
 // held ones (duecursor.go): past the deleted entries and the held ones
-// earlier scans stepped over. Whoever lets go of a held row whose entry
-// may still be where it was must call NoteDue with it.
+// earlier scans stepped over. Whoever lets go of a held row that is
+// still pending (its entry where it was, or moved while it was held)
+// must call NoteDue with its entry's due.
 func (s *Store) DueRows(ord uint32, held func(RowID) bool, fn func(id RowID, due int64) (stop bool, err error), malformed func(key []byte)) error {
 	p := tenantPrefix(prefixDue, ord)
 	start, epoch := s.due.begin(ord)
