@@ -16,8 +16,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/klauspost/compress/zstd"
-
 	"github.com/ankusa/ankusa/envelope"
 	"github.com/ankusa/ankusa/segment"
 )
@@ -421,7 +419,7 @@ type replayer struct {
 	ts  Tombstones
 	fn  func(*envelope.Envelope) error
 	p   Progress
-	dec *zstd.Decoder
+	dec *segment.Decoder
 	st  *Stats
 	raw []byte // the block being walked, reused
 }

@@ -8,8 +8,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/klauspost/compress/zstd"
-
 	"github.com/ankusa/ankusa/segment"
 )
 
@@ -134,7 +132,7 @@ func listForVerify(ctx context.Context, b Backend, l Layout, node string, proble
 
 // verifySegment downloads one segment object and checks it; it returns
 // the bytes read and whether it passed.
-func verifySegment(ctx context.Context, b Backend, r *segmentRef, dec *zstd.Decoder, problem func(string, string, ...any)) (int64, bool) {
+func verifySegment(ctx context.Context, b Backend, r *segmentRef, dec *segment.Decoder, problem func(string, string, ...any)) (int64, bool) {
 	data, err := fetchSegment(ctx, b, r)
 	if err != nil {
 		problem(r.segKey, "%v", trimPrefix(err))

@@ -113,6 +113,11 @@ func inspectSegment(args []string) int {
 		fmt.Fprintf(out, "block %d\toffset=%d\tcompressed=%d\traw=%d\tcrc32c=%08x\thooks=%d\tfirst_seq=%d\tfirst_id=%s\n",
 			i, b.Offset, b.CompLen, b.RawLen, b.CRC, b.Count, b.FirstSeq, b.FirstID)
 	}
+	if f.DictID != 0 {
+		fmt.Fprintf(out, "format\tversion 2\ndictionary\tid %d, %d bytes (blocks start at offset %d)\n", f.DictID, len(f.Dict()), f.BlocksStart())
+	} else {
+		fmt.Fprintf(out, "format\tversion 1\ndictionary\tnone\n")
+	}
 	dec := segment.NewDecoder()
 	defer dec.Close()
 	if *verbose {

@@ -225,6 +225,7 @@ func (n *node) openSegments(backend archive.Backend, layout archive.Layout) erro
 		Archiving:   backend != nil,
 		Remote:      remote,
 		ScrubRate:   scrubRate(n.cfg.Segment),
+		NoDict:      n.cfg.Segment.Dictionary != nil && !*n.cfg.Segment.Dictionary,
 		Repair:      repair,
 		Logger:      n.log,
 		OnFatal:     fatalStorage(n.log),

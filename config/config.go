@@ -220,6 +220,11 @@ type Segment struct {
 	// then found only at boot, for footers and indexes, or when a hook is
 	// read).
 	ScrubRate *Size `yaml:"scrub_rate"`
+	// Dictionary compresses each segment's blocks with a dictionary made
+	// of the last records of the segment sealed before it and stored in
+	// the segment (format version 2; default true). false writes version 1
+	// segments, without one.
+	Dictionary *bool `yaml:"dictionary"`
 }
 
 // Archive is where sealed segments go.

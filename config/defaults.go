@@ -146,6 +146,10 @@ func (c *Config) applyStorageDefaults() {
 		rate := Size(DefaultScrubRate)
 		c.Segment.ScrubRate = &rate
 	}
+	if c.Segment.Dictionary == nil {
+		on := true
+		c.Segment.Dictionary = &on
+	}
 	setSize(&c.Dispatch.IntakeBytes, 64<<20)
 	setDur(&c.Dispatch.AttemptLogTTL, 24*time.Hour)
 	setString(&c.Archive.Type, "none")

@@ -90,6 +90,7 @@ func TestDefaultsApplied(t *testing.T) {
 	f("segment.max_age", cfg.Segment.MaxAge.D(), 10*time.Second)
 	f("segment.retain_local", cfg.Segment.RetainLocal.D(), 24*time.Hour)
 	f("segment.scrub_rate", *cfg.Segment.ScrubRate, Size(8<<20))
+	f("segment.dictionary", *cfg.Segment.Dictionary, true)
 	f("archive.type", cfg.Archive.Type, "none")
 	f("source_store.type", cfg.SourceStore.Type, "static")
 	f("dedupe.scope", cfg.Dedupe.Scope, "node")
@@ -142,7 +143,7 @@ func TestSizesAndDurationsInYAML(t *testing.T) {
 	cfg := mustLoad(t, `
 limits: {max_body_bytes: 1MiB, max_header_bytes: 16KiB, max_pipeline_bytes: 536870912}
 wal: {max_file_bytes: 1048576, max_batch_bytes: "2MiB"}
-segment: {max_bytes: 1GiB, max_age: 1m30s, retain_local: 72h, scrub_rate: 0}
+segment: {max_bytes: 1GiB, max_age: 1m30s, retain_local: 72h, scrub_rate: 0, dictionary: false}
 rate_limits: {default: {rate: 0.5, burst: 10, max_queue: 100, max_queue_bytes: 64MiB}}
 sources:
   s: {verify: {type: none, tolerance: 5m}, max_body_bytes: 512KiB}
@@ -162,6 +163,9 @@ sources:
 	f("segment.max_age", int64(cfg.Segment.MaxAge), int64(90*time.Second))
 	f("segment.retain_local", int64(cfg.Segment.RetainLocal), int64(72*time.Hour))
 	f("segment.scrub_rate (0: off)", int64(*cfg.Segment.ScrubRate), 0)
+	if *cfg.Segment.Dictionary {
+		t.Error("segment.dictionary = true, want false as written")
+	}
 	f("rate_limits.default.max_queue_bytes", int64(cfg.RateLimits.Default.MaxQueueBytes), 64<<20)
 	f("sources.s.max_body_bytes", int64(cfg.Sources["s"].MaxBodyBytes), 512<<10)
 	f("sources.s.verify.tolerance", int64(cfg.Sources["s"].Verify.Tolerance), int64(5*time.Minute))

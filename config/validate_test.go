@@ -177,6 +177,8 @@ func TestValidate(t *testing.T) {
 		{name: "segment.max_bytes too large", yaml: "segment: {max_bytes: 8GiB}", want: []string{"segment.max_bytes: "}},
 		{name: "segment.max_age too short", yaml: "segment: {max_age: 1ms}", want: []string{"segment.max_age: 1ms must be at least 10ms"}},
 		{name: "segment.retain_local negative", yaml: "segment: {retain_local: -1h}", want: []string{"segment.retain_local: invalid duration \"-1h\""}},
+		{name: "segment.dictionary not a bool", yaml: "segment: {dictionary: sometimes}", want: []string{"segment.dictionary: "}},
+		{name: "segment.dictionary off", yaml: "segment: {dictionary: false}"},
 		{name: "segment.scrub_rate too low", yaml: "segment: {scrub_rate: 1KiB}", want: []string{"segment.scrub_rate: 1024 bytes/s must be 0 (scrubber off) or between 64KiB and 4GiB"}},
 		{name: "segment.scrub_rate too high", yaml: "segment: {scrub_rate: 8GiB}", want: []string{"segment.scrub_rate: "}},
 		{name: "segment.scrub_rate not a size", yaml: "segment: {scrub_rate: fast}", want: []string{"segment.scrub_rate: "}},

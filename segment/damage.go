@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/klauspost/compress/zstd"
 	"go.uber.org/zap"
 
 	"github.com/ankusa/ankusa/meta"
@@ -139,7 +138,7 @@ func describeDamage(name, path string, first, last uint64, f *File, err error) (
 // (footer, index, every block and record), as `ankusa inspect segments`
 // does. damaged says whether it is damaged, and d how; err is a failure
 // to read it that is not damage.
-func CheckFile(fs vfs.FS, path string, dec *zstd.Decoder) (d Damage, damaged bool, err error) {
+func CheckFile(fs vfs.FS, path string, dec *Decoder) (d Damage, damaged bool, err error) {
 	name := filepath.Base(path)
 	first, last, _ := parseFileName(name)
 	f, err := OpenFile(fs, path)

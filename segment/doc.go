@@ -3,16 +3,17 @@
 // (Fetch) and by seq range (Scan), from sealed segments and from the part of
 // the log not sealed yet.
 //
-// # Segment file (version 1)
+// # Segment file (versions 1 and 2)
 //
 // A segment holds the hooks of many tenants, in seq order. All integers are
 // big-endian; CRCs are CRC-32C (Castagnoli).
 //
 //	offset        size  field
 //	0             8     magic "ANKUSASG"
-//	8             4     version = 1
+//	8             4     version: 1, or 2 when a dictionary follows
 //	12            4     flags = 0 (reserved)
-//	16            ...   blocks, one after the other
+//	16            16+m  version 2 only: the dictionary section
+//	16 (+16+m)    ...   blocks, one after the other
 //	index offset  48×n  block index: one entry per block, in block order
 //	end - 112     112   footer
 //
@@ -22,6 +23,25 @@
 //	4     payload length n
 //	n     payload: the envelope's binary form (package envelope), identity
 //	      prefix included (kind 1, seq, id, ordinal, ...)
+//
+// The dictionary section (version 2; dict.go) holds the zstd raw-content
+// dictionary every block of the segment is compressed with:
+//
+//	0     4     dictionary id (what each block's frame header names;
+//	            from the content's CRC-32C, in 32768..2^31-1)
+//	4     4     dictionary length n (1 KiB to DictBytes, 256 KiB)
+//	8     4     stored length m
+//	12    4     CRC-32C of bytes 0..11 and the m stored bytes
+//	16    m     the dictionary, one zstd frame without a dictionary
+//
+// A reader needs nothing but the segment: the archive, a restore and a
+// replay with no node running read it as the store does, and the
+// dictionary goes when the segment goes. The dictionary is the last
+// min(DictBytes, raw/16) bytes of records of the segment sealed just
+// before, when that one was sealed within segment.max_age (so a hook's
+// bytes outlive its own segment only inside the next one);
+// segment.dictionary: false writes version 1. A damaged section makes
+// the whole segment damaged (every block needs it).
 //
 // Blocks are cut at about Options.BlockSize bytes of records; a record is
 // never split, so a record larger than that makes a block of its own.
@@ -49,7 +69,7 @@
 //	64    16    last event id
 //	80    8     earliest received_at (unix ns)
 //	88    8     latest received_at (unix ns)
-//	96    4     version = 1
+//	96    4     version, as the header's
 //	100   4     CRC-32C of footer bytes 0..99
 //	104   8     magic "ANKUSASF"
 //

@@ -15,7 +15,8 @@ const (
 	headerSize     = 16
 	indexEntrySize = 48
 	footerSize     = 112
-	version        = 1
+	version        = 1 // a segment without a dictionary
+	versionDict    = 2 // a segment whose blocks are compressed with its dictionary
 	headerMagic    = "ANKUSASG"
 	footerMagic    = "ANKUSASF"
 	recordLenSize  = 4
@@ -29,6 +30,8 @@ const (
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 func checksum(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
+
+func crc32Update(crc uint32, b []byte) uint32 { return crc32.Update(crc, castagnoli, b) }
 
 // ErrCorrupt is wrapped by every error about damaged segment bytes.
 var ErrCorrupt = errors.New("segment: corrupt")
@@ -59,6 +62,7 @@ type BlockInfo struct {
 
 // Footer is what a segment's footer says about it.
 type Footer struct {
+	Version       uint32 // 1, or 2 when a dictionary follows the header
 	IndexOffset   int64
 	Blocks        uint32
 	IndexCRC      uint32
@@ -72,24 +76,27 @@ type Footer struct {
 	MaxReceivedAt int64
 }
 
-func appendHeader(dst []byte) []byte {
+func appendHeader(dst []byte, v uint32) []byte {
 	dst = append(dst, headerMagic...)
-	dst = binary.BigEndian.AppendUint32(dst, version)
+	dst = binary.BigEndian.AppendUint32(dst, v)
 	return binary.BigEndian.AppendUint32(dst, 0)
 }
 
-func checkHeader(b []byte) string {
-	switch {
-	case len(b) < headerSize:
-		return "file header is short"
-	case string(b[:8]) != headerMagic:
-		return "bad file magic"
-	case binary.BigEndian.Uint32(b[8:12]) != version:
-		return fmt.Sprintf("unknown version %d", binary.BigEndian.Uint32(b[8:12]))
-	case binary.BigEndian.Uint32(b[12:16]) != 0:
-		return fmt.Sprintf("unknown flags %#x (reserved, zero in version 1)", binary.BigEndian.Uint32(b[12:16]))
+// checkHeader checks the file header and returns the format version.
+func checkHeader(b []byte) (uint32, string) {
+	if len(b) < headerSize {
+		return 0, "file header is short"
 	}
-	return ""
+	v := binary.BigEndian.Uint32(b[8:12])
+	switch {
+	case string(b[:8]) != headerMagic:
+		return 0, "bad file magic"
+	case v != version && v != versionDict:
+		return 0, fmt.Sprintf("unknown version %d", v)
+	case binary.BigEndian.Uint32(b[12:16]) != 0:
+		return 0, fmt.Sprintf("unknown flags %#x (reserved, zero in versions 1 and 2)", binary.BigEndian.Uint32(b[12:16]))
+	}
+	return v, ""
 }
 
 func (bi *BlockInfo) appendTo(dst []byte) []byte {
@@ -128,14 +135,15 @@ func (f *Footer) appendTo(dst []byte) []byte {
 	dst = append(dst, f.LastID[:]...)
 	dst = binary.BigEndian.AppendUint64(dst, uint64(f.MinReceivedAt))
 	dst = binary.BigEndian.AppendUint64(dst, uint64(f.MaxReceivedAt))
-	dst = binary.BigEndian.AppendUint32(dst, version)
+	dst = binary.BigEndian.AppendUint32(dst, f.Version)
 	dst = binary.BigEndian.AppendUint32(dst, checksum(dst[start:]))
 	return append(dst, footerMagic...)
 }
 
 // decodeFooter checks and decodes the last footerSize bytes of a file of
-// fileSize bytes; the reason is empty when it holds.
-func decodeFooter(b []byte, fileSize int64) (Footer, string) {
+// fileSize bytes whose header says version v and whose blocks start at
+// start; the reason is empty when it holds.
+func decodeFooter(b []byte, fileSize int64, v uint32, start int64) (Footer, string) {
 	var f Footer
 	if len(b) != footerSize {
 		return f, "footer is short"
@@ -146,10 +154,11 @@ func decodeFooter(b []byte, fileSize int64) (Footer, string) {
 	if checksum(b[:100]) != binary.BigEndian.Uint32(b[100:104]) {
 		return f, "footer checksum mismatch"
 	}
-	if v := binary.BigEndian.Uint32(b[96:100]); v != version {
-		return f, fmt.Sprintf("unknown footer version %d", v)
+	if fv := binary.BigEndian.Uint32(b[96:100]); fv != v {
+		return f, fmt.Sprintf("footer version %d, the header says %d", fv, v)
 	}
 	f = Footer{
+		Version:       v,
 		IndexOffset:   int64(binary.BigEndian.Uint64(b[0:])),
 		Blocks:        binary.BigEndian.Uint32(b[8:]),
 		IndexCRC:      binary.BigEndian.Uint32(b[12:]),
@@ -165,7 +174,7 @@ func decodeFooter(b []byte, fileSize int64) (Footer, string) {
 	// The footer's own checksum holds; what it says must still fit the file
 	// (a footer written by a bug, or bytes that happen to check).
 	switch {
-	case f.IndexOffset < headerSize || f.IndexOffset > fileSize-footerSize:
+	case f.IndexOffset < start || f.IndexOffset > fileSize-footerSize:
 		return f, fmt.Sprintf("index offset %d outside the file", f.IndexOffset)
 	case int64(f.Blocks)*indexEntrySize != fileSize-footerSize-f.IndexOffset:
 		return f, fmt.Sprintf("%d blocks do not fill the index of %d bytes", f.Blocks, fileSize-footerSize-f.IndexOffset)
@@ -180,10 +189,11 @@ func decodeFooter(b []byte, fileSize int64) (Footer, string) {
 }
 
 // checkIndex checks the decoded index against the footer: blocks in file
-// order, without overlap, before the index, seqs and ids ascending from
-// the footer's first, counts adding up.
-func checkIndex(idx []BlockInfo, f *Footer) string {
-	next := int64(headerSize)
+// order from start (after the header and the dictionary), without
+// overlap, before the index, seqs and ids ascending from the footer's
+// first, counts adding up.
+func checkIndex(idx []BlockInfo, f *Footer, start int64) string {
+	next := start
 	seq := f.FirstSeq
 	var total uint64
 	for i := range idx {

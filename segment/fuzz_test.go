@@ -108,6 +108,13 @@ func checkOpened(t *testing.T, sf *segment.File, size int64) {
 	}
 	var total uint64
 	next := int64(segHeaderSize)
+	if sf.DictID != 0 {
+		// Version 2: the dictionary section (16 bytes and its stored
+		// dictionary) comes first.
+		if next = sf.BlocksStart(); next <= segHeaderSize+16 || len(sf.Dict()) < 1<<10 || len(sf.Dict()) > segment.DictBytes {
+			t.Fatalf("blocks start at %d after a dictionary of %d bytes", next, len(sf.Dict()))
+		}
+	}
 	for i, b := range sf.Index {
 		if b.Offset != next || b.CompLen == 0 || b.Count == 0 {
 			t.Fatalf("block %d is %+v, want it at offset %d", i, b, next)
@@ -230,6 +237,15 @@ func fixSegmentChecksums(data []byte) []byte {
 		return data
 	}
 	out := bytes.Clone(data)
+	if binary.BigEndian.Uint32(out[8:12]) == 2 && size >= segHeaderSize+16+segFooterSize {
+		// The dictionary section: id, raw length, stored length, CRC.
+		stored := int64(binary.BigEndian.Uint32(out[24:28]))
+		if stored <= size-segHeaderSize-16 {
+			crc := crc32.Checksum(out[16:28], crcTable)
+			crc = crc32.Update(crc, crcTable, out[32:32+stored])
+			binary.BigEndian.PutUint32(out[28:32], crc)
+		}
+	}
 	foot := out[size-segFooterSize:]
 	idxOff := int64(binary.BigEndian.Uint64(foot[0:]))
 	blocks := int64(binary.BigEndian.Uint32(foot[8:]))
@@ -279,8 +295,14 @@ func writeMemFile(t testing.TB, fs vfs.FS, path string, data []byte) {
 // buildSegment seals n test hooks (bodies up to maxBody bytes) into a
 // segment of blockSize blocks and returns the file's bytes.
 func buildSegment(t testing.TB, n, blockSize, maxBody int) []byte {
+	return buildDictSegment(t, n, blockSize, maxBody, nil)
+}
+
+// buildDictSegment is buildSegment with dict as the segment's dictionary
+// (version 2; nil: version 1).
+func buildDictSegment(t testing.TB, n, blockSize, maxBody int, dict []byte) []byte {
 	fs := vfs.NewMem()
-	w, err := segment.Create(fs, "seg", segment.NewEncoder(), blockSize)
+	w, err := segment.CreateDict(fs, "seg", segment.NewEncoder(), blockSize, dict)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -354,7 +376,18 @@ func segmentSeeds(t testing.TB) map[string][]byte {
 		return b
 	}
 	idxOff := int(binary.BigEndian.Uint64(many[len(many)-segFooterSize:]))
+	// A version 2 segment whose dictionary is records like its own.
+	dict := bytes.Repeat(buildSegment(t, 4, 0, 200)[segHeaderSize:], 8)[:2048]
+	withDict := buildDictSegment(t, 12, 512, 200, dict)
+	stored := int(binary.BigEndian.Uint32(withDict[24:28]))
 	return map[string][]byte{
+		"valid_dict":         withDict,
+		"dict_flip_section":  flip(withDict, segHeaderSize+16+stored/2),
+		"dict_flip_rawlen":   flip(withDict, segHeaderSize+6),
+		"dict_flip_block":    flip(withDict, segHeaderSize+16+stored+5),
+		"dict_trunc_section": withDict[:segHeaderSize+16+stored/2],
+		"dict_version_3":     flip(withDict, 11), // version 2 → 3: unknown
+
 		"valid_one_record":   one,
 		"valid_many_blocks":  many,
 		"valid_no_fcs":       withoutContentSize(t, one),

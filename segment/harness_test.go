@@ -54,6 +54,9 @@ type nodeOptions struct {
 	// restore).
 	scrubRate int64
 	repair    segment.Repairer
+	// noDict writes segments without dictionaries (segment.dictionary:
+	// false).
+	noDict bool
 }
 
 func openNode(t testing.TB, fs vfs.FS, o nodeOptions) *node {
@@ -95,6 +98,7 @@ func tryOpenNode(t testing.TB, fs vfs.FS, o nodeOptions) (*node, error) {
 		Remote:      o.remote,
 		ScrubRate:   o.scrubRate,
 		Repair:      o.repair,
+		NoDict:      o.noDict,
 		OnFatal: func(err error) {
 			select {
 			case n.fatal <- err:

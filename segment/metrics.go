@@ -6,6 +6,8 @@ var (
 	sealedTotal      = metrics.NewCounter("ankusa_segment_sealed_total")
 	sealedRawBytes   = metrics.NewCounter("ankusa_segment_sealed_raw_bytes_total")
 	sealedFileBytes  = metrics.NewCounter("ankusa_segment_sealed_file_bytes_total")
+	dictSegments     = metrics.NewCounter("ankusa_segment_dictionary_segments_total")
+	dictBytes        = metrics.NewCounter("ankusa_segment_dictionary_bytes_total")
 	sealSeconds      = metrics.NewPrometheusHistogram("ankusa_segment_seal_seconds")
 	adoptedTotal     = metrics.NewCounter("ankusa_segment_adopted_total")
 	discardedTotal   = metrics.NewCounter("ankusa_segment_partial_discarded_total")

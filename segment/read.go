@@ -117,7 +117,7 @@ func (s *Store) block(f *File, i int) ([]byte, error) {
 // segment, through the block cache. Under s.mu.
 func (s *Store) openBlock(w *Writer, i int) ([]byte, error) {
 	return s.cachedBlock(w.foot.FirstSeq, i, func() ([]byte, error) {
-		return readBlock(w.Path(), w.File(), &w.index[i], s.dec, nil)
+		return readBlock(w.Path(), w.File(), &w.index[i], s.dec.forDict(w.dictID, w.dict), nil)
 	})
 }
 

@@ -13,19 +13,6 @@ import (
 	"github.com/ankusa/ankusa/envelope"
 )
 
-// NewDecoder returns the zstd decoder segments are read with; DecodeAll is
-// safe for concurrent use.
-func NewDecoder() *zstd.Decoder {
-	dec, err := zstd.NewReader(nil,
-		zstd.WithDecoderConcurrency(0),
-		zstd.WithDecoderMaxMemory(MaxRawBlock),
-		zstd.WithDecoderMaxWindow(MaxRawBlock))
-	if err != nil {
-		panic("BUG: segment: zstd decoder options: " + err.Error())
-	}
-	return dec
-}
-
 // File is an open, sealed segment: its footer and index are read and
 // checked; blocks are read on demand.
 type File struct {
@@ -33,6 +20,9 @@ type File struct {
 	Size   int64
 	Footer Footer
 	Index  []BlockInfo
+	DictID uint32      // the dictionary's id (0: a version 1 segment)
+	dict   []byte      // the dictionary its blocks are compressed with
+	start  int64       // where the blocks begin: after the header and the dictionary
 	r      io.ReaderAt // blocks are read through it
 	f      vfs.File    // the local file, closed by Close (nil: remote)
 
@@ -76,14 +66,28 @@ func OpenReaderAt(path string, r io.ReaderAt, size int64) (*File, error) {
 	if _, err := f.ReadAt(hdr[:], 0); err != nil {
 		return nil, fmt.Errorf("cannot read segment %q: %w", path, err)
 	}
-	if reason := checkHeader(hdr[:]); reason != "" {
+	v, reason := checkHeader(hdr[:])
+	if reason != "" {
 		return nil, corrupt(0, reason)
+	}
+	var did uint32
+	var dict []byte
+	start := int64(headerSize)
+	if v == versionDict {
+		var err error
+		did, dict, start, reason, err = readDictSection(f, size)
+		if err != nil {
+			return nil, fmt.Errorf("cannot read segment %q: %w", path, err)
+		}
+		if reason != "" {
+			return nil, corrupt(headerSize, reason)
+		}
 	}
 	var fb [footerSize]byte
 	if _, err := f.ReadAt(fb[:], size-footerSize); err != nil {
 		return nil, fmt.Errorf("cannot read segment %q: %w", path, err)
 	}
-	foot, reason := decodeFooter(fb[:], size)
+	foot, reason := decodeFooter(fb[:], size, v, start)
 	if reason != "" {
 		return nil, corrupt(size-footerSize, reason)
 	}
@@ -99,10 +103,10 @@ func OpenReaderAt(path string, r io.ReaderAt, size int64) (*File, error) {
 	for i := range idx {
 		idx[i] = decodeBlockInfo(raw[i*indexEntrySize:])
 	}
-	if reason := checkIndex(idx, &foot); reason != "" {
+	if reason := checkIndex(idx, &foot, start); reason != "" {
 		return nil, corrupt(foot.IndexOffset, reason)
 	}
-	return &File{Path: path, Size: size, Footer: foot, Index: idx, r: r}, nil
+	return &File{Path: path, Size: size, Footer: foot, Index: idx, DictID: did, dict: dict, start: start, r: r}, nil
 }
 
 // Close closes the file.
@@ -135,8 +139,8 @@ func blockForID(idx []BlockInfo, id envelope.ID) int {
 
 // ReadBlock reads block i, checks its CRC and decompresses it, appending
 // the raw records to dst.
-func (s *File) ReadBlock(i int, dec *zstd.Decoder, dst []byte) ([]byte, error) {
-	return readBlock(s.Path, s.r, &s.Index[i], dec, dst)
+func (s *File) ReadBlock(i int, dec *Decoder, dst []byte) ([]byte, error) {
+	return readBlock(s.Path, s.r, &s.Index[i], dec.forDict(s.DictID, s.dict), dst)
 }
 
 func readBlock(path string, f io.ReaderAt, b *BlockInfo, dec *zstd.Decoder, dst []byte) ([]byte, error) {
@@ -182,7 +186,7 @@ func decodeBlock(path string, comp []byte, b *BlockInfo, dec *zstd.Decoder, dst 
 // checksums, record counts, dense seqs, growing ids and the received_at
 // range. It is what boot runs before adopting a segment the catalogue
 // lacks, and what `ankusa inspect segment` reports.
-func (s *File) Verify(dec *zstd.Decoder) error {
+func (s *File) Verify(dec *Decoder) error {
 	var raw []byte
 	seq := s.Footer.FirstSeq
 	var lastID envelope.ID

@@ -133,7 +133,9 @@ func (sc *scrubber) segment(ctx context.Context, ent *meta.SegmentEntry) {
 			Reason: fmt.Sprintf("the file has %d bytes, the catalogue says %d", f.Size, ent.Size)})
 		return
 	}
-	sc.count(ctx, headerSize+int64(f.Footer.Blocks)*indexEntrySize+footerSize)
+	// OpenFile read and checked the header, the dictionary, the index and
+	// the footer.
+	sc.count(ctx, f.start+int64(f.Footer.Blocks)*indexEntrySize+footerSize)
 	for i := range f.Index {
 		b := &f.Index[i]
 		if err := sc.block(f, b); err != nil {

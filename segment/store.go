@@ -59,6 +59,11 @@ type Options struct {
 	MaxBytes  int64
 	MaxAge    time.Duration
 	BlockSize int
+	// NoDict writes every segment without a dictionary, as version 1
+	// (segment.dictionary: false). By default a segment is compressed
+	// with a dictionary made of the last records of the segment sealed
+	// before it, if that one was sealed within MaxAge (dict.go).
+	NoDict bool
 	// RetainLocal is how long a sealed segment stays on local disk
 	// (segment.retain_local; 0 keeps it forever).
 	RetainLocal time.Duration
@@ -117,7 +122,7 @@ type Keeper interface {
 type Store struct {
 	o   Options
 	enc *zstd.Encoder
-	dec *zstd.Decoder
+	dec *Decoder
 
 	// mu guards the tail, the open segment and the WAL file list: the
 	// sealing goroutine holds it while it seals, readers while they look
@@ -126,9 +131,13 @@ type Store struct {
 	tail     *wal.Tail
 	open     *Writer
 	openedAt time.Time
-	walDone  []walFile
-	failed   error
-	running  bool // Open returned: failures go to OnFatal
+	// nextDict is the dictionary the last sealed segment left for the next
+	// one (Writer.NextDict), dropped if that one opens after nextDictBy.
+	nextDict   []byte
+	nextDictBy time.Time
+	walDone    []walFile
+	failed     error
+	running    bool // Open returned: failures go to OnFatal
 
 	// After a full disk (space.go), under mu.
 	spaceFails int
@@ -516,11 +525,21 @@ func (s *Store) appendRecord(r *wal.Record) error {
 		return nil // tenant records: the meta store mirrors them
 	}
 	if s.open == nil {
-		w, err := Create(s.o.FS, s.o.FS.PathJoin(s.o.Dir, partialName(r.Seq)), s.enc, s.o.BlockSize)
+		now := s.o.Now()
+		dict := s.nextDict
+		if s.o.NoDict || now.After(s.nextDictBy) {
+			dict = nil
+		}
+		w, err := CreateDict(s.o.FS, s.o.FS.PathJoin(s.o.Dir, partialName(r.Seq)), s.enc, s.o.BlockSize, dict)
 		if err != nil {
 			return err
 		}
-		s.open, s.openedAt = w, s.o.Now()
+		s.open, s.openedAt = w, now
+		s.nextDict = nil
+		if dict != nil {
+			dictSegments.Inc()
+			dictBytes.Add(len(dict))
+		}
 	}
 	if err := s.open.Append(r.Payload); err != nil {
 		return err
@@ -573,6 +592,10 @@ func (s *Store) seal() error {
 		return err
 	}
 	s.open = nil
+	// The next segment's dictionary holds this one's last records: a
+	// hook's bytes outlive its segment by at most the next one, and only
+	// if that one opens soon (within segment.max_age).
+	s.nextDict, s.nextDictBy = w.NextDict(), s.o.Now().Add(s.o.MaxAge)
 	s.sealedSeq.Store(foot.LastSeq)
 	sealedSeqGauge.Set(float64(foot.LastSeq))
 	id := foot.LastID

@@ -50,8 +50,12 @@ type Writer struct {
 	f         vfs.File
 	enc       *zstd.Encoder
 	blockSize int
+	dictID    uint32 // the dictionary's (0: none)
+	dict      []byte // the dictionary blocks are compressed with (nil: none)
 
 	raw      []byte // the block being filled
+	prevRaw  []byte // the block written last: its buffer, swapped with raw
+	olderLen int    // the length of the block before it, whose buffer raw reuses
 	cur      BlockInfo
 	comp     []byte
 	index    []BlockInfo
@@ -65,20 +69,57 @@ type Writer struct {
 // Create creates the file at path (which must not exist) and writes its
 // header. blockSize 0 means DefaultBlockSize.
 func Create(fs vfs.FS, path string, enc *zstd.Encoder, blockSize int) (*Writer, error) {
+	return CreateDict(fs, path, enc, blockSize, nil)
+}
+
+// CreateDict is Create for a segment whose blocks are compressed with the
+// dictionary dict (version 2, the dictionary stored after the header,
+// compressed by enc); a nil dict makes a version 1 segment, as Create.
+// dict is the writer's from then on. Its length must be within
+// [1 KiB, DictBytes].
+func CreateDict(fs vfs.FS, path string, enc *zstd.Encoder, blockSize int, dict []byte) (*Writer, error) {
 	if blockSize <= 0 {
 		blockSize = DefaultBlockSize
+	}
+	if dict != nil && (len(dict) < minDict || len(dict) > DictBytes) {
+		return nil, fmt.Errorf("segment %s: a dictionary of %d bytes (%d to %d allowed)", path, len(dict), minDict, DictBytes)
 	}
 	f, err := fs.Create(path, vfs.WriteCategoryUnspecified)
 	if err != nil {
 		return nil, fmt.Errorf("cannot create segment %q: %w", path, err)
 	}
 	f = vfs.NewSyncingFile(f, vfs.SyncingFileOptions{BytesPerSync: BytesPerSync, NoSyncOnClose: true})
-	w := &Writer{fs: fs, path: path, f: f, enc: enc, blockSize: blockSize, off: headerSize}
-	if _, err := f.Write(appendHeader(nil)); err != nil {
+	w := &Writer{fs: fs, path: path, f: f, enc: enc, blockSize: blockSize}
+	w.foot.Version = version
+	head := appendHeader(nil, version)
+	if dict != nil {
+		w.foot.Version = versionDict
+		head = appendDictSection(appendHeader(nil, versionDict), dict, enc)
+		w.dict, w.dictID, w.enc = dict, dictID(dict), newDictEncoder(dict)
+	}
+	w.off = int64(len(head))
+	if _, err := f.Write(head); err != nil {
 		w.Abort()
 		return nil, fmt.Errorf("cannot write segment %q: %w", path, err)
 	}
 	return w, nil
+}
+
+// Dict is the dictionary the blocks are compressed with, and its id (nil
+// and 0 when there is none).
+func (w *Writer) Dict() ([]byte, uint32) { return w.dict, w.dictID }
+
+// NextDict is the dictionary this segment leaves for the next one, once
+// Finish has returned: a copy of the tail of its last records (see
+// dictTail), nil when the segment is too small to make one worth
+// carrying.
+func (w *Writer) NextDict() []byte {
+	if !w.finished || w.foot.IndexOffset == 0 {
+		return nil // not finished, or aborted
+	}
+	// Finish wrote the last block: prevRaw holds it, raw's buffer the one
+	// before (untouched since).
+	return dictTail(w.raw[:w.olderLen], w.prevRaw, w.foot.RawBytes)
 }
 
 // Path is the file being written.
@@ -147,7 +188,10 @@ func (w *Writer) flushBlock() error {
 	}
 	w.off += int64(len(w.comp))
 	w.index = append(w.index, b)
-	w.raw, w.cur = w.raw[:0], BlockInfo{}
+	// The written block's records stay in prevRaw until the next block is
+	// written: with the last one they are the next segment's dictionary.
+	w.olderLen = len(w.prevRaw)
+	w.raw, w.prevRaw, w.cur = w.prevRaw[:0], w.raw, BlockInfo{}
 	return nil
 }
 

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/klauspost/compress/zstd"
 	"github.com/minio/minio-go/v7"
 
 	"github.com/ankusa/ankusa/envelope"
@@ -190,7 +189,7 @@ func (c *SinkCheck) example(s string) {
 type archiveReader struct {
 	s3   *s3Server
 	c    *minio.Client
-	dec  *zstd.Decoder
+	dec  *segment.Decoder
 	read map[string]bool // object keys read
 	rec  *record
 }
@@ -235,7 +234,7 @@ func (a *archiveReader) readObject(ctx context.Context, key string) error {
 
 // readSegment adds every hook of the segment in data to rec, checking
 // each block's checksum on the way.
-func readSegment(key string, data []byte, dec *zstd.Decoder, rec *record) error {
+func readSegment(key string, data []byte, dec *segment.Decoder, rec *record) error {
 	f, err := segment.OpenReaderAt(key, bytes.NewReader(data), int64(len(data)))
 	if err != nil {
 		return err

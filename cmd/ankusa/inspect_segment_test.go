@@ -126,6 +126,11 @@ func checkFooterLines(t *testing.T, fx sealedFixture, stdout string) []blockLine
 	if hooks != len(fx.hooks) || next != indexAt {
 		t.Fatalf("inspect segment: blocks hold %d hooks and end at %d; want %d hooks and the index at %d", hooks, next, len(fx.hooks), indexAt)
 	}
+	// The fixture is its node's first segment: nothing before it left a
+	// dictionary.
+	if l := lineAt(lines, len(want)+3+nblocks) + "\n" + lineAt(lines, len(want)+4+nblocks); l != "format\tversion 1\ndictionary\tnone" {
+		t.Fatalf("inspect segment: after the blocks %q, want the format (version 1) and no dictionary\n%s", l, stdout)
+	}
 	if l := lines[len(lines)-1]; !strings.HasPrefix(l, "verify\tok") {
 		t.Fatalf("inspect segment: last line %q, want verify\\tok", l)
 	}

@@ -13,7 +13,6 @@ import (
 	"strings"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/klauspost/compress/zstd"
 
 	"github.com/ankusa/ankusa/envelope"
 	"github.com/ankusa/ankusa/segment"
@@ -169,7 +168,7 @@ func readSegmentFiles(dir string, l *nodeLog, stopped, verify bool) error {
 
 // readFile opens, verifies and reads back one segment into l; raw is a
 // reused block buffer.
-func (c *segCheck) readFile(dir string, s segName, l *nodeLog, dec *zstd.Decoder, verify bool, raw []byte) ([]byte, error) {
+func (c *segCheck) readFile(dir string, s segName, l *nodeLog, dec *segment.Decoder, verify bool, raw []byte) ([]byte, error) {
 	f, err := segment.OpenFile(vfs.Default, filepath.Join(dir, s.name))
 	if err != nil {
 		return raw, err
