@@ -9,6 +9,10 @@
 //     64 MiB), each written as a partial file, fsynced, renamed and its
 //     directory fsynced; its CPU per MB against the spine's 70 MB/s, and
 //     the compression ratio;
+//   - the compression ratio on the checked-in corpus (corpus.go): its
+//     first tenth sealed as the segment a running node sealed before,
+//     the rest as the next one, with the dictionary the first left it
+//     (segment.dictionary, the default) and without;
 //   - Store.Fetch latency of random ids from those segments: with no
 //     block cache (every fetch reads and decompresses its block, the
 //     file's pages in the page cache), with the file's pages dropped too
@@ -39,7 +43,7 @@ import (
 )
 
 type options struct {
-	tmp, out, kind                      string
+	tmp, out, kind, corpus              string
 	hooks, rounds, fetches, diskFetches int
 	sizes                               payload.SizeMix
 	alone                               benchkit.Alone // -settle
@@ -54,6 +58,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.tmp, "tmp", "", "parent of the segment files (default: the system temp dir; it must be on the disk under test)")
 	fs.StringVar(&o.out, "out", "bin/bench-segment.md", "markdown report")
 	fs.IntVar(&o.hooks, "n", 20000, "hooks sealed in each round")
+	fs.StringVar(&o.corpus, "corpus", "bench/segment/testdata/corpus.jsonl.zst", "the corpus the compression ratio is measured on (empty: none)")
 	fs.StringVar(&o.kind, "kind", "mixed", "payload shape, as loadgen -kind: stripe, github or mixed")
 	fs.IntVar(&o.rounds, "rounds", 5, "sealing rounds (median)")
 	fs.IntVar(&o.fetches, "fetches", 3000, "random ids fetched, cold and warm")

@@ -34,6 +34,11 @@ func measure(ctx context.Context, o *options) (*report, error) {
 	}
 	rep := newReport(o, h)
 	fmt.Println(rep.hooks)
+	if o.corpus != "" {
+		if rep.corpus, err = corpusRatios(ctx, o, dir); err != nil {
+			return nil, err
+		}
+	}
 	last, err := sealRounds(ctx, o, h, dir, &rep.seal)
 	if err == nil {
 		err = o.alone.Wait(ctx)
@@ -43,6 +48,47 @@ func measure(ctx context.Context, o *options) (*report, error) {
 	}
 	rep.busy = o.alone.Busy
 	return rep, err
+}
+
+// corpusResult is the corpus sealed held-out: its first tenth as the
+// segment before, the rest measured, with and without a dictionary.
+type corpusResult struct {
+	hooks, warm int
+	dict, plain sealed
+	all         sealed // the whole corpus in one segment, no dictionary
+	raw         int64
+}
+
+// corpusRatios seals the corpus three ways (see corpusResult).
+func corpusRatios(ctx context.Context, o *options, dir string) (*corpusResult, error) {
+	evs, err := loadCorpus(o.corpus)
+	if err != nil {
+		return nil, err
+	}
+	h := wrapCorpus(evs)
+	r := &corpusResult{hooks: len(h.payloads), warm: len(h.payloads) / 10, raw: h.raw}
+	for _, c := range []struct {
+		into *sealed
+		o    sealOptions
+	}{
+		{&r.all, sealOptions{cutBytes: segmentBytes}},
+		{&r.plain, sealOptions{cutBytes: segmentBytes, warm: r.warm}},
+		{&r.dict, sealOptions{cutBytes: segmentBytes, warm: r.warm, dict: true}},
+	} {
+		if err := o.alone.Wait(ctx); err != nil {
+			return nil, err
+		}
+		d := filepath.Join(dir, "corpus")
+		s, err := seal(d, h.payloads, c.o)
+		removeAll(d)
+		if err != nil {
+			return nil, err
+		}
+		*c.into = s
+	}
+	fmt.Printf("corpus: %d hooks, held-out ratio %.2f without a dictionary, %.2f with\n", r.hooks,
+		float64(r.plain.raw)/float64(r.plain.file), float64(r.dict.raw)/float64(r.dict.file))
+	return r, nil
 }
 
 // segmentBytes cuts segments where the store does by default
@@ -59,7 +105,21 @@ type sealed struct {
 	files     []string
 	wall, cpu time.Duration
 	raw, comp int64 // record bytes in, block bytes out
+	file      int64 // segment file bytes: blocks, dictionary, index, footer
 	blocks    int
+	dicts     int // segments written with a dictionary
+}
+
+// sealOptions say where seal cuts segments and whether each segment
+// leaves its dictionary to the next, as the store does
+// (segment.dictionary).
+type sealOptions struct {
+	cutBytes int
+	dict     bool
+	// warm hooks are sealed first, as a segment of their own, and not
+	// counted: the segment a running node sealed before, whose last
+	// records are the next one's dictionary.
+	warm int
 }
 
 // sealResult is the median of the sealing rounds.
@@ -90,7 +150,7 @@ func sealRounds(ctx context.Context, o *options, h *hooks, dir string, res *seal
 			removeAll(last)
 		}
 		last = filepath.Join(dir, fmt.Sprintf("round%d", round))
-		s, err := seal(filepath.Join(last, sealedDir), h.payloads, segmentBytes)
+		s, err := seal(filepath.Join(last, sealedDir), h.payloads, sealOptions{cutBytes: segmentBytes, dict: true})
 		if err != nil {
 			return "", err
 		}
@@ -106,11 +166,11 @@ func sealRounds(ctx context.Context, o *options, h *hooks, dir string, res *seal
 }
 
 // seal writes payloads (seqs 1.. in order) into segment files in dir as
-// the store's sealer does: cut at cutBytes of records, each one written
+// the store's sealer does: cut at o.cutBytes of records, each one written
 // to a scratch file, fsynced, renamed to its segment name
-// (segment.FileName), the directory fsynced. Catalogue writes are not
-// included.
-func seal(dir string, payloads [][]byte, cutBytes int) (sealed, error) {
+// (segment.FileName), the directory fsynced, its last records the next
+// one's dictionary when o.dict. Catalogue writes are not included.
+func seal(dir string, payloads [][]byte, o sealOptions) (sealed, error) {
 	var s sealed
 	fs := vfs.Default
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -119,10 +179,12 @@ func seal(dir string, payloads [][]byte, cutBytes int) (sealed, error) {
 	enc := segment.NewEncoder()
 	cpu0, start := cpuTime(), time.Now()
 	var w *segment.Writer
+	var dict []byte
+	counted := o.warm == 0
 	for i, p := range payloads {
 		if w == nil {
 			var err error
-			if w, err = segment.Create(fs, filepath.Join(dir, "sealing"), enc, segment.DefaultBlockSize); err != nil {
+			if w, err = segment.CreateDict(fs, filepath.Join(dir, "sealing"), enc, segment.DefaultBlockSize, dict); err != nil {
 				return s, err
 			}
 		}
@@ -130,28 +192,38 @@ func seal(dir string, payloads [][]byte, cutBytes int) (sealed, error) {
 			w.Abort()
 			return s, err
 		}
-		if w.RawBytes() >= uint64(cutBytes) || i == len(payloads)-1 {
-			if err := s.finish(fs, dir, w); err != nil {
+		if w.RawBytes() >= uint64(o.cutBytes) || i == len(payloads)-1 || i == o.warm-1 {
+			if err := s.finish(fs, dir, w, counted); err != nil {
 				return s, err
 			}
-			w = nil
+			if dict = nil; o.dict {
+				dict = w.NextDict()
+			}
+			w, counted = nil, i >= o.warm-1
 		}
 	}
 	s.wall, s.cpu = time.Since(start), cpuTime()-cpu0
 	return s, nil
 }
 
-func (s *sealed) finish(fs vfs.FS, dir string, w *segment.Writer) error {
+// finish seals w; counted adds it to what s measured.
+func (s *sealed) finish(fs vfs.FS, dir string, w *segment.Writer, counted bool) error {
 	foot, err := w.Finish()
 	if err != nil {
 		w.Abort()
 		return err
 	}
-	for _, b := range w.Blocks() {
-		s.raw += int64(b.RawLen)
-		s.comp += int64(b.CompLen)
+	if counted {
+		for _, b := range w.Blocks() {
+			s.raw += int64(b.RawLen)
+			s.comp += int64(b.CompLen)
+		}
+		s.blocks += len(w.Blocks())
+		s.file += foot.IndexOffset + int64(foot.Blocks)*48 + 112
+		if d, _ := w.Dict(); d != nil {
+			s.dicts++
+		}
 	}
-	s.blocks += len(w.Blocks())
 	final := filepath.Join(dir, segment.FileName(foot.FirstSeq, foot.LastSeq))
 	if err := fs.Rename(w.Path(), final); err != nil {
 		return fmt.Errorf("cannot rename segment %q: %w", w.Path(), err)

@@ -24,12 +24,12 @@ func TestSealAndFetch(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	s, err := seal(filepath.Join(dir, sealedDir), h.payloads, 256<<10)
+	s, err := seal(filepath.Join(dir, sealedDir), h.payloads, sealOptions{cutBytes: 256 << 10, dict: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.raw != h.raw || len(s.files) < 4 || s.comp == 0 {
-		t.Fatalf("sealed %d raw bytes in %d files (%d compressed), the hooks hold %d", s.raw, len(s.files), s.comp, h.raw)
+	if s.raw != h.raw || len(s.files) < 4 || s.comp == 0 || s.dicts != len(s.files)-1 {
+		t.Fatalf("sealed %d raw bytes in %d files (%d compressed, %d with a dictionary), the hooks hold %d", s.raw, len(s.files), s.comp, s.dicts, h.raw)
 	}
 	if err := adopt(dir); err != nil {
 		t.Fatal(err)
