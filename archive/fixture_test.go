@@ -19,6 +19,7 @@ type fixture struct {
 	meta    *meta.Store
 	entries []meta.SegmentEntry
 	hooks   []envelope.Envelope // by seq-1
+	dicts   int                 // segments written with a dictionary (version 2)
 }
 
 // testEnvelope is hook seq of a fixture: every field a function of seq.
@@ -37,7 +38,9 @@ func testEnvelope(seq uint64, at time.Time) envelope.Envelope {
 }
 
 // newFixture writes segs sealed segments of per hooks each (seqs from 1,
-// one millisecond apart from base) and catalogues them.
+// one millisecond apart from base) and catalogues them. As the store does,
+// each segment is compressed with the dictionary the one before left
+// (segment.Writer.NextDict), when that one was large enough to leave one.
 func newFixture(t *testing.T, segs, per int, base time.Time) *fixture {
 	t.Helper()
 	root := t.TempDir()
@@ -53,12 +56,16 @@ func newFixture(t *testing.T, segs, per int, base time.Time) *fixture {
 	f.meta = m
 	enc := segment.NewEncoder()
 	seq := uint64(0)
+	var dict []byte
 	for range segs {
 		first := seq + 1
 		tmp := filepath.Join(f.dir, fmt.Sprintf("%020d.partial", first))
-		w, err := segment.Create(vfs.Default, tmp, enc, 4<<10)
+		w, err := segment.CreateDict(vfs.Default, tmp, enc, 4<<10, dict)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if dict != nil {
+			f.dicts++
 		}
 		for range per {
 			seq++
@@ -74,6 +81,7 @@ func newFixture(t *testing.T, segs, per int, base time.Time) *fixture {
 		if err != nil {
 			t.Fatal(err)
 		}
+		dict = w.NextDict()
 		name := segment.FileName(foot.FirstSeq, foot.LastSeq)
 		if err := vfs.Default.Rename(tmp, filepath.Join(f.dir, name)); err != nil {
 			t.Fatal(err)

@@ -45,6 +45,9 @@ func (t tamperBackend) Get(ctx context.Context, key string) (io.ReadCloser, erro
 func archivedFixture(t *testing.T, b Backend) (*fixture, map[string][]byte) {
 	t.Helper()
 	f := newFixture(t, 2, 300, time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	if f.dicts != 1 {
+		t.Fatalf("%d of the fixture's segments have a dictionary, want 1 (the second): a restore must carry it", f.dicts)
+	}
 	u := startUploader(t, f, b, nil)
 	waitArchived(t, f)
 	u.Close()

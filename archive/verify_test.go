@@ -45,6 +45,9 @@ func TestVerifyFindsDamage(t *testing.T) {
 	}
 	base := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	f := newFixture(t, 4, 200, base)
+	if f.dicts != 3 {
+		t.Fatalf("%d of the fixture's segments have a dictionary, want 3 (all but the first)", f.dicts)
+	}
 	u := startUploader(t, f, d, nil)
 	waitArchived(t, f)
 	u.Close()

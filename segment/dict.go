@@ -68,16 +68,13 @@ func appendDictSection(dst, content []byte, enc *zstd.Encoder) []byte {
 }
 
 // readDictSection reads the dictionary section at headerSize of a version 2
-// segment of size bytes: the dictionary's id and content, and the offset
-// its blocks start at. The reason is empty when the section holds; err is
-// a failure to read.
-func readDictSection(r io.ReaderAt, size int64) (id uint32, content []byte, start int64, reason string, err error) {
-	var h [dictHeaderSize]byte
-	if size < headerSize+dictHeaderSize+footerSize {
+// segment of size bytes, whose first bytes (up to dictHeaderSize, as far
+// as the file holds them) the caller read into h: the dictionary's id and
+// content, and the offset its blocks start at. The reason is empty when
+// the section holds; err is a failure to read.
+func readDictSection(r io.ReaderAt, size int64, h []byte) (id uint32, content []byte, start int64, reason string, err error) {
+	if size < headerSize+dictHeaderSize+footerSize || len(h) < dictHeaderSize {
 		return 0, nil, 0, "too short for a dictionary section", nil
-	}
-	if _, err := r.ReadAt(h[:], headerSize); err != nil {
-		return 0, nil, 0, "", err
 	}
 	id = binary.BigEndian.Uint32(h[0:])
 	rawLen := binary.BigEndian.Uint32(h[4:])

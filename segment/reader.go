@@ -62,11 +62,14 @@ func OpenReaderAt(path string, r io.ReaderAt, size int64) (*File, error) {
 	if size < headerSize+footerSize {
 		return nil, corrupt(0, fmt.Sprintf("%d bytes is too short for a segment", size))
 	}
-	var hdr [headerSize]byte
-	if _, err := f.ReadAt(hdr[:], 0); err != nil {
+	// The header and, in version 2, the dictionary section's header, in
+	// one read (one request for an archived segment).
+	var hdr [headerSize + dictHeaderSize]byte
+	head := hdr[:min(int64(len(hdr)), size-footerSize)]
+	if _, err := f.ReadAt(head, 0); err != nil {
 		return nil, fmt.Errorf("cannot read segment %q: %w", path, err)
 	}
-	v, reason := checkHeader(hdr[:])
+	v, reason := checkHeader(head)
 	if reason != "" {
 		return nil, corrupt(0, reason)
 	}
@@ -75,7 +78,7 @@ func OpenReaderAt(path string, r io.ReaderAt, size int64) (*File, error) {
 	start := int64(headerSize)
 	if v == versionDict {
 		var err error
-		did, dict, start, reason, err = readDictSection(f, size)
+		did, dict, start, reason, err = readDictSection(f, size, head[headerSize:])
 		if err != nil {
 			return nil, fmt.Errorf("cannot read segment %q: %w", path, err)
 		}
