@@ -44,12 +44,12 @@ func TestWalCounters(t *testing.T) {
 	}
 }
 
-// TestJudge: the guard fails a ratio under -min-ratio, and medians and
-// ratios come from the right runs.
+// TestJudge: the guard fails a best-rounds ratio under -min-ratio, and
+// medians and ratios come from the right runs.
 func TestJudge(t *testing.T) {
 	o := &options{conns: []int{256}, minRatio: 0.5}
 	res := &results{Failures: []string{}}
-	for i, rps := range map[string][]float64{ceiling: {100, 120, 110}, gcref: {70, 80, 75}, ankusa: {30, 35, 40}} {
+	for i, rps := range map[string][]float64{ceiling: {100, 120, 110}, gcref: {70, 80, 75}, ankusa: {30, 35, 39.9}} {
 		for round, v := range rps {
 			r := &runResult{Server: i, Mode: "closed", Round: round + 1, Conns: 256}
 			r.Load.ThroughputRPS = v
@@ -57,14 +57,15 @@ func TestJudge(t *testing.T) {
 		}
 	}
 	res.judge(o)
-	if len(res.Ratios) != 1 || fmt.Sprintf("%.3f", res.Ratios[0].AnkusaGcref) != fmt.Sprintf("%.3f", 35.0/75) {
+	if len(res.Ratios) != 1 || fmt.Sprintf("%.3f", res.Ratios[0].AnkusaGcref) != fmt.Sprintf("%.3f", 35.0/75) ||
+		fmt.Sprintf("%.3f", res.Ratios[0].AnkusaGcrefBest) != fmt.Sprintf("%.3f", 39.9/80) {
 		t.Fatalf("ratios %+v", res.Ratios)
 	}
 	if len(res.Failures) != 1 || !strings.HasPrefix(res.Failures[0], "guard:") {
 		t.Errorf("failures %q, want the guard", res.Failures)
 	}
 	md := res.markdown(o)
-	for _, want := range []string{unpinned, "| ankusa  |    35 |         30–40 |", "Result: FAILED"} {
+	for _, want := range []string{unpinned, "| ankusa  |    35 |         30–40 |", "Result: FAILED", "in the best rounds"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
 		}
