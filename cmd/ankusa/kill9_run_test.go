@@ -111,8 +111,8 @@ func (r *crashRun) report(t *testing.T) {
 	}
 	t.Logf("log: %d hooks, seqs 1..%d (%d committed without the 201 reaching loadgen), %.1f MiB of bodies; the %d hooks of the log the last kill left are %s",
 		l.hooks(), l.last, l.hooks()-v.acked+v.lost, float64(l.bodyBytes)/(1<<20), r.carried, kept)
-	t.Logf("segments: %d files, %d hooks, seqs 1..%d of the log's 1..%d, %.1f MiB on disk; the last boot sealed by age within %s",
-		sc.files, sc.records, sc.sealed, l.last, float64(sc.fileBytes)/(1<<20), r.idle.Round(time.Millisecond))
+	t.Logf("segments: %d files (%d with a dictionary), %d hooks, seqs 1..%d of the log's 1..%d, %.1f MiB on disk; the last boot sealed by age within %s",
+		sc.files, sc.dictFiles, sc.records, sc.sealed, l.last, float64(sc.fileBytes)/(1<<20), r.idle.Round(time.Millisecond))
 	t.Logf("WAL before the last boot: %s", walLine(r.pre))
 	t.Logf("WAL after the clean stop: %s", walLine(l))
 	t.Logf("sealing under kills: %d of %d kills came with a .partial segment (open or being sealed); kills left %d partial segments, boots removed %d, adopted %d whole segments the catalogue lacked, set aside %d",
@@ -152,6 +152,12 @@ func (r *crashRun) verdict(t *testing.T) {
 		for _, p := range ps {
 			t.Error("before the last boot: " + p)
 		}
+	}
+	if sc := &l.seg; sc.files >= 20 && sc.dictFiles == 0 {
+		// Segments of 256 KiB sealed back to back under load each carry
+		// the one before's last records: the proof above must have read
+		// version 2 segments, or it proved nothing about them.
+		t.Errorf("none of %d segments has a dictionary: the run read no version 2 segment", sc.files)
 	}
 	if v.lost != 0 || v.mismatched != 0 || v.duplicated != 0 {
 		t.Fatalf("log: lost %d, body mismatches %d, duplicated %d of %d acknowledged hooks: want 0, 0, 0", v.lost, v.mismatched, v.duplicated, v.acked)

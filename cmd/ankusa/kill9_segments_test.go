@@ -118,6 +118,7 @@ func tiling(segs []segName) (sealed uint64, problems []string) {
 // segCheck is what readSegments found.
 type segCheck struct {
 	files, records int
+	dictFiles      int // version 2: compressed with the segment before's last records
 	fileBytes      int64
 	sealed         uint64 // last seq the segments hold
 	problems       []string
@@ -175,6 +176,9 @@ func (c *segCheck) readFile(dir string, s segName, l *nodeLog, dec *segment.Deco
 	}
 	defer f.Close()
 	c.fileBytes += f.Size
+	if f.DictID != 0 {
+		c.dictFiles++
+	}
 	if f.Footer.FirstSeq != s.first || f.Footer.LastSeq != s.last {
 		return raw, fmt.Errorf("%s: the footer says seqs %d..%d", s.name, f.Footer.FirstSeq, f.Footer.LastSeq)
 	}
