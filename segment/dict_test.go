@@ -269,12 +269,7 @@ func TestDictionarySectionDamage(t *testing.T) {
 		}
 	}
 	// The frames name their dictionary: a decoder without it refuses them.
-	fs := vfs.NewMem()
-	writeMemFile(t, fs, "seg", data)
-	f, err := segment.OpenFile(fs, "seg")
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := openSeed(t, data)
 	defer f.Close()
 	b := f.Index[0]
 	comp := data[b.Offset : b.Offset+int64(b.CompLen)]
@@ -300,13 +295,7 @@ func TestDecoderManyDictionaries(t *testing.T) {
 	plainDec := segment.NewDecoder()
 	for k := range segments {
 		dict := bytes.Repeat([]byte(fmt.Sprintf(`{"segment":%d,"type":"charge.succeeded","amount":`, k)), 64)[:2048+k]
-		data := buildDictSegment(t, 30, 2<<10, 800, dict)
-		fs := vfs.NewMem()
-		writeMemFile(t, fs, "seg", data)
-		f, err := segment.OpenFile(fs, "seg")
-		if err != nil {
-			t.Fatal(err)
-		}
+		f := openSeed(t, buildDictSegment(t, 30, 2<<10, 800, dict))
 		defer f.Close()
 		s := seg{f: f}
 		for i := range f.Index {
