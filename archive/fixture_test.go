@@ -54,13 +54,13 @@ func newFixture(t *testing.T, segs, per int, base time.Time) *fixture {
 	}
 	t.Cleanup(func() { m.Close() })
 	f.meta = m
-	enc := segment.NewEncoder()
+	enc, denc := segment.NewEncoder(), segment.NewDictEncoder()
 	seq := uint64(0)
 	var dict []byte
 	for range segs {
 		first := seq + 1
 		tmp := filepath.Join(f.dir, fmt.Sprintf("%020d.partial", first))
-		w, err := segment.CreateDict(vfs.Default, tmp, enc, 4<<10, dict)
+		w, err := segment.CreateDict(vfs.Default, tmp, enc, denc, 4<<10, dict)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -128,6 +128,34 @@ func plainDecoder() *zstd.Decoder {
 	return plainDec
 }
 
+// DictEncoder keeps the zstd encoder of version 2 segments from one
+// segment to the next: making one allocates several MiB of tables, and a
+// node begins a segment a second at full rate. It serves one writer at a
+// time (the store's sealer: a segment is finished or aborted before the
+// next one begins).
+type DictEncoder struct{ enc *zstd.Encoder }
+
+// NewDictEncoder returns an empty DictEncoder.
+func NewDictEncoder() *DictEncoder { return &DictEncoder{} }
+
+// with returns the encoder set to compress with content (a nil
+// DictEncoder makes a new one). Its tables are rebuilt for every new
+// content (klauspost keys them by the dictionary it was given, not by
+// id).
+func (d *DictEncoder) with(content []byte) *zstd.Encoder {
+	if d == nil {
+		return newDictEncoder(content)
+	}
+	if d.enc == nil {
+		d.enc = newDictEncoder(content)
+		return d.enc
+	}
+	if err := d.enc.ResetWithOptions(nil, zstd.WithEncoderDictRaw(dictID(content), content)); err != nil {
+		panic("BUG: segment: zstd encoder dictionary: " + err.Error())
+	}
+	return d.enc
+}
+
 // newDictEncoder is NewEncoder's encoder with content as its dictionary.
 func newDictEncoder(content []byte) *zstd.Encoder {
 	enc, err := zstd.NewWriter(nil,
@@ -174,14 +202,14 @@ const dictDecoders = 8
 
 // NewDecoder returns the decoder segments are read with.
 func NewDecoder() *Decoder {
-	return &Decoder{plain: newZstdDecoder()}
+	return &Decoder{plain: newZstdDecoder(runtime.GOMAXPROCS(0))}
 }
 
-func newZstdDecoder(opts ...zstd.DOption) *zstd.Decoder {
+// newZstdDecoder returns a decoder that decodes up to concurrent blocks
+// at once.
+func newZstdDecoder(concurrent int, opts ...zstd.DOption) *zstd.Decoder {
 	opts = append([]zstd.DOption{
-		// At most 4 blocks decoded at once per dictionary: each decoding
-		// holds a window of history, and a Decoder keeps dictDecoders.
-		zstd.WithDecoderConcurrency(min(runtime.GOMAXPROCS(0), 4)),
+		zstd.WithDecoderConcurrency(concurrent),
 		zstd.WithDecoderMaxMemory(MaxRawBlock),
 		zstd.WithDecoderMaxWindow(MaxRawBlock)}, opts...)
 	dec, err := zstd.NewReader(nil, opts...)
@@ -211,17 +239,29 @@ func (d *Decoder) forDict(id uint32, content []byte) *zstd.Decoder {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for i, dd := range d.dicts {
-		if dd.id == id && len(dd.content) == len(content) &&
-			(&dd.content[0] == &content[0] || bytes.Equal(dd.content, content)) {
-			copy(d.dicts[1:i+1], d.dicts[:i])
-			d.dicts[0] = dd
-			return dd.dec
+		if dd.id != id || len(dd.content) != len(content) {
+			continue
 		}
+		if &dd.content[0] != &content[0] {
+			if !bytes.Equal(dd.content, content) {
+				continue
+			}
+			// The same dictionary from another copy (the open segment's
+			// writer, then its sealed File, or a File opened again): the
+			// next read through this copy compares no bytes.
+			dd.content = content
+		}
+		copy(d.dicts[1:i+1], d.dicts[:i])
+		d.dicts[0] = dd
+		return dd.dec
 	}
 	// An evicted decoder is dropped, not closed: a read may still be
 	// decoding with it, and a decoder used only through DecodeAll holds
-	// no goroutine.
-	dd := &dictDecoder{id: id, content: content, dec: newZstdDecoder(zstd.WithDecoderDictRaw(id, content))}
+	// no goroutine. At most 4 blocks decode at once per dictionary: each
+	// decoding holds a window of history, and a Decoder keeps
+	// dictDecoders of them.
+	dd := &dictDecoder{id: id, content: content,
+		dec: newZstdDecoder(min(runtime.GOMAXPROCS(0), 4), zstd.WithDecoderDictRaw(id, content))}
 	if len(d.dicts) < dictDecoders {
 		d.dicts = append(d.dicts, nil)
 	}

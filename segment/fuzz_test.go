@@ -302,7 +302,7 @@ func buildSegment(t testing.TB, n, blockSize, maxBody int) []byte {
 // (version 2; nil: version 1).
 func buildDictSegment(t testing.TB, n, blockSize, maxBody int, dict []byte) []byte {
 	fs := vfs.NewMem()
-	w, err := segment.CreateDict(fs, "seg", segment.NewEncoder(), blockSize, dict)
+	w, err := segment.CreateDict(fs, "seg", segment.NewEncoder(), nil, blockSize, dict)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -120,9 +120,10 @@ type Keeper interface {
 
 // Store seals the log into segments and reads hooks back.
 type Store struct {
-	o   Options
-	enc *zstd.Encoder
-	dec *Decoder
+	o    Options
+	enc  *zstd.Encoder
+	denc *DictEncoder // the sealer's, for version 2 segments
+	dec  *Decoder
 
 	// mu guards the tail, the open segment and the WAL file list: the
 	// sealing goroutine holds it while it seals, readers while they look
@@ -208,7 +209,7 @@ func Open(o Options) (*Store, error) {
 		o.MaxAge = 10 * time.Second
 	}
 	s := &Store{
-		o: o, enc: NewEncoder(), dec: NewDecoder(),
+		o: o, enc: NewEncoder(), denc: NewDictEncoder(), dec: NewDecoder(),
 		files: newFileCache(64), cache: newBlockCache(o.CacheBytes),
 		stop: make(chan struct{}), done: make(chan struct{}),
 		eraseKick: make(chan struct{}, 1), eraserDone: make(chan struct{}),
@@ -530,7 +531,7 @@ func (s *Store) appendRecord(r *wal.Record) error {
 		if s.o.NoDict || now.After(s.nextDictBy) {
 			dict = nil
 		}
-		w, err := CreateDict(s.o.FS, s.o.FS.PathJoin(s.o.Dir, partialName(r.Seq)), s.enc, s.o.BlockSize, dict)
+		w, err := CreateDict(s.o.FS, s.o.FS.PathJoin(s.o.Dir, partialName(r.Seq)), s.enc, s.denc, s.o.BlockSize, dict)
 		if err != nil {
 			return err
 		}

@@ -69,15 +69,15 @@ type Writer struct {
 // Create creates the file at path (which must not exist) and writes its
 // header. blockSize 0 means DefaultBlockSize.
 func Create(fs vfs.FS, path string, enc *zstd.Encoder, blockSize int) (*Writer, error) {
-	return CreateDict(fs, path, enc, blockSize, nil)
+	return CreateDict(fs, path, enc, nil, blockSize, nil)
 }
 
 // CreateDict is Create for a segment whose blocks are compressed with the
 // dictionary dict (version 2, the dictionary stored after the header,
-// compressed by enc); a nil dict makes a version 1 segment, as Create.
-// dict is the writer's from then on. Its length must be within
-// [1 KiB, DictBytes].
-func CreateDict(fs vfs.FS, path string, enc *zstd.Encoder, blockSize int, dict []byte) (*Writer, error) {
+// compressed by enc), by de's encoder (nil: one made for this segment);
+// a nil dict makes a version 1 segment, as Create. dict is the writer's
+// from then on. Its length must be within [1 KiB, DictBytes].
+func CreateDict(fs vfs.FS, path string, enc *zstd.Encoder, de *DictEncoder, blockSize int, dict []byte) (*Writer, error) {
 	if blockSize <= 0 {
 		blockSize = DefaultBlockSize
 	}
@@ -95,7 +95,7 @@ func CreateDict(fs vfs.FS, path string, enc *zstd.Encoder, blockSize int, dict [
 	if dict != nil {
 		w.foot.Version = versionDict
 		head = appendDictSection(appendHeader(nil, versionDict), dict, enc)
-		w.dict, w.dictID, w.enc = dict, dictID(dict), newDictEncoder(dict)
+		w.dict, w.dictID, w.enc = dict, dictID(dict), de.with(dict)
 	}
 	w.off = int64(len(head))
 	if _, err := f.Write(head); err != nil {

@@ -7,8 +7,10 @@
 //
 // It writes the table as markdown to -out and every raw figure as JSON to
 // -json. It exits 1 if any server answered anything but 201 or a request
-// failed, or if the appliance's req/s falls below -min-ratio of gcref's
-// (the guard CI runs with -quick), and 2 on a usage error.
+// failed, or if the appliance's best round falls below -min-ratio of
+// gcref's best round (the guard CI runs with -quick; best rounds because
+// one round on shared cores can land in a low mode a regression does not
+// explain), and 2 on a usage error.
 //
 // The binaries (ankusa, loadgen, ceiling, gcref) are expected in -bin; the
 // Makefile builds them first. It drives each of them as a process: it
@@ -46,7 +48,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.warmup, "warmup", 2*time.Second, "warm-up before each measured run, excluded from the figures")
 	fs.Float64Var(&o.openFrac, "open-frac", 0.5, "open-loop rate as a fraction of the appliance's median req/s at -open-conns")
 	fs.IntVar(&o.openConns, "open-conns", 256, "connections of the open-loop run; the rate comes from the closed-loop run at this count")
-	fs.Float64Var(&o.minRatio, "min-ratio", 0, "fail if the appliance's median req/s is below this fraction of gcref's (0: no guard)")
+	fs.Float64Var(&o.minRatio, "min-ratio", 0, "fail if the appliance's best round's req/s is below this fraction of gcref's best round's (0: no guard)")
 	fs.BoolVar(&o.quick, "quick", false, "the CI run: 3 rounds, 256 connections, -d 3s -warmup 1s, -min-ratio 0.6 (flags given explicitly win)")
 	fs.StringVar(&o.out, "out", "", "also write the table as markdown to this file")
 	fs.StringVar(&o.jsonOut, "json", "", "write every raw figure as JSON to this file")

@@ -176,7 +176,7 @@ func seal(dir string, payloads [][]byte, o sealOptions) (sealed, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return s, fmt.Errorf("cannot create %q: %w", dir, err)
 	}
-	enc := segment.NewEncoder()
+	enc, denc := segment.NewEncoder(), segment.NewDictEncoder()
 	cpu0, start := cpuTime(), time.Now()
 	var w *segment.Writer
 	var dict []byte
@@ -184,7 +184,7 @@ func seal(dir string, payloads [][]byte, o sealOptions) (sealed, error) {
 	for i, p := range payloads {
 		if w == nil {
 			var err error
-			if w, err = segment.CreateDict(fs, filepath.Join(dir, "sealing"), enc, segment.DefaultBlockSize, dict); err != nil {
+			if w, err = segment.CreateDict(fs, filepath.Join(dir, "sealing"), enc, denc, segment.DefaultBlockSize, dict); err != nil {
 				return s, err
 			}
 		}
