@@ -13,6 +13,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/ankusa/ankusa/envelope"
+	"github.com/ankusa/ankusa/segment"
 	"github.com/ankusa/ankusa/wal"
 )
 
@@ -127,8 +128,14 @@ func (c *segCrasher) crash(where string) {
 
 // crashOpts are the crash workload's: seal at 3 KiB or 5 ms, 2 KiB WAL
 // files, so that seals, WAL rotations and WAL deletions interleave with
-// commits.
-func crashOpts(dispatch func() uint64) nodeOptions {
+// commits. With v2, segments are sealed at 20 KiB instead (and by age
+// only after a second): big enough that each leaves the next one a
+// dictionary (raw/16 ≥ 1 KiB), so the crash points fall among version 2
+// segments too.
+func crashOpts(dispatch func() uint64, v2 bool) nodeOptions {
+	if v2 {
+		return nodeOptions{maxBytes: 20 << 10, maxAge: time.Second, blockSize: 2 << 10, walFile: 2 << 10, dispatch: dispatch}
+	}
 	return nodeOptions{maxBytes: 3 << 10, maxAge: 5 * time.Millisecond, blockSize: 512, walFile: 2 << 10, dispatch: dispatch}
 }
 
@@ -151,12 +158,14 @@ func TestCrashWhileSealing(t *testing.T) {
 		random   bool
 		hooks    int
 		seed     uint64
+		v2       bool // segments with dictionaries (crashOpts)
 	}{
-		{"checkpoint at the top", func() uint64 { return math.MaxUint64 }, false, 150, 1},
-		{"no checkpoint", nil, false, 90, 1},
-		{"checkpoint at the top, random unsynced data seed 1", func() uint64 { return math.MaxUint64 }, true, 60, 1},
-		{"checkpoint at the top, random unsynced data seed 2", func() uint64 { return math.MaxUint64 }, true, 60, 2},
-		{"no checkpoint, random unsynced data", nil, true, 60, 3},
+		{"checkpoint at the top", func() uint64 { return math.MaxUint64 }, false, 150, 1, false},
+		{"no checkpoint", nil, false, 90, 1, false},
+		{"checkpoint at the top, random unsynced data seed 1", func() uint64 { return math.MaxUint64 }, true, 60, 1, false},
+		{"checkpoint at the top, random unsynced data seed 2", func() uint64 { return math.MaxUint64 }, true, 60, 2, false},
+		{"no checkpoint, random unsynced data", nil, true, 60, 3, false},
+		{"checkpoint at the top, version 2 segments", func() uint64 { return math.MaxUint64 }, false, 180, 1, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if raceEnabled {
@@ -164,22 +173,28 @@ func TestCrashWhileSealing(t *testing.T) {
 			}
 			c := &segCrasher{mem: vfs.NewCrashableMem(), random: tc.random, rng: rand.New(rand.NewPCG(tc.seed, 5))}
 			c.armed.Store(!tc.random)
-			deleted := runSegCrashWorkload(t, c, tc.dispatch, tc.hooks)
+			deleted := runSegCrashWorkload(t, c, tc.dispatch, tc.hooks, tc.v2)
 			if tc.dispatch != nil && !deleted {
 				t.Fatalf("no wal file was deleted: the workload did not test deletion")
 			}
 			adopted, discarded := counter("ankusa_segment_adopted_total"), counter("ankusa_segment_partial_discarded_total")
-			walGone := 0
+			walGone, withV2 := 0, 0
 			for _, p := range c.points {
 				if w := walFilesIfAny(t, p.fs); len(w) > 0 && w[0] > 1 {
 					walGone++
 				}
-				verifySegCrash(t, p, tc.dispatch)
+				if tc.v2 && holdsDictSegment(t, p.fs) {
+					withV2++
+				}
+				verifySegCrash(t, p, tc.dispatch, tc.v2)
+			}
+			if tc.v2 && withV2 == 0 {
+				t.Fatalf("no crash point left a version 2 segment on disk: the case tested none")
 			}
 			adopted = counter("ankusa_segment_adopted_total") - adopted
 			discarded = counter("ankusa_segment_partial_discarded_total") - discarded
-			t.Logf("%d crash points verified: %d with wal files deleted, %d segments adopted, %d partial ones discarded",
-				len(c.points), walGone, adopted, discarded)
+			t.Logf("%d crash points verified: %d with wal files deleted, %d with a version 2 segment, %d segments adopted, %d partial ones discarded",
+				len(c.points), walGone, withV2, adopted, discarded)
 			// Without these the workload did not crash where it matters. A
 			// partial segment's directory entry is never synced before its
 			// rename: only clones that keep unsynced entries have one.
@@ -192,9 +207,9 @@ func TestCrashWhileSealing(t *testing.T) {
 
 // runSegCrashWorkload runs the workload on c's file system and reports
 // whether the sealer deleted a WAL file.
-func runSegCrashWorkload(t *testing.T, c *segCrasher, dispatch func() uint64, hooks int) bool {
+func runSegCrashWorkload(t *testing.T, c *segCrasher, dispatch func() uint64, hooks int, v2 bool) bool {
 	fs := &syncHookFS{FS: c.mem, around: c.crash}
-	n := openNode(t, fs, crashOpts(dispatch))
+	n := openNode(t, fs, crashOpts(dispatch, v2))
 	c.armed.Store(true)
 	const workers = 3
 	var wg sync.WaitGroup
@@ -226,7 +241,7 @@ func runSegCrashWorkload(t *testing.T, c *segCrasher, dispatch func() uint64, ho
 }
 
 // verifySegCrash boots a node on a crash clone and checks it.
-func verifySegCrash(t *testing.T, p segCrashPoint, dispatch func() uint64) {
+func verifySegCrash(t *testing.T, p segCrashPoint, dispatch func() uint64, v2 bool) {
 	t.Helper()
 	fail := func(format string, args ...any) {
 		t.Helper()
@@ -242,7 +257,7 @@ func verifySegCrash(t *testing.T, p segCrashPoint, dispatch func() uint64) {
 	if dispatch == nil && len(walBefore) > 0 && (walBefore[0] != 1 || walBefore[len(walBefore)-1] != uint64(len(walBefore))) {
 		fail("wal files %v: one was deleted with no dispatch checkpoint", walBefore)
 	}
-	o := crashOpts(dispatch)
+	o := crashOpts(dispatch, v2)
 	o.maxAge = time.Hour // nothing moves while the test looks
 	n, err := tryOpenNode(t, p.fs, o)
 	if err != nil {
@@ -310,6 +325,24 @@ func verifySegCrash(t *testing.T, p segCrashPoint, dispatch func() uint64) {
 		}
 		top = e.ID
 	}
+}
+
+// holdsDictSegment reports whether a whole segment file on fs (catalogued
+// or not) is a version 2 one.
+func holdsDictSegment(t testing.TB, fs vfs.FS) bool {
+	t.Helper()
+	for _, name := range namesWith(t, fs, segDir, ".seg") {
+		f, err := segment.OpenFile(fs, fs.PathJoin(segDir, name))
+		if err != nil {
+			continue // damage is verifySegCrash's to judge
+		}
+		v2 := f.DictID != 0
+		f.Close()
+		if v2 {
+			return true
+		}
+	}
+	return false
 }
 
 // walFilesIfAny is walFiles for a file system that may not have the WAL
