@@ -333,3 +333,69 @@ func TestDecoderManyDictionaries(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestNextDictAfterLargeRecords: a record far larger than a block (whose
+// buffer the writer lets go of after it) leaves the next segment a
+// dictionary that is still the tail of this segment's records, and the
+// next segment written with it reads back whole.
+func TestNextDictAfterLargeRecords(t *testing.T) {
+	fs := vfs.NewMem()
+	w, err := segment.Create(fs, "a", segment.NewEncoder(), 4<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := envelope.NewIDGen(3, envelope.ID{})
+	var stream []byte // every record as the blocks hold it
+	seq := uint64(0)
+	add := func(w *segment.Writer, body int) {
+		t.Helper()
+		seq++
+		e := jsonHook(int(seq))
+		if body > 0 {
+			e.Body = bytes.Repeat([]byte(`{"k":"v"},`), body/10)
+		}
+		e.Seq, e.ID, e.TenantOrdinal = seq, ids.Next(1_764_445_200_000+seq, seq), 1
+		p := e.AppendTo(nil)
+		stream = binary.BigEndian.AppendUint32(stream, uint32(len(p)))
+		stream = append(stream, p...)
+		if err := w.Append(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 60 {
+		switch i {
+		case 10, 11, 40: // two in a row: both buffers grow past the bound
+			add(w, 600<<10)
+		default:
+			add(w, 0)
+		}
+	}
+	if _, err := w.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	dict := w.NextDict()
+	if len(dict) < 1<<10 || !bytes.HasSuffix(stream, dict) { // stream: this segment's records so far
+		t.Fatalf("a dictionary of %d bytes that is not the tail of the segment's %d bytes of records", len(dict), len(stream))
+	}
+	next, err := segment.CreateDict(fs, "b", segment.NewEncoder(), nil, 4<<10, dict)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 30 {
+		add(next, 0)
+	}
+	if _, err := next.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := segment.OpenFile(fs, "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if f.DictID == 0 || !bytes.Equal(f.Dict(), dict) {
+		t.Fatal("the next segment does not carry the dictionary")
+	}
+	if err := f.Verify(segment.NewDecoder()); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -596,7 +596,9 @@ func (s *Store) seal() error {
 	// The next segment's dictionary holds this one's last records: a
 	// hook's bytes outlive its segment by at most the next one, and only
 	// if that one opens soon (within segment.max_age).
-	s.nextDict, s.nextDictBy = w.NextDict(), s.o.Now().Add(s.o.MaxAge)
+	if !s.o.NoDict {
+		s.nextDict, s.nextDictBy = w.NextDict(), s.o.Now().Add(s.o.MaxAge)
+	}
 	s.sealedSeq.Store(foot.LastSeq)
 	sealedSeqGauge.Set(float64(foot.LastSeq))
 	id := foot.LastID

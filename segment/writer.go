@@ -192,6 +192,12 @@ func (w *Writer) flushBlock() error {
 	// written: with the last one they are the next segment's dictionary.
 	w.olderLen = len(w.prevRaw)
 	w.raw, w.prevRaw, w.cur = w.prevRaw[:0], w.raw, BlockInfo{}
+	if cap(w.raw) > 2*w.blockSize+DictBytes {
+		// The buffer came back from a block a large record made: let it
+		// go rather than hold two such buffers (the next dictionary then
+		// draws on the last block alone).
+		w.raw, w.olderLen = nil, 0
+	}
 	return nil
 }
 
