@@ -122,6 +122,12 @@ func decodeBlockInfo(b []byte) BlockInfo {
 	return bi
 }
 
+// FileSize is the size of the segment file the footer ends: everything
+// before the index, the index and the footer.
+func (f *Footer) FileSize() int64 {
+	return f.IndexOffset + int64(f.Blocks)*indexEntrySize + footerSize
+}
+
 func (f *Footer) appendTo(dst []byte) []byte {
 	start := len(dst)
 	dst = binary.BigEndian.AppendUint64(dst, uint64(f.IndexOffset))

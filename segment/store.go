@@ -588,7 +588,7 @@ func (s *Store) seal() error {
 	if err := s.o.FS.Rename(w.Path(), final); err != nil {
 		return fmt.Errorf("cannot rename segment %q: %w", w.Path(), err)
 	}
-	size := int64(foot.IndexOffset) + int64(foot.Blocks)*indexEntrySize + footerSize
+	size := foot.FileSize()
 	if err := s.catalogue(final, entryOf(name, size, &foot, s.o.Now())); err != nil {
 		return err
 	}

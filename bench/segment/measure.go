@@ -219,7 +219,7 @@ func (s *sealed) finish(fs vfs.FS, dir string, w *segment.Writer, counted bool) 
 			s.comp += int64(b.CompLen)
 		}
 		s.blocks += len(w.Blocks())
-		s.file += foot.IndexOffset + int64(foot.Blocks)*48 + 112
+		s.file += foot.FileSize()
 		if d, _ := w.Dict(); d != nil {
 			s.dicts++
 		}
