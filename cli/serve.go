@@ -58,6 +58,7 @@ func serve(args []string) int {
 		return exitConfig
 	}
 	defer log.Sync()
+	setProcs(log)
 	for _, w := range config.Warnings(cfg) {
 		log.Warn("config: " + w)
 	}

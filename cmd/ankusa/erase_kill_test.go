@@ -34,10 +34,10 @@ const ekCrashEnv = "ANKUSA_TEST_ERASE_CRASH_AFTER"
 // every stage but started (its record is the 202 itself).
 func ekKillPoints() []string { return slices.Clone(tenant.EraseStages[1:]) }
 
-// ekServeEnv starts `ankusa serve` of n with env added to the test's
+// serveWithEnv starts `ankusa serve` of n with env added to the test's
 // environment and waits until it is ready (startCmd, with an
 // environment).
-func ekServeEnv(t *testing.T, n *testNode, env ...string) *proc {
+func serveWithEnv(t *testing.T, n *testNode, env ...string) *proc {
 	t.Helper()
 	args := []string{"serve", "-config", n.config}
 	p := &proc{t: t, name: "ankusa " + strings.Join(args, " ") + " (" + strings.Join(env, " ") + ")", stderr: &child.Buffer{}, done: make(chan struct{})}
@@ -268,7 +268,7 @@ func TestEraseKill9AtEveryStage(t *testing.T) {
 			t.Run(stage, func(t *testing.T) {
 				t.Parallel()
 				n := ekCopyNode(t, b.node)
-				p := ekServeEnv(t, n.testNode, ekCrashEnv+"="+stage)
+				p := serveWithEnv(t, n.testNode, ekCrashEnv+"="+stage)
 				// The kill can come before the 202 is written (after closed):
 				// a transport error is the kill, not a failure.
 				if a, err := n.tryDo("DELETE", "/v1/tenants/acme?confirm=acme", erAdminToken, ""); err == nil && a.status != http.StatusAccepted {
