@@ -26,7 +26,7 @@ func TestParseFlags(t *testing.T) {
 	if err != nil || o.duration != 5*time.Second || o.minRatio != 0.8 || o.rounds != 3 {
 		t.Errorf("-quick with explicit flags: %+v, %v", o, err)
 	}
-	for _, bad := range [][]string{{"-conns", "64,x"}, {"-rounds", "0"}, {"-open-frac", "2"}, {"extra"}} {
+	for _, bad := range [][]string{{"-conns", "64,x"}, {"-rounds", "0"}, {"-open-rounds", "0"}, {"-open-frac", "2"}, {"extra"}} {
 		if _, err := parseFlags(bad); err == nil {
 			t.Errorf("parseFlags(%q): no error", bad)
 		}

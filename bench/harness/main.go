@@ -2,7 +2,7 @@
 // fasthttp ceiling (bench/ceiling), the group-commit reference
 // (bench/gcref) and the appliance (`ankusa serve`, WAL on disk, default
 // durable settings) in turn under the identical tools/loadgen command, for
-// several rounds and connection counts, then an open-loop run at half the
+// several rounds and connection counts, then open-loop rounds at half the
 // appliance's measured maximum, and prints one table of the medians.
 //
 // It writes the table as markdown to -out and every raw figure as JSON to
@@ -30,6 +30,7 @@ import (
 type options struct {
 	bin, out, jsonOut, tmp   string
 	rounds, openConns, redo  int
+	openRounds               int
 	conns                    []int
 	duration, warmup, settle time.Duration
 	openFrac, minRatio       float64
@@ -47,6 +48,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.duration, "d", 10*time.Second, "measured duration of each run")
 	fs.DurationVar(&o.warmup, "warmup", 2*time.Second, "warm-up before each measured run, excluded from the figures")
 	fs.Float64Var(&o.openFrac, "open-frac", 0.5, "open-loop rate as a fraction of the appliance's median req/s at -open-conns")
+	fs.IntVar(&o.openRounds, "open-rounds", 3, "rounds of the open-loop run, gcref and the appliance taking turns; the table shows their medians (one 10 s run's p99 on shared cores swings several-fold from one run to the next)")
 	fs.IntVar(&o.openConns, "open-conns", 256, "connections of the open-loop run; the rate comes from the closed-loop run at this count")
 	fs.Float64Var(&o.minRatio, "min-ratio", 0, "fail if the appliance's best round's req/s is below this fraction of gcref's best round's (0: no guard)")
 	fs.BoolVar(&o.quick, "quick", false, "the CI run: 3 rounds, 256 connections, -d 3s -warmup 1s, -min-ratio 0.6 (flags given explicitly win)")
@@ -70,6 +72,8 @@ func parseFlags(args []string) (*options, error) {
 	switch {
 	case o.rounds < 1:
 		return nil, fmt.Errorf("-rounds %d: want at least 1", o.rounds)
+	case o.openRounds < 1:
+		return nil, fmt.Errorf("-open-rounds %d: want at least 1", o.openRounds)
 	case o.duration <= 0 || o.warmup < 0:
 		return nil, fmt.Errorf("-d %v -warmup %v: want a positive duration and a non-negative warm-up", o.duration, o.warmup)
 	case o.redo < 0:

@@ -43,7 +43,8 @@ type runResult struct {
 }
 
 // measureAll runs every round of the closed-loop runs, then the open-loop
-// runs at o.openFrac of the appliance's median maximum.
+// rounds at o.openFrac of the appliance's median maximum, gcref and the
+// appliance taking turns.
 func measureAll(ctx context.Context, o *options) (*results, error) {
 	res := newResults(o)
 	fmt.Fprintf(os.Stderr, "harness: %d round(s) x %v connections x %s, %v + %v warm-up each\n",
@@ -72,12 +73,14 @@ func measureAll(ctx context.Context, o *options) (*results, error) {
 		return nil, fmt.Errorf("the appliance's maximum at %d connections is %.0f req/s: no open-loop rate to run", conns, benchkit.Median(max))
 	}
 	res.OpenConns, res.OpenRate = conns, rate
-	for _, name := range []string{gcref, ankusa} {
-		r, err := measureUndisturbed(ctx, o, name, 1, conns, rate)
-		if err != nil {
-			return nil, err
+	for round := 1; round <= o.openRounds; round++ {
+		for _, name := range []string{gcref, ankusa} {
+			r, err := measureUndisturbed(ctx, o, name, round, conns, rate)
+			if err != nil {
+				return nil, err
+			}
+			res.Runs = append(res.Runs, r)
 		}
-		res.Runs = append(res.Runs, r)
 	}
 	return res, nil
 }

@@ -253,8 +253,8 @@ func (res *results) markdown(o *options) string {
 	b.WriteString(t.String())
 
 	if res.OpenRate > 0 {
-		fmt.Fprintf(&b, "\nOpen loop: `loadgen ... -c %d -rate %.0f` (%.0f%% of ankusa's median req/s at %d connections), latency from the scheduled send time, -d %s -warmup %s:\n\n",
-			res.OpenConns, res.OpenRate, 100*o.openFrac, res.OpenConns, res.Duration, res.Warmup)
+		fmt.Fprintf(&b, "\nOpen loop: `loadgen ... -c %d -rate %.0f` (%.0f%% of ankusa's median req/s at %d connections), latency from the scheduled send time, -d %s -warmup %s, medians of %d rounds taken in turn:\n\n",
+			res.OpenConns, res.OpenRate, 100*o.openFrac, res.OpenConns, res.Duration, res.Warmup, o.openRounds)
 		t = benchkit.Table{Header: []string{"server", "req/s", "p50", "p99", "p99.9", "max", "CPU", "client CPU", "hooks/fsync", "fdatasync"}, Left: map[int]bool{0: true}}
 		for _, s := range res.Open {
 			t.Add(s.Server, benchkit.Thousands(s.RPS), ms(s.P50), ms(s.P99), ms(s.P999), ms(s.Max), fmt.Sprintf("%.0f%%", s.CPU), fmt.Sprintf("%.0f%%", s.ClientCPU), hooks(s), fsyncAvg(s))
