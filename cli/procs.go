@@ -3,6 +3,7 @@ package cli
 import (
 	"os"
 	"runtime"
+	"strconv"
 
 	"go.uber.org/zap"
 )
@@ -23,27 +24,36 @@ import (
 // 2.9–4.3 ms and the open-loop p99 fell in 13 of 16 alternating runs,
 // while the closed-loop maximum did not fall.
 
-// procsEnv is the variable that, set, leaves GOMAXPROCS to the operator.
+// procsEnv is the variable that, set to a positive number, leaves
+// GOMAXPROCS to the operator.
 const procsEnv = "GOMAXPROCS"
 
-// procsFor is the GOMAXPROCS the node runs with, given whether GOMAXPROCS
-// is set in the environment and the runtime's default; ok is false when
-// the node leaves it alone.
-func procsFor(set bool, def int) (n int, ok bool) {
-	if set {
-		return 0, false
+// procsFor is the GOMAXPROCS the node runs with, given GOMAXPROCS from the
+// environment ("" when unset) and the runtime's default. keep: the
+// environment's value stands. ignored: the environment holds something
+// the Go runtime does not take (anything but a positive number), so it
+// ran with its default, and the node adds its one.
+func procsFor(env string, def int) (n int, keep, ignored bool) {
+	if env == "" {
+		return def + 1, false, false
 	}
-	return def + 1, true
+	if v, err := strconv.Atoi(env); err == nil && v > 0 {
+		return v, true, false
+	}
+	return def + 1, false, true
 }
 
 // setProcs applies procsFor to the running process and logs the result.
 func setProcs(log *zap.Logger) {
-	env, set := os.LookupEnv(procsEnv)
+	env := os.Getenv(procsEnv)
 	def := runtime.GOMAXPROCS(0)
-	n, ok := procsFor(set, def)
-	if !ok {
+	n, keep, ignored := procsFor(env, def)
+	if keep {
 		log.Info("GOMAXPROCS set in the environment: left as it is", zap.String("GOMAXPROCS", env), zap.Int("procs", def))
 		return
+	}
+	if ignored {
+		log.Warn("GOMAXPROCS in the environment is not a positive number: the Go runtime ignored it", zap.String("GOMAXPROCS", env))
 	}
 	runtime.GOMAXPROCS(n)
 	log.Info("GOMAXPROCS: one more than the cores the node may use", zap.Int("cores", def), zap.Int("procs", n))

@@ -9,8 +9,8 @@ import (
 )
 
 // The node runs Go code on one more P than the cores it may use, unless
-// GOMAXPROCS is set in its environment, which it then leaves alone
-// (cli/procs.go). go_gomaxprocs on /metrics is the runtime's own figure.
+// GOMAXPROCS is set to a positive number in its environment, which it then
+// leaves alone (cli/procs.go). go_gomaxprocs on /metrics is the runtime's own figure.
 func TestGOMAXPROCS(t *testing.T) {
 	// The node inherits this process's environment: without GOMAXPROCS
 	// for the first start, whatever the test was run with.
@@ -27,6 +27,18 @@ func TestGOMAXPROCS(t *testing.T) {
 	}
 	if got := metric(t, n.admin, "go_gomaxprocs"); int(got) != procs {
 		t.Fatalf("go_gomaxprocs = %v, want %d", got, procs)
+	}
+	p.stop()
+
+	// A value the Go runtime ignores is named in a warning, and the node
+	// adds its one to the default as if it were unset.
+	p = serveWithEnv(t, n, "GOMAXPROCS=two")
+	warn := procsLogLine(t, p.stderr.String(), "GOMAXPROCS in the environment is not a positive number: the Go runtime ignored it")
+	if warn["level"] != "warn" || warn["GOMAXPROCS"] != "two" {
+		t.Fatalf("with GOMAXPROCS=two the node logged %v", warn)
+	}
+	if got := metric(t, n.admin, "go_gomaxprocs"); int(got) != procs {
+		t.Fatalf("with GOMAXPROCS=two go_gomaxprocs = %v, want %d", got, procs)
 	}
 	p.stop()
 
