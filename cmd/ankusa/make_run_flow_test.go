@@ -75,13 +75,21 @@ func seeTheFlow(t *testing.T, dir, banner, id string, acked time.Time) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The sink appends the line, then the node records the attempt's
+	// outcome: the record can follow the line by a moment.
 	c := newAdminClient(t, config.DefaultAdminListen)
-	ans := c.get("/v1/tenants/default/hooks/"+id+"/attempts", strings.TrimSpace(string(token)))
-	var v struct {
-		Attempts []attemptJSON `json:"attempts"`
-	}
-	if ans.status != http.StatusOK || json.Unmarshal(ans.body, &v) != nil || len(v.Attempts) != 1 ||
-		v.Attempts[0].Outcome != "delivered" || !strings.HasPrefix(v.Attempts[0].Sink, "file-") {
+	var (
+		ans answer
+		v   struct {
+			Attempts []attemptJSON `json:"attempts"`
+		}
+	)
+	waitSince(t, acked, makeRunDelivered, "the attempt recorded", func() bool {
+		ans = c.get("/v1/tenants/default/hooks/"+id+"/attempts", strings.TrimSpace(string(token)))
+		v.Attempts = nil
+		return ans.status == http.StatusOK && json.Unmarshal(ans.body, &v) == nil && len(v.Attempts) > 0
+	})
+	if len(v.Attempts) != 1 || v.Attempts[0].Outcome != "delivered" || !strings.HasPrefix(v.Attempts[0].Sink, "file-") {
 		t.Fatalf("attempts of %s: %d %s; want one, delivered by the file sink", id, ans.status, ans.body)
 	}
 
