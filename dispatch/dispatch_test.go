@@ -43,10 +43,16 @@ func TestDeliversEveryHookToEverySink(t *testing.T) {
 		t.Logf("%d attempt workers for %d attempts", w, 2*count)
 	}
 	waitFor(t, 5*time.Second, "the checkpoint", func() bool { return d.Checkpoint() == n.wal.LastSeq() })
-	live, err := n.meta.HoldsLive(1, n.wal.LastSeq())
-	if err != nil || live {
-		t.Fatalf("HoldsLive after every delivery = %v, %v; want false (rows are deleted once delivered)", live, err)
-	}
+	// A fake sink counts a delivery before the attempt's outcome is
+	// recorded, which deletes the row: the last few deletes can follow
+	// the count by a moment.
+	waitFor(t, 5*time.Second, "every row deleted once delivered", func() bool {
+		live, err := n.meta.HoldsLive(1, n.wal.LastSeq())
+		if err != nil {
+			t.Fatalf("HoldsLive: %v", err)
+		}
+		return !live
+	})
 	n.close()
 }
 
