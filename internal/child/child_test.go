@@ -3,6 +3,8 @@ package child
 import (
 	"fmt"
 	"net"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -52,5 +54,32 @@ func TestFreeAddrNeverTwice(t *testing.T) {
 			t.Fatalf("FreeAddr gave %s twice", addr)
 		}
 		seen[addr] = true
+	}
+}
+
+// Where the kernel's ephemeral range leaves room below it, FreeAddr's
+// ports come from there, out of reach of the ports the kernel hands out
+// to outgoing connections.
+func TestFreeAddrBelowEphemeralRange(t *testing.T) {
+	lo, hi := quietPorts()
+	for range 50 {
+		addr, err := FreeAddr()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, p, _ := net.SplitHostPort(addr)
+		port, err := strconv.Atoi(p)
+		if err != nil {
+			t.Fatalf("FreeAddr gave %q", addr)
+		}
+		if hi > lo && (port < lo || port >= hi) {
+			t.Fatalf("FreeAddr gave port %d, outside [%d, %d) below the ephemeral range", port, lo, hi)
+		}
+	}
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		var first, last int
+		if _, err := fmt.Sscan(string(b), &first, &last); err == nil && first >= 21000 && hi != first {
+			t.Fatalf("ephemeral range starts at %d, but FreeAddr draws from [%d, %d)", first, lo, hi)
+		}
 	}
 }
