@@ -71,3 +71,19 @@ func (c *ctx) jitter(d time.Duration) time.Duration {
 }
 
 func pick[T any](c *ctx, list []T) T { return list[c.skewed(len(list))] }
+
+// weighted draws one of kinds, each as often as its weight says, and
+// returns it with its index.
+func weighted[T any](c *ctx, kinds []T, weight func(T) int) (T, int) {
+	total := 0
+	for _, k := range kinds {
+		total += weight(k)
+	}
+	n := c.r.IntN(total)
+	i := 0
+	for n >= weight(kinds[i]) {
+		n -= weight(kinds[i])
+		i++
+	}
+	return kinds[i], i
+}

@@ -6,12 +6,14 @@ import "time"
 // payloads: the subject (issue, comment, pull request, commits, job), then
 // repository and sender.
 
-var githubKinds = []struct {
+type githubKind struct {
 	weight  int
 	event   string
 	actions []string
 	payload []field // before repository and sender
-}{
+}
+
+var githubKinds = []githubKind{
 	{30, "push", []string{""}, pushFields},
 	{15, "issues", []string{"opened", "labeled", "closed", "edited", "assigned"}, []field{f("issue", issue(bigText(4)))}},
 	{20, "issue_comment", []string{"created", "edited"}, []field{f("issue", issue(text(4, 30))), f("comment", comment)}},
@@ -24,17 +26,7 @@ var githubKinds = []struct {
 // template of its body.
 func githubEvent(c *ctx, o *githubOrg) (string, gen) {
 	o.setScene(c)
-	total := 0
-	for _, k := range githubKinds {
-		total += k.weight
-	}
-	n := c.r.IntN(total)
-	i := 0
-	for n >= githubKinds[i].weight {
-		n -= githubKinds[i].weight
-		i++
-	}
-	k := githubKinds[i]
+	k, _ := weighted(c, githubKinds, func(k githubKind) int { return k.weight })
 	var fields []field
 	if a := pick(c, k.actions); a != "" {
 		fields = append(fields, f("action", str(a)))

@@ -6,11 +6,13 @@ import "time"
 // account's entities. Shapes follow Stripe's API reference (API versions
 // 2020-08-27 to 2024-06-20): every member present, null when unset.
 
-var stripeKinds = []struct {
+type stripeKind struct {
 	weight int
 	types  []string
 	object gen
-}{
+}
+
+var stripeKinds = []stripeKind{
 	{24, []string{"payment_intent.succeeded", "payment_intent.created", "payment_intent.payment_failed"}, paymentIntent},
 	{16, []string{"charge.succeeded", "charge.captured", "charge.refunded"}, charge},
 	{20, []string{"invoice.paid", "invoice.payment_succeeded", "invoice.finalized", "invoice.created"}, invoice},
@@ -25,17 +27,7 @@ var stripeKinds = []struct {
 // body.
 func stripeEvent(c *ctx, a *stripeAccount) (string, gen) {
 	c.acct = a
-	total := 0
-	for _, k := range stripeKinds {
-		total += k.weight
-	}
-	n := c.r.IntN(total)
-	i := 0
-	for n >= stripeKinds[i].weight {
-		n -= stripeKinds[i].weight
-		i++
-	}
-	k := stripeKinds[i]
+	k, i := weighted(c, stripeKinds, func(k stripeKind) int { return k.weight })
 	typ := pick(c, k.types)
 	fl := a.setFlow(c)
 	c.flow = fl
